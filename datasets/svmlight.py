@@ -1,0 +1,183 @@
+"""Reading svmlight / libsvm files: plain, gzip or bzip2, with a binary cache.
+
+    label index:value index:value ... [# comment]
+
+Indices may be zero- or one-based ('auto': zero-based if any index 0 occurs),
+'qid:N' tokens are ignored, blank and '#' lines are skipped. Parsed files are
+cached as .npy arrays (memory-mapped on load), keyed by the file's path, size and
+modification time, so a repeat load takes milliseconds.
+"""
+import bz2
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from hogwild.datasets import svmlight_parser as P
+from hogwild.errors import DataFormatError, HogwildError
+from hogwild.paths import cache_dir
+
+_CACHE_VERSION = "svmlight-1"
+_ARRAYS = ("indptr", "indices", "values", "labels", "row_lines")
+
+
+@dataclass
+class SvmlightData:
+    X: sp.csr_matrix
+    y: np.ndarray
+    zero_based: bool
+    path: Path
+    row_lines: np.ndarray  # 1-based line number of each row, for error messages
+
+
+def _read_bytes(path):
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise HogwildError(f"cannot read {path}: no such file") from None
+    except IsADirectoryError:
+        raise HogwildError(f"cannot read {path}: it is a directory") from None
+    except OSError as exc:
+        raise HogwildError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        if raw[:2] == b"\x1f\x8b":
+            return gzip.decompress(raw)
+        if raw[:3] == b"BZh":
+            return bz2.decompress(raw)
+    except (OSError, EOFError, ValueError) as exc:
+        raise DataFormatError(f"cannot decompress {path}: {exc}") from None
+    return raw
+
+
+def _parse_bytes(raw, path):
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    max_rows, max_nnz = P.count_upper_bounds(buf)
+    indptr = np.empty(max_rows + 1, dtype=np.int64)
+    indices = np.empty(max_nnz, dtype=np.int64)
+    values = np.empty(max_nnz, dtype=np.float32)
+    labels = np.empty(max_rows, dtype=np.float64)
+    row_lines = np.empty(max_rows, dtype=np.int64)
+    rows, nnz, status, line, start = P.parse(buf, indptr, indices, values, labels, row_lines)
+    if status != P.OK:
+        end = raw.find(b"\n", start)
+        text = raw[start:end if end >= 0 else len(raw)].decode("utf-8", "replace").rstrip()
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise DataFormatError(f"{path}, line {line}: malformed svmlight line "
+                              f"({P.REASONS[status]}): {shown!r}")
+    if rows == 0:
+        raise HogwildError(f"empty data: {path} holds no samples")
+    return {"indptr": indptr[:rows + 1], "indices": indices[:nnz], "values": values[:nnz],
+            "labels": labels[:rows], "row_lines": row_lines[:rows]}
+
+
+def _apply_base(arrays, zero_based, path):
+    indices = arrays["indices"]
+    has_zero = indices.size > 0 and indices.min() == 0
+    if zero_based == "auto":
+        zero_based = bool(has_zero)
+    elif not zero_based and has_zero:
+        row = np.searchsorted(arrays["indptr"], np.argmax(indices == 0), side="right") - 1
+        raise DataFormatError(f"{path}, line {arrays['row_lines'][row]}: feature index 0 in a "
+                              "file read as one-based; pass zero_based=True")
+    shifted = indices if zero_based else indices - 1
+    arrays["indices"] = shifted.astype(np.int32)
+    return zero_based
+
+
+def _cache_key(path, zero_based):
+    stat = path.stat()
+    ident = json.dumps([_CACHE_VERSION, str(path.resolve()), stat.st_size, stat.st_mtime_ns,
+                        str(zero_based)])
+    return hashlib.sha256(ident.encode()).hexdigest()[:24]
+
+
+def _load_cached(folder):
+    meta = json.loads((folder / "meta.json").read_text())
+    arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
+    return arrays, meta["zero_based"]
+
+
+def _store_cached(folder, arrays, zero_based):
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
+    try:
+        for name in _ARRAYS:
+            np.save(tmp / f"{name}.npy", arrays[name])
+        (tmp / "meta.json").write_text(json.dumps({"zero_based": zero_based}))
+        os.replace(tmp, folder)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)  # another process won the race, or no space
+
+
+def _align_features(arrays, n_features, extra_features, path):
+    """Enforce 0 <= index < n_features: raise, or drop the extra features with one warning."""
+    indices, indptr = arrays["indices"], arrays["indptr"]
+    beyond = indices >= n_features
+    if not beyond.any():
+        return arrays
+    first = int(np.argmax(beyond))
+    row = int(np.searchsorted(indptr, first, side="right") - 1)
+    if extra_features == "error":
+        raise DataFormatError(
+            f"{path}, line {arrays['row_lines'][row]}: feature index out of range "
+            f"({int(indices[first])} as zero-based, n_features={n_features})")
+    dropped_features = np.unique(indices[beyond])
+    warnings.warn(f"{path}: dropped {int(beyond.sum())} values of {dropped_features.size} "
+                  f"features beyond the training data's {n_features} features", stacklevel=3)
+    keep = ~beyond
+    kept_per_row = np.add.reduceat(keep.astype(np.int64), indptr[:-1]) \
+        if indices.size else np.zeros(indptr.size - 1, np.int64)
+    kept_per_row[np.diff(indptr) == 0] = 0  # reduceat repeats a value for empty rows
+    new_indptr = np.concatenate([[0], np.cumsum(kept_per_row)])
+    return dict(arrays, indptr=new_indptr, indices=indices[keep],
+                values=arrays["values"][keep])
+
+
+def load_svmlight(path, n_features=None, zero_based="auto", extra_features="error",
+                  cache=True) -> SvmlightData:
+    """Load an svmlight/libsvm file (plain, .gz or .bz2; detected from its bytes).
+
+    n_features: number of columns; default max index + 1. Indices beyond it are an
+    error (extra_features="error") or are dropped with one warning ("drop"), which is
+    how a test file is aligned to its training file's features.
+    zero_based: True, False or "auto" (zero-based if any index 0 occurs).
+    cache: keep a binary copy under the hogwild cache directory for fast reloads.
+    """
+    if extra_features not in ("error", "drop"):
+        raise HogwildError(f"extra_features must be 'error' or 'drop', got {extra_features!r}")
+    if zero_based not in (True, False, "auto"):
+        raise HogwildError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
+    path = Path(path)
+    if not path.is_file():
+        raise HogwildError(f"cannot read {path}: "
+                           f"{'it is a directory' if path.is_dir() else 'no such file'}")
+    arrays = None
+    if cache:
+        folder = cache_dir() / "datasets" / _cache_key(path, zero_based)
+        if (folder / "meta.json").is_file():
+            arrays, zero_based = _load_cached(folder)
+    if arrays is None:
+        arrays = _parse_bytes(_read_bytes(path), path)
+        zero_based = _apply_base(arrays, zero_based, path)
+        if cache:
+            _store_cached(folder, arrays, zero_based)
+    max_index = int(arrays["indices"].max()) if arrays["indices"].size else -1
+    if n_features is None:
+        n_features = max_index + 1
+    elif isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) \
+            or n_features < 1:
+        raise HogwildError(f"n_features must be an integer >= 1, got {n_features!r}")
+    arrays = _align_features(arrays, n_features, extra_features, path)
+    X = sp.csr_matrix((arrays["values"], arrays["indices"], arrays["indptr"]),
+                      shape=(arrays["indptr"].size - 1, n_features), copy=False)
+    return SvmlightData(X=X, y=np.asarray(arrays["labels"]), zero_based=zero_based, path=path,
+                        row_lines=arrays["row_lines"])

@@ -1,0 +1,16 @@
+"""hogwild: lock-free, shared-memory, asynchronous SGD (Niu, Recht, Re and Wright, 2011).
+
+Describe a sparse separable objective with plain per-sample ``update`` and ``loss``
+functions (compiled by numba into the engine's loops), then ``fit`` it with many
+workers writing one shared parameter array without locks.
+"""
+from hogwild.engine import EpochRecord, FitResult, fit, usable_cores
+from hogwild.errors import DataFormatError, DivergenceError, HogwildError
+from hogwild.objective import Objective
+from hogwild.schedulers import SCHEDULERS
+from hogwild.steps import STEP_SCHEDULES
+
+__version__ = "0.1.0"
+
+__all__ = ["Objective", "fit", "FitResult", "EpochRecord", "usable_cores", "HogwildError",
+           "DataFormatError", "DivergenceError", "SCHEDULERS", "STEP_SCHEDULES", "__version__"]

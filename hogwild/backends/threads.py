@@ -1,0 +1,46 @@
+"""Threads backend: W Python threads, each running a compiled nogil kernel over
+its span of the epoch's order, all writing the same numpy parameter arrays in
+place without locks (or under the spinlock for the ``locked`` scheduler)."""
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from hogwild.kernels.atomics import new_lock
+
+
+class ThreadsBackend:
+    name = "threads"
+
+    def __init__(self, workers):
+        self.workers = workers
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hogwild")
+        self._lock = new_lock()
+
+    def warm_up(self, loops, params, data):
+        """Compile (or load from cache) both kernels outside the timed epochs."""
+        empty = np.zeros(0, dtype=np.int64)
+        loops.run_span(empty, 0, 0, params, data, 0.0)
+        loops.run_span_locked(empty, 0, 0, params, data, 0.0, self._lock)
+
+    def run_epoch(self, loops, plan, params, data, step):
+        """Run one epoch's plan; returns the number of updates applied."""
+        if plan.locked:
+            def run(span):
+                return loops.run_span_locked(plan.order, span[0], span[1], params, data,
+                                             step, self._lock)
+        else:
+            def run(span):
+                return loops.run_span(plan.order, span[0], span[1], params, data, step)
+        if len(plan.spans) == 1:
+            return run(plan.spans[0])
+        return sum(self._pool.map(run, plan.spans))
+
+    def close(self):
+        self._pool.shutdown(wait=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+

@@ -1,0 +1,134 @@
+"""The engine: runs epochs of an Objective under a scheduler on a backend.
+
+It owns *when* things happen: the step schedule, one plan per epoch, timing of
+the update phase only, evaluation between epochs, the finiteness check and the
+single per-epoch callback.
+"""
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from hogwild.backends import get_backend
+from hogwild.errors import DivergenceError, HogwildError
+from hogwild.kernels.compiler import compile_loops
+from hogwild.objective import Objective
+from hogwild.schedulers import get_scheduler
+from hogwild.steps import StepSchedule
+
+
+def usable_cores():
+    """Cores this process may run on (respects affinity masks and cgroups' cpusets)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+@dataclass
+class EpochRecord:
+    """One epoch: ``seconds`` is the update phase alone (evaluation is excluded)."""
+
+    epoch: int
+    step: float
+    seconds: float
+    updates: int
+    updates_per_s: float
+    objective: float
+    metrics: dict = field(default_factory=dict)
+
+
+@dataclass
+class FitResult:
+    params: tuple
+    history: list
+    scheduler: str
+    backend: str
+    workers: int
+    seed: Optional[int]
+
+    @property
+    def objective(self):
+        return self.history[-1].objective
+
+    def to_dict(self):
+        return {"scheduler": self.scheduler, "backend": self.backend,
+                "workers": self.workers, "seed": self.seed,
+                "history": [asdict(r) for r in self.history]}
+
+
+def check_workers(workers):
+    if workers is None:
+        return usable_cores()
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise HogwildError(f"workers must be an integer >= 1, got {workers!r}")
+    return int(workers)
+
+
+def _check_finite(params, epoch, step):
+    for array in params:
+        if not np.isfinite(array).all():
+            raise DivergenceError(
+                f"parameters became NaN or Inf in epoch {epoch} (step {step:.3g}); "
+                "try a smaller step")
+
+
+def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="geometric",
+        workers=None, scheduler="hogwild", backend="threads", seed=None, shuffle_block=1,
+        evaluate: Optional[Callable] = None, callback: Optional[Callable] = None) -> FitResult:
+    """Train ``objective`` with lock-free parallel SGD.
+
+    The objective's params are copied; the trained copies are in ``result.params``.
+    ``shuffle_block``: samples are shuffled in runs of this many consecutive
+    samples (see hogwild.schedulers.shuffled_blocks); use > 1 only when the
+    samples' stored order is already random.
+    ``evaluate(params) -> dict`` adds metrics (e.g. test error) to each epoch's
+    record; ``callback(record)`` is called once after each epoch.
+
+    Reproducibility: with a seed, ``serial`` is bitwise reproducible; ``hogwild``
+    and ``locked`` with several workers are reproducible only in distribution.
+    """
+    if not isinstance(objective, Objective):
+        raise HogwildError(f"objective must be a hogwild.Objective, got {type(objective).__name__}")
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 1:
+        raise HogwildError(f"epochs must be an integer >= 1, got {epochs!r}")
+    schedule = StepSchedule(step_schedule, step, decay)
+    sched = get_scheduler(scheduler)
+    backend_cls = get_backend(backend)
+    n_workers = sched.workers_for(check_workers(workers))
+    if isinstance(shuffle_block, bool) or not isinstance(shuffle_block, (int, np.integer)) \
+            or shuffle_block < 1:
+        raise HogwildError(f"shuffle_block must be an integer >= 1, got {shuffle_block!r}")
+    rng = np.random.default_rng(seed)
+
+    params = tuple(p.copy() for p in objective.params)
+    data = objective.data
+    n = objective.n_samples
+    loops = compile_loops(objective.update, objective.loss)
+    history = []
+    with backend_cls(n_workers) as runner:
+        runner.warm_up(loops, params, data)
+        for epoch in range(epochs):
+            step_now = schedule(epoch)
+            plan = sched.plan(n, n_workers, rng, int(shuffle_block))
+            start = time.perf_counter()
+            updates = runner.run_epoch(loops, plan, params, data, step_now)
+            seconds = time.perf_counter() - start
+            _check_finite(params, epoch + 1, step_now)
+            value = loops.sum_loss(params, data, n) / n
+            if not math.isfinite(value):
+                raise DivergenceError(
+                    f"objective became NaN or Inf in epoch {epoch + 1} (step {step_now:.3g}); "
+                    "try a smaller step")
+            record = EpochRecord(epoch=epoch + 1, step=step_now, seconds=seconds,
+                                 updates=int(updates),
+                                 updates_per_s=updates / seconds if seconds > 0 else math.inf,
+                                 objective=float(value),
+                                 metrics=dict(evaluate(params)) if evaluate else {})
+            history.append(record)
+            if callback is not None:
+                callback(record)
+    return FitResult(params=params, history=history, scheduler=sched.name, backend=backend,
+                     workers=n_workers, seed=seed)

@@ -1,0 +1,61 @@
+"""The objective protocol: what the engine needs to run any sparse separable SGD.
+
+A sparse separable objective f(x) = (1/n) * sum_e f_e(x_e) is given by
+  - params: a tuple of numpy arrays, the shared parameters x that every worker
+    updates in place;
+  - data: a tuple of numpy arrays holding the per-sample data (read only);
+  - update(e, params, data, step): one SGD step on f_e, written in numba's
+    compilable subset of Python; it must touch only the coordinates of x_e;
+  - loss(e, params, data): f_e at the current parameters (for evaluation).
+
+The engine compiles update and loss into its epoch loops (hogwild.kernels), so no
+Python runs per sample, and the same plain functions can be compiled for other
+targets later (processes, GPU).
+"""
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from hogwild.errors import HogwildError
+
+
+def _as_array_tuple(arrays, what):
+    if isinstance(arrays, np.ndarray):
+        arrays = (arrays,)
+    arrays = tuple(arrays)
+    if not arrays:
+        raise HogwildError(f"{what} must hold at least one numpy array")
+    for i, a in enumerate(arrays):
+        if not isinstance(a, np.ndarray):
+            raise HogwildError(f"{what}[{i}] must be a numpy array, got {type(a).__name__}")
+        if not a.flags.c_contiguous:
+            raise HogwildError(
+                f"{what}[{i}] must be C-contiguous; pass np.ascontiguousarray(...)")
+    return arrays
+
+
+@dataclass(frozen=True)
+class Objective:
+    """A sparse separable objective; see the module docstring for the contract."""
+
+    update: Callable
+    loss: Callable
+    params: tuple
+    data: tuple
+    n_samples: int
+    name: str = field(default="objective")
+
+    def __post_init__(self):
+        object.__setattr__(self, "params", _as_array_tuple(self.params, "params"))
+        object.__setattr__(self, "data", _as_array_tuple(self.data, "data"))
+        for i, p in enumerate(self.params):
+            if not p.flags.writeable:
+                raise HogwildError(f"params[{i}] is read-only; the engine updates it in place")
+        if int(self.n_samples) < 1:
+            raise HogwildError(f"empty data: objective '{self.name}' has no samples")
+        object.__setattr__(self, "n_samples", int(self.n_samples))
+        for fn_name in ("update", "loss"):
+            if not callable(getattr(self, fn_name)):
+                raise HogwildError(f"{fn_name} must be a function, got "
+                                   f"{type(getattr(self, fn_name)).__name__}")

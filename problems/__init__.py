@@ -1,0 +1,1 @@
+"""Problem modules: objectives built on the engine (installed as hogwild.problems)."""

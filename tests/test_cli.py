@@ -1,0 +1,96 @@
+"""The hogwild command line: results, JSON, and one-line errors."""
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from hogwild.cli import main
+
+
+def run(capsys, *argv):
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_run_svm_json_on_the_embedded_default(capsys):
+    status, out, err = run(capsys, "run", "svm", "--epochs", "3", "--workers", "2",
+                           "--seed", "1", "--json")
+    assert status == 0
+    result = json.loads(out)
+    assert result["data"] == "a9a" and result["workers"] == 2 and result["epochs"] == 3
+    assert (result["n_samples"], result["n_features"]) == (32561, 123)
+    assert len(result["history"]) == 3
+    assert result["test_error"] < 0.17 and result["train_error"] < 0.17
+    assert result["updates_per_s"] > 0 and result["nonzeros_per_s"] > result["updates_per_s"]
+
+
+def test_run_svm_text_report(capsys):
+    status, out, _ = run(capsys, "run", "svm", "--epochs", "2", "--scheduler", "serial",
+                         "--loss", "logistic", "--seed", "0")
+    assert status == 0
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("epoch   1/2  objective ") and "test error" in lines[0]
+    assert "M updates/s" in lines[1]
+    assert lines[-1].startswith("done: serial x 1 workers on a9a (32561 x 123, 451592 "
+                                "nonzeros): objective ")
+
+
+def test_run_svm_on_a_file_with_a_test_file(capsys, tmp_path):
+    train = tmp_path / "train.svm"
+    train.write_text("".join(f"{1 if i % 2 else -1} {1 + i % 2}:1 3:0.5\n" for i in range(40)))
+    test = tmp_path / "test.svm"
+    test.write_text("1 2:1\n-1 1:1 4:2\n")
+    status, out, err = run(capsys, "run", "svm", "--data", str(train), "--test", str(test),
+                           "--epochs", "5", "--json", "--seed", "0")
+    assert status == 0, err
+    result = json.loads(out)
+    assert result["test_error"] == 0.0 and result["n_features"] == 3
+    assert err == (f"hogwild: warning: {test}: dropped 1 values of 1 features beyond the "
+                   "training data's 3 features\n")
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--workers", "0"], "workers must be an integer >= 1, got 0"),
+    (["--step", "-1"], "step must be a finite number > 0, got -1.0"),
+    (["--step", "0"], "step must be a finite number > 0, got 0.0"),
+    (["--scheduler", "fast"], "unknown scheduler 'fast'; choose one of: hogwild, locked, serial"),
+    (["--loss", "squared"], "unknown loss 'squared'; choose one of: hinge, logistic"),
+    (["--data", "rcv1"], "unknown dataset 'rcv1'; choose one of: a9a, news20-bydate, "
+                         "imdb-aclimdb, or give an svmlight file path"),
+    (["--data", "missing/train.svm"], "cannot read missing/train.svm: no such file"),
+    (["--reg", "-1"], "reg must be a finite number >= 0, got -1.0"),
+    (["--schedule", "cosine"], "unknown step schedule 'cosine'; choose one of: constant, "
+                               "geometric, inverse"),
+])
+def test_bad_input_prints_one_line_and_exits_2(capsys, argv, message):
+    status, out, err = run(capsys, "run", "svm", "--epochs", "1", *argv)
+    assert status == 2
+    assert err == f"hogwild: error: {message}\n"
+
+
+def test_malformed_file_names_file_and_line(capsys, tmp_path):
+    bad = tmp_path / "bad.svm"
+    bad.write_text("1 1:1\n-1 2:oops\n")
+    status, _, err = run(capsys, "run", "svm", "--data", str(bad))
+    assert status == 2
+    assert err == (f"hogwild: error: {bad}, line 2: malformed svmlight line (a feature value "
+                   "is not a number): '-1 2:oops'\n")
+
+
+def test_datasets_lists_the_shipped_default(capsys):
+    status, out, _ = run(capsys, "datasets")
+    assert status == 0
+    a9a = next(line for line in out.splitlines() if line.startswith("a9a "))
+    assert "shipped" in a9a and "32561 x 123" in a9a and "451592" in a9a and "16281" in a9a
+
+
+def test_console_script_is_installed():
+    exe = shutil.which("hogwild")
+    if exe is None:
+        pytest.fail("the hogwild console script is not on PATH; install the package")
+    done = subprocess.run([exe, "run", "svm", "--epochs", "1", "--json"], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["epochs"] == 1

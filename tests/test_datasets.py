@@ -1,0 +1,177 @@
+"""svmlight reading (against scikit-learn's reader), the binary cache, the
+synthetic generator and the dataset registry."""
+import bz2
+import gzip
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+from hogwild import DataFormatError, HogwildError
+from hogwild.datasets.registry import SVM_DATASETS, load_svm_data
+from hogwild.datasets import svmlight
+from hogwild.datasets.svmlight import load_svmlight
+from hogwild.datasets.synthetic import make_sparse_classification
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def write(tmp_path, text, name="data.svm", opener=open):
+    path = tmp_path / name
+    with opener(path, "wt") as f:
+        f.write(text)
+    return path
+
+
+SAMPLE = """# a comment line
++1 1:0.5 3:-2 7:1e-3
+-1 qid:4 2:1.5E+2   4:.25 # trailing comment
+
+0 5:-0.0 6:7
+"""
+
+
+@pytest.mark.parametrize("opener,name", [(open, "d.svm"), (gzip.open, "d.svm.gz"),
+                                         (bz2.open, "d.svm.bz2")])
+def test_reads_the_format_like_scikit_learn(tmp_path, opener, name):
+    from sklearn.datasets import load_svmlight_file
+    path = write(tmp_path, SAMPLE, name, opener)
+    ours = load_svmlight(path, cache=False)
+    X_ref, y_ref = load_svmlight_file(str(path), zero_based=False)
+    assert ours.zero_based is False
+    assert ours.X.shape == (3, 7)
+    np.testing.assert_array_equal(ours.y, y_ref)
+    np.testing.assert_allclose(ours.X.toarray(), X_ref.toarray(), rtol=1e-7)
+    np.testing.assert_array_equal(ours.row_lines, [2, 3, 5])
+
+
+def test_real_file_matches_scikit_learn(a9a):
+    from sklearn.datasets import load_svmlight_file
+    train, test = a9a
+    ref_X, ref_y = load_svmlight_file(str(test.path), n_features=123)
+    np.testing.assert_array_equal(test.y, ref_y)
+    assert (test.X != ref_X.astype(np.float32)).nnz == 0
+    assert train.X.shape == (32561, 123) and train.X.nnz == 451592
+
+
+def test_zero_based_detection(tmp_path):
+    path = write(tmp_path, "1 0:1 2:3\n-1 1:2\n")
+    data = load_svmlight(path, cache=False)
+    assert data.zero_based is True and data.X.shape == (2, 3)
+    assert data.X[0, 0] == 1 and data.X[0, 2] == 3
+    with pytest.raises(DataFormatError, match=r"data.svm, line 1: feature index 0 in a file "
+                                              r"read as one-based; pass zero_based=True"):
+        load_svmlight(path, zero_based=False, cache=False)
+
+
+def test_test_file_aligned_to_training_features(tmp_path):
+    path = write(tmp_path, "1 1:1 9:2\n-1 2:1\n1 10:4\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        data = load_svmlight(path, n_features=5, zero_based=False, extra_features="drop",
+                             cache=False)
+    assert len(caught) == 1
+    assert "dropped 2 values of 2 features beyond the training data's 5 features" \
+        in str(caught[0].message)
+    assert data.X.shape == (3, 5)
+    np.testing.assert_array_equal(data.X.toarray(), [[1, 0, 0, 0, 0], [0, 1, 0, 0, 0],
+                                                     [0, 0, 0, 0, 0]])
+    with pytest.raises(DataFormatError, match=r"line 1: feature index out of range \(8 as "
+                                              r"zero-based, n_features=5\)"):
+        load_svmlight(path, n_features=5, zero_based=False, cache=False)
+
+
+@pytest.mark.parametrize("text,line,reason", [
+    ("1 1:2\nabc 2:3\n", 2, "the label is not a number"),
+    ("1 1:2\n-1 2:3 x:4\n", 2, "a feature index is not a non-negative integer"),
+    ("1 1:2\n-1 -2:3\n", 2, "a feature index is not a non-negative integer"),
+    ("1 1:2 4\n", 1, "expected index:value"),
+    ("1 1:2\n1 3:4e\n", 2, "a feature value is not a number"),
+    ("1 1:2\n\n1 3:nan\n", 3, "NaN or Inf value"),
+    ("1 1:inf\n", 1, "NaN or Inf value"),
+    ("1 1:1e400\n", 1, "NaN or Inf value"),
+    ("nan 1:1\n", 1, "NaN or Inf value"),
+])
+def test_malformed_lines_are_named(tmp_path, text, line, reason):
+    path = write(tmp_path, text)
+    bad = text.split("\n")[line - 1]
+    with pytest.raises(DataFormatError) as info:
+        load_svmlight(path, cache=False)
+    assert str(info.value) == f"{path}, line {line}: malformed svmlight line ({reason}): " \
+                              f"{bad!r}"
+
+
+def test_missing_and_empty_files(tmp_path):
+    with pytest.raises(HogwildError, match=r"cannot read .*nowhere.svm: no such file"):
+        load_svmlight(tmp_path / "nowhere.svm")
+    with pytest.raises(HogwildError, match=r"cannot read .*: it is a directory"):
+        load_svmlight(tmp_path)
+    with pytest.raises(HogwildError, match=r"empty data: .*empty.svm holds no samples"):
+        load_svmlight(write(tmp_path, "# only a comment\n\n", "empty.svm"))
+    corrupt = tmp_path / "broken.gz"
+    corrupt.write_bytes(b"\x1f\x8b\x08\x00garbage")
+    with pytest.raises(DataFormatError, match=r"cannot decompress .*broken.gz"):
+        load_svmlight(corrupt)
+
+
+def test_unreadable_file(tmp_path, monkeypatch):
+    path = write(tmp_path, "1 1:1\n")
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(svmlight, "open", refuse, raising=False)  # tests run as root
+    with pytest.raises(HogwildError, match="cannot read .*data.svm: Permission denied"):
+        load_svmlight(path, cache=False)
+
+
+def test_binary_cache_is_used_and_invalidated(tmp_path, monkeypatch):
+    path = write(tmp_path, "1 1:1\n-1 2:2\n")
+    first = load_svmlight(path)
+    with monkeypatch.context() as patch:
+        patch.setattr(svmlight, "_parse_bytes", lambda *a: pytest.fail("cache not used"))
+        cached = load_svmlight(path)
+    np.testing.assert_array_equal(first.X.toarray(), cached.X.toarray())
+    os.utime(path, ns=(1, 1))
+    path.write_text("1 1:5\n")
+    changed = load_svmlight(path)
+    assert changed.X.shape == (1, 1) and changed.X[0, 0] == 5
+
+
+def test_synthetic_generator_is_text_like_and_deterministic():
+    X, y = make_sparse_classification(n_samples=20_000, n_features=5_000, nnz_per_row=40,
+                                      seed=4)
+    X2, y2 = make_sparse_classification(n_samples=20_000, n_features=5_000, nnz_per_row=40,
+                                        seed=4)
+    assert (X != X2).nnz == 0 and np.array_equal(y, y2)
+    assert X.shape == (20_000, 5_000)
+    assert 38 < X.nnz / X.shape[0] < 42
+    row_norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    np.testing.assert_allclose(row_norms, 1.0, rtol=1e-5)
+    degree = np.bincount(X.indices, minlength=X.shape[1]) / X.shape[0]
+    assert degree.max() > 0.3 and np.median(degree) < 0.01  # a few hot, most rare
+    assert set(np.unique(y)) == {-1.0, 1.0} and abs(np.mean(y > 0) - 0.5) < 0.02
+    X3, _ = make_sparse_classification(n_samples=20_000, n_features=5_000, nnz_per_row=40,
+                                       seed=5)
+    assert (X != X3).nnz > 0
+    with pytest.raises(HogwildError, match="nnz_per_row=3000 must be <= n_features / 2"):
+        make_sparse_classification(n_features=5_000, nnz_per_row=3_000)
+
+
+def test_registry_names_and_errors(monkeypatch, tmp_path):
+    train, test = load_svm_data("a9a")
+    assert train.X.shape == (32561, 123) and test.X.shape == (16281, 123)
+    with pytest.raises(HogwildError, match="unknown dataset 'rcv1'; choose one of: a9a, "
+                                           "news20-bydate, imdb-aclimdb, or give an svmlight "
+                                           "file path"):
+        load_svm_data("rcv1")
+    monkeypatch.setenv("HOGWILD_DATA", str(tmp_path))
+    assert not SVM_DATASETS["news20-bydate"].available()
+    with pytest.raises(HogwildError, match="dataset 'news20-bydate' is in the shared data "
+                                           "folder, which does not have it: .* is missing "
+                                           r"\(set HOGWILD_DATA\)"):
+        load_svm_data("news20-bydate")

@@ -1,0 +1,234 @@
+"""The engine, schedulers, step schedules and the locked baseline."""
+import numpy as np
+import pytest
+
+import hogwild
+from hogwild import DivergenceError, HogwildError, Objective, fit
+from hogwild.engine import usable_cores
+from hogwild.kernels.compiler import compile_loops, fingerprint
+from hogwild.schedulers import SCHEDULERS, get_scheduler, shuffled_blocks
+from hogwild.steps import StepSchedule
+
+
+# --- objectives used as probes (module level so that numba can compile them) ----
+
+def count_visit(e, params, data, step):
+    params[0][e] += 1  # each sample owns its slot: no races, exact counts
+
+
+def zero_loss(e, params, data):
+    return 0.0
+
+
+def racy_increment(e, params, data, step):
+    """counter[0] += 1 as a non-atomic read-modify-write with a window in between."""
+    counter = params[0]
+    value = counter[0]
+    acc = 0.0
+    for i in range(data[0][0]):
+        acc += i * 0.5
+    if acc < 0:
+        counter[8] = -1
+    counter[0] = value + 1
+
+
+def exploding_update(e, params, data, step):
+    params[0][0] = params[0][0] * 1e30 + 1.0
+
+
+def ls_update(e, params, data, step):
+    w = params[0]
+    indptr, indices, values, y = data
+    r = -y[e]
+    for k in range(indptr[e], indptr[e + 1]):
+        r += w[indices[k]] * values[k]
+    for k in range(indptr[e], indptr[e + 1]):
+        w[indices[k]] -= step * r * values[k]
+
+
+def ls_loss(e, params, data):
+    w = params[0]
+    indptr, indices, values, y = data
+    r = -y[e]
+    for k in range(indptr[e], indptr[e + 1]):
+        r += w[indices[k]] * values[k]
+    return 0.5 * r * r
+
+
+def counting_objective(n):
+    return Objective(count_visit, zero_loss, params=np.zeros(n, np.int64),
+                     data=np.zeros(1), n_samples=n)
+
+
+def least_squares(n=2000, d=50, seed=0):
+    import scipy.sparse as sp
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.1, format="csr", random_state=seed, dtype=np.float32)
+    w_true = rng.standard_normal(d).astype(np.float32)
+    y = (X @ w_true).astype(np.float32)
+    return Objective(ls_update, ls_loss, params=np.zeros(d, np.float32),
+                     data=(X.indptr, X.indices, X.data, y), n_samples=n), w_true
+
+
+# --- schedulers ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("block", [1, 3, 16])
+@pytest.mark.parametrize("n", [1, 10, 1001])
+def test_shuffled_blocks_is_a_permutation(n, block):
+    order = shuffled_blocks(n, block, np.random.default_rng(0))
+    assert order.dtype == np.int64
+    np.testing.assert_array_equal(np.sort(order), np.arange(n))
+
+
+def test_shuffled_blocks_keeps_runs_together():
+    order = shuffled_blocks(100, 10, np.random.default_rng(1))
+    runs = order.reshape(10, 10)
+    np.testing.assert_array_equal(np.diff(runs, axis=1), 1)
+    assert not np.array_equal(runs[:, 0], np.arange(0, 100, 10))  # blocks are shuffled
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULERS))
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_plan_splits_every_sample_once(name, workers):
+    plan = get_scheduler(name).plan(1000, workers, np.random.default_rng(0))
+    expected_workers = 1 if name == "serial" else workers
+    assert len(plan.spans) == expected_workers
+    assert plan.spans[0][0] == 0 and plan.spans[-1][1] == 1000
+    assert all(a[1] == b[0] for a, b in zip(plan.spans, plan.spans[1:]))
+    assert plan.locked == (name == "locked")
+
+
+# --- the engine on probe objectives ---------------------------------------------
+
+@pytest.mark.parametrize("scheduler", sorted(SCHEDULERS))
+@pytest.mark.parametrize("workers,block", [(1, 1), (2, 1), (3, 7)])
+def test_every_sample_updated_once_per_epoch(scheduler, workers, block):
+    result = fit(counting_objective(5000), epochs=3, workers=workers, scheduler=scheduler,
+                 seed=0, shuffle_block=block)
+    np.testing.assert_array_equal(result.params[0], 3)
+    assert [r.updates for r in result.history] == [5000, 5000, 5000]
+    assert [r.epoch for r in result.history] == [1, 2, 3]
+
+
+def test_fit_does_not_modify_the_callers_params():
+    objective = counting_objective(100)
+    fit(objective, epochs=1, workers=2)
+    np.testing.assert_array_equal(objective.params[0], 0)
+
+
+def test_callback_is_called_once_per_epoch_with_the_record():
+    seen = []
+    result = fit(counting_objective(100), epochs=4, workers=1, callback=seen.append,
+                 evaluate=lambda params: {"total": int(params[0].sum())})
+    assert seen == result.history
+    assert [r.metrics["total"] for r in seen] == [100, 200, 300, 400]
+
+
+def test_locked_scheduler_really_locks():
+    """Exact count under the lock; without it, racing workers lose increments."""
+    n, epochs = 100_000, 2
+
+    def run(scheduler):
+        objective = Objective(racy_increment, zero_loss, params=np.zeros(16, np.int64),
+                              data=np.array([64], np.int64), n_samples=n)
+        return int(fit(objective, epochs=epochs, workers=2, scheduler=scheduler,
+                       seed=0).params[0][0])
+
+    assert run("locked") == n * epochs
+    if usable_cores() >= 2:
+        assert run("hogwild") < n * epochs, "no lost update without the lock: probe too weak"
+
+
+def test_serial_is_bitwise_reproducible_for_a_seed():
+    objective, _ = least_squares()
+    runs = [fit(objective, epochs=3, step=0.3, scheduler="serial", seed=s).params[0]
+            for s in (7, 7, 8)]
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert not np.array_equal(runs[0], runs[2])
+
+
+@pytest.mark.parametrize("scheduler,workers", [("serial", 1), ("hogwild", 2), ("locked", 2)])
+def test_least_squares_recovers_the_planted_solution(scheduler, workers):
+    objective, w_true = least_squares()
+    result = fit(objective, epochs=60, step=0.5, scheduler=scheduler, workers=workers, seed=0)
+    np.testing.assert_allclose(result.params[0], w_true, atol=1e-3)
+    assert result.objective < 1e-7
+    assert result.workers == workers
+
+
+def test_divergence_names_the_epoch_and_suggests_a_smaller_step():
+    objective = Objective(exploding_update, zero_loss, params=np.ones(4, np.float32),
+                          data=np.zeros(1), n_samples=100)
+    with pytest.raises(DivergenceError, match=r"NaN or Inf in epoch 1 \(step 0.1\); "
+                                              r"try a smaller step"):
+        fit(objective, epochs=3, step=0.1, workers=1)
+
+
+# --- validation -------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"workers": 0}, "workers must be an integer >= 1, got 0"),
+    ({"workers": 1.5}, "workers must be an integer >= 1, got 1.5"),
+    ({"epochs": 0}, "epochs must be an integer >= 1, got 0"),
+    ({"step": 0}, "step must be a finite number > 0, got 0"),
+    ({"step": -1.0}, r"step must be a finite number > 0, got -1.0"),
+    ({"step": float("nan")}, "step must be a finite number > 0, got nan"),
+    ({"scheduler": "fast"}, "unknown scheduler 'fast'; choose one of: hogwild, locked, serial"),
+    ({"backend": "mpi"}, "unknown backend 'mpi'; choose one of: threads"),
+    ({"step_schedule": "cosine"},
+     "unknown step schedule 'cosine'; choose one of: constant, geometric, inverse"),
+    ({"decay": 1.5}, r"decay must be in \(0, 1\] for the geometric schedule, got 1.5"),
+    ({"step_schedule": "constant", "decay": 0.5},
+     "decay=0.5 has no effect with the constant schedule"),
+    ({"shuffle_block": 0}, "shuffle_block must be an integer >= 1, got 0"),
+])
+def test_bad_fit_arguments_are_named(kwargs, message):
+    with pytest.raises(HogwildError, match=message):
+        fit(counting_objective(10), **kwargs)
+
+
+def test_objective_validation():
+    with pytest.raises(HogwildError, match="empty data: objective 'objective' has no samples"):
+        Objective(count_visit, zero_loss, params=np.zeros(3), data=np.zeros(1), n_samples=0)
+    with pytest.raises(HogwildError, match=r"params\[0\] must be a numpy array, got list"):
+        Objective(count_visit, zero_loss, params=[[1.0]], data=np.zeros(1), n_samples=1)
+    with pytest.raises(HogwildError, match=r"data\[0\] must be C-contiguous"):
+        Objective(count_visit, zero_loss, params=np.zeros(3),
+                  data=np.zeros((4, 4))[:, ::2], n_samples=1)
+    with pytest.raises(HogwildError, match="update must be a function, got int"):
+        Objective(3, zero_loss, params=np.zeros(3), data=np.zeros(1), n_samples=1)
+    with pytest.raises(HogwildError, match="objective must be a hogwild.Objective, got dict"):
+        fit({})
+
+
+def test_step_schedules():
+    assert [StepSchedule("constant", 0.5, 1.0)(t) for t in range(3)] == [0.5, 0.5, 0.5]
+    assert [StepSchedule("geometric", 1.0, 0.5)(t) for t in range(3)] == [1.0, 0.5, 0.25]
+    assert [StepSchedule("inverse", 1.0, 1.0)(t) for t in range(3)] == [1.0, 0.5, 1 / 3]
+    history = fit(counting_objective(10), epochs=3, step=2.0, decay=0.5, workers=1).history
+    assert [r.step for r in history] == [2.0, 1.0, 0.5]
+
+
+# --- the kernel compiler ----------------------------------------------------------
+
+SCALE = 2.0
+
+
+def scaled_update(e, params, data, step):
+    params[0][e] += SCALE
+
+
+def test_fingerprint_tracks_code_helpers_and_constants(monkeypatch):
+    base = fingerprint(scaled_update, zero_loss)
+    assert fingerprint(scaled_update, zero_loss) == base
+    assert fingerprint(count_visit, zero_loss) != base
+    monkeypatch.setitem(globals(), "SCALE", 3.0)
+    assert fingerprint(scaled_update, zero_loss) != base
+
+
+def test_compiled_loops_are_reused_within_a_process():
+    assert compile_loops(count_visit, zero_loss) is compile_loops(count_visit, zero_loss)
+
+
+def test_public_api():
+    assert callable(hogwild.fit) and hogwild.Objective is Objective
