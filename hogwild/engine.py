@@ -114,7 +114,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
             step_now = schedule(epoch)
             plan = sched.plan(n, n_workers, rng, int(shuffle_block))
             start = time.perf_counter()
-            updates = runner.run_epoch(loops, plan, params, data, step_now)
+            updates = runner.run_epoch(loops, plan, params, data, step_now, epoch)
             seconds = time.perf_counter() - start
             _check_finite(params, epoch + 1, step_now)
             value = loops.sum_loss(params, data, n) / n

@@ -5,13 +5,16 @@ A sparse separable objective f(x) = (1/n) * sum_e f_e(x_e) is given by
     updates in place;
   - data: a tuple of numpy arrays holding the per-sample data (read only);
   - update(e, params, data, step): one SGD step on f_e, written in numba's
-    compilable subset of Python; it must touch only the coordinates of x_e;
+    compilable subset of Python; it must touch only the coordinates of x_e.
+    An update that also takes ``epoch`` (0-based), update(e, params, data, step,
+    epoch), receives it, e.g. to draw per-epoch random decisions;
   - loss(e, params, data): f_e at the current parameters (for evaluation).
 
 The engine compiles update and loss into its epoch loops (hogwild.kernels), so no
 Python runs per sample, and the same plain functions can be compiled for other
 targets later (processes, GPU).
 """
+import types
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -55,7 +58,14 @@ class Objective:
         if int(self.n_samples) < 1:
             raise HogwildError(f"empty data: objective '{self.name}' has no samples")
         object.__setattr__(self, "n_samples", int(self.n_samples))
-        for fn_name in ("update", "loss"):
-            if not callable(getattr(self, fn_name)):
-                raise HogwildError(f"{fn_name} must be a function, got "
-                                   f"{type(getattr(self, fn_name)).__name__}")
+        for fn_name, arities, shape in (
+                ("update", (4, 5), "(e, params, data, step[, epoch])"),
+                ("loss", (3,), "(e, params, data)")):
+            fn = getattr(self, fn_name)
+            fn = getattr(fn, "py_func", fn)
+            if not isinstance(fn, types.FunctionType):
+                raise HogwildError(f"{fn_name} must be a Python function, got "
+                                   f"{type(fn).__name__}")
+            if fn.__code__.co_argcount not in arities:
+                raise HogwildError(f"{fn_name} must take {shape}; {fn.__name__} takes "
+                                   f"{fn.__code__.co_argcount} arguments")

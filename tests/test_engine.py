@@ -32,6 +32,10 @@ def racy_increment(e, params, data, step):
     counter[0] = value + 1
 
 
+def record_epoch(e, params, data, step, epoch):
+    params[0][e] = epoch
+
+
 def exploding_update(e, params, data, step):
     params[0][0] = params[0][0] * 1e30 + 1.0
 
@@ -108,6 +112,14 @@ def test_every_sample_updated_once_per_epoch(scheduler, workers, block):
     np.testing.assert_array_equal(result.params[0], 3)
     assert [r.updates for r in result.history] == [5000, 5000, 5000]
     assert [r.epoch for r in result.history] == [1, 2, 3]
+
+
+def test_an_update_that_takes_the_epoch_receives_it():
+    objective = Objective(record_epoch, zero_loss, params=np.full(50, -1, np.int64),
+                          data=np.zeros(1), n_samples=50)
+    for epochs in (1, 3):
+        np.testing.assert_array_equal(fit(objective, epochs=epochs, workers=2).params[0],
+                                      epochs - 1)
 
 
 def test_fit_does_not_modify_the_callers_params():
@@ -195,8 +207,14 @@ def test_objective_validation():
     with pytest.raises(HogwildError, match=r"data\[0\] must be C-contiguous"):
         Objective(count_visit, zero_loss, params=np.zeros(3),
                   data=np.zeros((4, 4))[:, ::2], n_samples=1)
-    with pytest.raises(HogwildError, match="update must be a function, got int"):
+    with pytest.raises(HogwildError, match="update must be a Python function, got int"):
         Objective(3, zero_loss, params=np.zeros(3), data=np.zeros(1), n_samples=1)
+    with pytest.raises(HogwildError, match=r"update must take \(e, params, data, step\[, "
+                                           r"epoch\]\); zero_loss takes 3 arguments"):
+        Objective(zero_loss, zero_loss, params=np.zeros(3), data=np.zeros(1), n_samples=1)
+    with pytest.raises(HogwildError, match=r"loss must take \(e, params, data\); count_visit "
+                                           "takes 4 arguments"):
+        Objective(count_visit, count_visit, params=np.zeros(3), data=np.zeros(1), n_samples=1)
     with pytest.raises(HogwildError, match="objective must be a hogwild.Objective, got dict"):
         fit({})
 

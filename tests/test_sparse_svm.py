@@ -23,12 +23,15 @@ def test_serial_kernel_matches_numpy_reference(small, loss):
     X, y = small
     labels, _ = binary_labels(y, X.shape[0])
     reg, step, epochs, seed = 1e-3, 0.3, 3, 11
-    result = fit(svm_objective(X, labels, loss, reg), epochs=epochs, step=step, decay=1.0,
-                 step_schedule="geometric", scheduler="serial", seed=seed)
+    objective = svm_objective(X, labels, loss, reg, seed=seed)
+    result = fit(objective, epochs=epochs, step=step, decay=1.0, step_schedule="geometric",
+                 scheduler="serial", seed=seed)
     w = np.zeros(X.shape[1])
     rng = np.random.default_rng(seed)
-    for _ in range(epochs):
-        w = svm_sgd_epoch(X, labels, w, reg, step, shuffled_blocks(X.shape[0], 1, rng), loss)
+    salt = int(objective.data[5][0])
+    for epoch in range(epochs):
+        order = shuffled_blocks(X.shape[0], 1, rng)
+        w = svm_sgd_epoch(X, labels, w, reg, step, order, loss, epoch, salt)
     np.testing.assert_allclose(result.params[0], w, rtol=1e-4, atol=1e-5)
     assert result.objective == pytest.approx(
         svm_objective_value(X, labels, result.params[0], reg, loss), rel=1e-5)

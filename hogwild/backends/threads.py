@@ -19,18 +19,19 @@ class ThreadsBackend:
     def warm_up(self, loops, params, data):
         """Compile (or load from cache) both kernels outside the timed epochs."""
         empty = np.zeros(0, dtype=np.int64)
-        loops.run_span(empty, 0, 0, params, data, 0.0)
-        loops.run_span_locked(empty, 0, 0, params, data, 0.0, self._lock)
+        loops.run_span(empty, 0, 0, params, data, 0.0, 0)
+        loops.run_span_locked(empty, 0, 0, params, data, 0.0, 0, self._lock)
 
-    def run_epoch(self, loops, plan, params, data, step):
+    def run_epoch(self, loops, plan, params, data, step, epoch):
         """Run one epoch's plan; returns the number of updates applied."""
         if plan.locked:
             def run(span):
                 return loops.run_span_locked(plan.order, span[0], span[1], params, data,
-                                             step, self._lock)
+                                             step, epoch, self._lock)
         else:
             def run(span):
-                return loops.run_span(plan.order, span[0], span[1], params, data, step)
+                return loops.run_span(plan.order, span[0], span[1], params, data, step,
+                                      epoch)
         if len(plan.spans) == 1:
             return run(plan.spans[0])
         return sum(self._pool.map(run, plan.spans))

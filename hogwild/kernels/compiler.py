@@ -104,6 +104,11 @@ def fingerprint(*functions):
     return h.hexdigest()[:24]
 
 
+def takes_epoch(update):
+    """True for update(e, params, data, step, epoch), False for update(e, params, data, step)."""
+    return python_function(update).__code__.co_argcount == 5
+
+
 def _cacheable(fn):
     """numba can reload cached machine code only for functions of a module that a
     fresh process can import (a file, or the __main__ of a script); code made by
@@ -113,6 +118,8 @@ def _cacheable(fn):
 
 
 def _module_source(key, functions, cache):
+    """The generated module. update and loss are inlined into the loops at numba's IR
+    level: as separately compiled calls they ran about 1.3x slower per sample."""
     template = _TEMPLATE_PATH.read_text()
     body = template[template.index(_TEMPLATE_MARKER) + len(_TEMPLATE_MARKER):]
     if not cache:
@@ -125,10 +132,20 @@ def _module_source(key, functions, cache):
         "from hogwild.kernels.compiler import registered_functions as _registered_functions",
         "",
         f"_update_py, _loss_py = _registered_functions({key!r})",
-        "update = _njit(nogil=True)(_update_py)",
-        "loss = _njit(nogil=True)(_loss_py)",
-        "",
+        "update = _njit(nogil=True, inline='always')(_update_py)",
+        "loss = _njit(nogil=True, inline='always')(_loss_py)",
     ]
+    if takes_epoch(functions[0]):
+        prelude += ["update_sample = update", ""]
+    else:
+        prelude += [
+            "",
+            "",
+            "@_njit(nogil=True, inline='always')",
+            "def update_sample(e, params, data, step, epoch):",
+            "    update(e, params, data, step)",
+            "",
+        ]
     return "\n".join(prelude) + body
 
 

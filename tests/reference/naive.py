@@ -17,8 +17,19 @@ def svm_objective_value(X, labels, w, reg, loss="hinge"):
     return data_term + 0.5 * reg * float(np.sum(w[seen].astype(np.float64) ** 2))
 
 
-def svm_sgd_epoch(X, labels, w, reg, step, order, loss="hinge"):
-    """One serial epoch of the degree-scaled SGD in the given sample order (in place)."""
+def lazy_turn(e, epoch, salt, log2_epochs=3):
+    """splitmix64 of (e, epoch, salt): True for about 1 pair in 2**log2_epochs."""
+    mask = (1 << 64) - 1
+    x = (e * 0x9E3779B97F4A7C15 + epoch * 0xD1B54A32D192ED03 + salt) & mask
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
+    x ^= x >> 31
+    return x >> (64 - log2_epochs) == 0
+
+
+def svm_sgd_epoch(X, labels, w, reg, step, order, loss="hinge", epoch=0, salt=0):
+    """One serial epoch of the degree-scaled SGD in the given sample order (in place).
+    Inactive hinge samples apply 8 epochs' shrink on their lazy turn only."""
     n = X.shape[0]
     degree = np.bincount(X.indices, minlength=X.shape[1])
     reg_scale = np.where(degree > 0, reg * n / np.maximum(degree, 1), 0.0)
@@ -26,10 +37,14 @@ def svm_sgd_epoch(X, labels, w, reg, step, order, loss="hinge"):
         cols = X.indices[X.indptr[e]:X.indptr[e + 1]]
         vals = X.data[X.indptr[e]:X.indptr[e + 1]].astype(np.float64)
         margin = labels[e] * float(w[cols] @ vals)
+        shrink = np.maximum(0.0, 1.0 - step * reg_scale[cols])
+        if loss == "hinge" and margin >= 1:
+            if lazy_turn(int(e), epoch, salt):
+                w[cols] = w[cols] * shrink ** 8
+            continue
         if loss == "hinge":
-            g = step * labels[e] if margin < 1 else 0.0
+            g = step * labels[e]
         else:
             g = step * labels[e] / (1.0 + np.exp(margin))
-        shrink = np.maximum(0.0, 1.0 - step * reg_scale[cols])
         w[cols] = w[cols] * shrink + g * vals
     return w

@@ -1,0 +1,220 @@
+"""Thread-scaling benchmark of the sparse SVM: hogwild, locked and serial at 1 and 2
+workers, next to scikit-learn's SGDClassifier, on real text data and large synthetic
+text-like sets. Prints one JSON document (also written to --out).
+
+    python scripts/bench_scaling.py               # full run (about 10 minutes here)
+    python scripts/bench_scaling.py --quick       # a one-minute smoke run
+
+Method. Throughput is measured on the update phase only (the engine's per-epoch
+timer; evaluation excluded). This machine's cores are shared virtual CPUs whose speed
+drifts, so every configuration of a dataset runs once per round, rounds interleave
+the configurations, and each figure is the median over rounds; ratios are taken
+between medians from the same run. SGDClassifier has no per-epoch timer, so its
+epoch time is the marginal cost (fit(E epochs) - fit(1 epoch)) / (E - 1), which
+leaves out its one-off input conversion. A pure-compute loop on 1 and 2 threads
+gives the machine's own ceiling for a 2-worker speedup.
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import threading
+import time
+import warnings
+
+import numpy as np
+
+from hogwild import usable_cores
+from hogwild.datasets.registry import SVM_DATASETS, load_svm_data
+from hogwild.datasets.synthetic import make_sparse_classification
+from hogwild.problems.sparse_svm import SparseSVM, as_csr, binary_labels, error_rate
+
+# (name, scheduler, workers, shuffle_block)
+OUR_CONFIGS = (
+    ("serial", "serial", 1, 16),
+    ("hogwild-1", "hogwild", 1, 16),
+    ("hogwild-2", "hogwild", 2, 16),
+    ("locked-1", "locked", 1, 16),
+    ("locked-2", "locked", 2, 16),
+    ("hogwild-uniform-1", "hogwild", 1, 1),
+    ("hogwild-uniform-2", "hogwild", 2, 1),
+)
+
+
+def compute_ceiling(seconds=1.0):
+    """2-thread / 1-thread throughput of a pure-compute nogil loop (no shared data)."""
+    from numba import njit
+
+    @njit(nogil=True)
+    def spin(n):
+        acc = 0.0
+        for i in range(n):
+            acc += (i % 7) * 0.5
+        return acc
+
+    spin(10)
+    n = 10_000_000
+    start = time.perf_counter()
+    spin(n)
+    n = int(n * seconds / (time.perf_counter() - start))
+    rates = {1: [], 2: []}
+    for _ in range(3):
+        for threads in (1, 2):
+            workers = [threading.Thread(target=spin, args=(n,)) for _ in range(threads)]
+            start = time.perf_counter()
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            rates[threads].append(threads * n / (time.perf_counter() - start))
+    return statistics.median(rates[2]) / statistics.median(rates[1])
+
+
+def machine():
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    import numba
+    import scipy
+    versions = {"python": platform.python_version(), "numpy": np.__version__,
+                "numba": numba.__version__, "scipy": scipy.__version__}
+    try:
+        import sklearn
+        versions["scikit-learn"] = sklearn.__version__
+    except ImportError:
+        pass
+    memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {"cpu": cpu, "usable_cores": usable_cores(), "memory_gib": round(memory_gib, 1),
+            "platform": platform.platform(), "versions": versions}
+
+
+def ours(X, y, X_test, y_test, scheduler, workers, block, epochs, reg, seed):
+    model = SparseSVM(reg=reg, epochs=epochs, scheduler=scheduler, workers=workers,
+                      shuffle_block=block, seed=seed)
+    model.fit(X, y, eval_set=(X_test, y_test))
+    history = model.history_
+    seconds = sum(r.seconds for r in history)
+    return {"samples_per_s": sum(r.updates for r in history) / seconds,
+            "objective": history[-1].objective,
+            "test_error": history[-1].metrics["test_error"]}
+
+
+def sgd_classifier(X64, y, X_test, y_test, epochs, reg, seed):
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import SGDClassifier
+
+    def timed_fit(max_iter):
+        model = SGDClassifier(loss="hinge", alpha=reg, max_iter=max_iter, tol=None,
+                              fit_intercept=False, random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            start = time.perf_counter()
+            model.fit(X64, y)
+            return time.perf_counter() - start, model
+
+    one, _ = timed_fit(1)
+    full, model = timed_fit(epochs)
+    epoch_seconds = max(full - one, 1e-9) / (epochs - 1)
+    labels, _ = binary_labels(y_test, X_test.shape[0])
+    return {"samples_per_s": X64.shape[0] / epoch_seconds,
+            "test_error": error_rate(X_test @ model.coef_.ravel(), labels)}
+
+
+def bench_dataset(name, X, y, X_test, y_test, epochs, rounds, reg, seed, with_peer):
+    X = as_csr(X)
+    X64 = X.astype(np.float64) if with_peer else None
+    runs = {}
+    for round_ in range(rounds):
+        for label, scheduler, workers, block in OUR_CONFIGS:
+            runs.setdefault(label, []).append(
+                ours(X, y, X_test, y_test, scheduler, workers, block, epochs, reg,
+                     seed + round_))
+        if with_peer:
+            runs.setdefault("sgdclassifier", []).append(
+                sgd_classifier(X64, y, X_test, y_test, epochs, reg, seed + round_))
+        print(f"  {name}: round {round_ + 1}/{rounds} done", file=sys.stderr, flush=True)
+    nnz_per_row = X.nnz / X.shape[0]
+    results = {}
+    for label, values in runs.items():
+        rate = statistics.median(v["samples_per_s"] for v in values)
+        results[label] = {
+            "samples_per_s": rate, "nonzeros_per_s": rate * nnz_per_row,
+            "test_error": statistics.median(v["test_error"] for v in values),
+            "samples_per_s_per_round": [v["samples_per_s"] for v in values]}
+        if "objective" in values[0]:
+            results[label]["objective"] = statistics.median(v["objective"] for v in values)
+    ratios = {
+        "hogwild_2_over_1": results["hogwild-2"]["samples_per_s"]
+        / results["hogwild-1"]["samples_per_s"],
+        "hogwild_2_over_locked_2": results["hogwild-2"]["samples_per_s"]
+        / results["locked-2"]["samples_per_s"],
+        "hogwild_uniform_2_over_1": results["hogwild-uniform-2"]["samples_per_s"]
+        / results["hogwild-uniform-1"]["samples_per_s"],
+    }
+    if with_peer:
+        ratios["hogwild_1_over_sgdclassifier"] = results["hogwild-1"]["samples_per_s"] \
+            / results["sgdclassifier"]["samples_per_s"]
+        ratios["test_error_hogwild_1_minus_sgdclassifier"] = \
+            results["hogwild-1"]["test_error"] - results["sgdclassifier"]["test_error"]
+    return {"dataset": name, "n_samples": X.shape[0], "n_features": X.shape[1],
+            "nnz": int(X.nnz), "epochs": epochs, "rounds": rounds, "reg": reg,
+            "results": results, "ratios": ratios}
+
+
+def synthetic(n_samples, n_features, seed):
+    X, y = make_sparse_classification(n_samples=n_samples + n_samples // 10,
+                                      n_features=n_features, seed=seed)
+    return X[:n_samples], y[:n_samples], X[n_samples:], y[n_samples:]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a one-minute smoke run")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="also write the JSON document to this file")
+    args = parser.parse_args(argv)
+    try:
+        import sklearn  # noqa: F401
+        with_peer = True
+    except ImportError:
+        print("scikit-learn not installed: SGDClassifier left out (pip install "
+              "hogwild[bench])", file=sys.stderr)
+        with_peer = False
+
+    report = {"benchmark": "bench_scaling", "quick": args.quick, "machine": machine(),
+              "compute_ceiling_2_over_1": compute_ceiling(0.3 if args.quick else 1.0),
+              "datasets": []}
+    real = ["a9a"] if args.quick else ["news20-bydate", "imdb-aclimdb"]
+    for name in real:
+        if not SVM_DATASETS[name].available():
+            print(f"{name}: not in the shared data folder, skipped", file=sys.stderr)
+            continue
+        train, test = load_svm_data(name)
+        report["datasets"].append(bench_dataset(
+            name, train.X, train.y, test.X, test.y, epochs=3 if args.quick else 10,
+            rounds=1 if args.quick else args.rounds, reg=1e-4, seed=args.seed,
+            with_peer=with_peer))
+    sizes = [(20_000, 50_000)] if args.quick else [(1_000_000, 50_000), (1_000_000, 1_000_000)]
+    for n_samples, n_features in sizes:
+        name = f"synthetic-{n_samples}x{n_features}"
+        print(f"{name}: generating", file=sys.stderr, flush=True)
+        X, y, X_test, y_test = synthetic(n_samples, n_features, args.seed)
+        report["datasets"].append(bench_dataset(
+            name, X, y, X_test, y_test, epochs=2 if args.quick else 3,
+            rounds=1 if args.quick else args.rounds, reg=1e-6, seed=args.seed,
+            with_peer=with_peer))
+    text = json.dumps(report, indent=1)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
