@@ -16,3 +16,11 @@ class DataFormatError(HogwildError):
 
 class DivergenceError(HogwildError, ArithmeticError):
     """The parameters became NaN or Inf during training."""
+
+
+def choose(options, name, what):
+    """options[name] for a dict (or ``name`` itself for a tuple of names); an unknown
+    name raises a HogwildError that lists the valid ones."""
+    if isinstance(name, str) and name in options:
+        return options[name] if isinstance(options, dict) else name
+    raise HogwildError(f"unknown {what} {name!r}; choose one of: {', '.join(options)}")

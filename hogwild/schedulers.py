@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hogwild.errors import HogwildError
+from hogwild.errors import choose
 
 
 @dataclass(frozen=True)
@@ -67,8 +67,4 @@ SCHEDULERS = {
 
 
 def get_scheduler(name):
-    try:
-        return SCHEDULERS[name]
-    except (KeyError, TypeError):
-        raise HogwildError(f"unknown scheduler {name!r}; choose one of: "
-                           f"{', '.join(sorted(SCHEDULERS))}") from None
+    return choose(SCHEDULERS, name, "scheduler")

@@ -7,7 +7,7 @@ inverse:    step / (1 + decay * epoch)   (1/t-style decay)
 import math
 from dataclasses import dataclass
 
-from hogwild.errors import HogwildError
+from hogwild.errors import HogwildError, choose
 
 STEP_SCHEDULES = ("constant", "geometric", "inverse")
 
@@ -19,9 +19,7 @@ class StepSchedule:
     decay: float
 
     def __post_init__(self):
-        if self.kind not in STEP_SCHEDULES:
-            raise HogwildError(f"unknown step schedule {self.kind!r}; choose one of: "
-                               f"{', '.join(STEP_SCHEDULES)}")
+        choose(STEP_SCHEDULES, self.kind, "step schedule")
         if not (isinstance(self.step, (int, float)) and math.isfinite(self.step)
                 and self.step > 0):
             raise HogwildError(f"step must be a finite number > 0, got {self.step!r}")

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from hogwild.engine import fit as engine_fit
-from hogwild.errors import HogwildError
+from hogwild.errors import HogwildError, choose
 from hogwild.objective import Objective
 
 LOSSES = ("hinge", "logistic")
@@ -137,9 +137,7 @@ _KERNELS = {"hinge": (hinge_update, hinge_loss), "logistic": (logistic_update, l
 # --- input validation -------------------------------------------------------------
 
 def check_loss(loss):
-    if loss not in LOSSES:
-        raise HogwildError(f"unknown loss {loss!r}; choose one of: {', '.join(LOSSES)}")
-    return loss
+    return choose(LOSSES, loss, "loss")
 
 
 def check_reg(reg):

@@ -172,12 +172,36 @@ def synthetic(n_samples, n_features, seed):
     return X[:n_samples], y[:n_samples], X[n_samples:], y[n_samples:]
 
 
+def markdown(report):
+    """The report as Markdown tables: one row per configuration and dataset."""
+    m = report["machine"]
+    lines = [f"Machine: {m['cpu']}, {m['usable_cores']} usable cores, {m['memory_gib']} GiB; "
+             f"{', '.join(f'{k} {v}' for k, v in m['versions'].items())}.",
+             f"Pure-compute ceiling for 2 threads vs 1 on this machine: "
+             f"{report['compute_ceiling_2_over_1']:.2f}x.", ""]
+    for d in report["datasets"]:
+        lines += [f"### {d['dataset']} ({d['n_samples']:,} x {d['n_features']:,}, "
+                  f"{d['nnz']:,} nonzeros; {d['epochs']} epochs, median of {d['rounds']} "
+                  "rounds)", "",
+                  "| configuration | samples/s | nonzeros/s | test error | objective |",
+                  "|---|---:|---:|---:|---:|"]
+        for label, r in d["results"].items():
+            objective = f"{r['objective']:.5f}" if "objective" in r else "-"
+            lines.append(f"| {label} | {r['samples_per_s'] / 1e6:.2f} M | "
+                         f"{r['nonzeros_per_s'] / 1e6:.0f} M | {100 * r['test_error']:.2f}% | "
+                         f"{objective} |")
+        lines += ["", "Ratios: " + ", ".join(f"{k} = {v:.3f}" for k, v in d["ratios"].items()),
+                  ""]
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a one-minute smoke run")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="also write the JSON document to this file")
+    parser.add_argument("--markdown", help="also write the results as Markdown tables here")
     args = parser.parse_args(argv)
     try:
         import sklearn  # noqa: F401
@@ -214,6 +238,9 @@ def main(argv=None):
     if args.out:
         with open(args.out, "w") as f:
             f.write(text + "\n")
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(markdown(report) + "\n")
 
 
 if __name__ == "__main__":
