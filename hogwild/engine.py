@@ -6,11 +6,13 @@ single per-epoch callback.
 """
 import math
 import os
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
+from numba.core.errors import NumbaError
 
 from hogwild.backends import get_backend
 from hogwild.errors import DivergenceError, HogwildError
@@ -75,6 +77,19 @@ def _check_finite(params, epoch, step):
                 "try a smaller step")
 
 
+def _compile(runner, loops, objective, params):
+    """Compile (or load) the loops before the first timed epoch; a function numba
+    cannot compile becomes a HogwildError that keeps numba's explanation."""
+    try:
+        runner.warm_up(loops, params, objective.data)
+    except NumbaError as exc:
+        detail = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
+        raise HogwildError(f"numba could not compile the update or loss of objective "
+                           f"'{objective.name}'; they must be in numba's nopython subset and "
+                           f"helpers they call must be @numba.njit functions:\n{detail}") \
+            from None
+
+
 def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="geometric",
         workers=None, scheduler="hogwild", backend="threads", seed=None, shuffle_block=1,
         evaluate: Optional[Callable] = None, callback: Optional[Callable] = None) -> FitResult:
@@ -109,7 +124,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     loops = compile_loops(objective.update, objective.loss)
     history = []
     with backend_cls(n_workers) as runner:
-        runner.warm_up(loops, params, data)
+        _compile(runner, loops, objective, params)
         for epoch in range(epochs):
             step_now = schedule(epoch)
             plan = sched.plan(n, n_workers, rng, int(shuffle_block))

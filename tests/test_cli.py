@@ -1,6 +1,7 @@
 """The hogwild command line: results, JSON, and one-line errors."""
 import json
 import shutil
+import signal
 import subprocess
 
 import pytest
@@ -84,6 +85,20 @@ def test_datasets_lists_the_shipped_default(capsys):
     assert status == 0
     a9a = next(line for line in out.splitlines() if line.startswith("a9a "))
     assert "shipped" in a9a and "32561 x 123" in a9a and "451592" in a9a and "16281" in a9a
+
+
+def test_ctrl_c_stops_cleanly_with_status_130():
+    exe = shutil.which("hogwild")
+    if exe is None:
+        pytest.fail("the hogwild console script is not on PATH; install the package")
+    proc = subprocess.Popen([exe, "run", "svm", "--epochs", "100000", "--workers", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()  # training has started
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert first.startswith("epoch   1/100000")
+    assert proc.returncode == 130
+    assert err.strip().splitlines()[-1] == "hogwild: interrupted"
 
 
 def test_console_script_is_installed():

@@ -36,6 +36,14 @@ def record_epoch(e, params, data, step, epoch):
     params[0][e] = epoch
 
 
+def plain_python_helper(x):
+    return x + 1
+
+
+def update_calling_python(e, params, data, step):
+    params[0][e] = plain_python_helper(params[0][e])
+
+
 def exploding_update(e, params, data, step):
     params[0][0] = params[0][0] * 1e30 + 1.0
 
@@ -197,6 +205,14 @@ def test_divergence_names_the_epoch_and_suggests_a_smaller_step():
 def test_bad_fit_arguments_are_named(kwargs, message):
     with pytest.raises(HogwildError, match=message):
         fit(counting_objective(10), **kwargs)
+
+
+def test_an_uncompilable_update_is_reported_with_numbas_reason():
+    objective = Objective(update_calling_python, zero_loss, params=np.zeros(4),
+                          data=np.zeros(1), n_samples=4, name="mine")
+    with pytest.raises(HogwildError, match=r"(?s)numba could not compile the update or loss "
+                                           r"of objective 'mine'.*plain_python_helper"):
+        fit(objective, epochs=1, workers=1)
 
 
 def test_objective_validation():
