@@ -203,14 +203,16 @@ def feature_degrees(X):
 
 def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None):
     """The Objective for a prepared X (see as_csr) and labels in {-1, +1}; the
-    seed salts the lazy-regularisation draws."""
+    seed (an int or a numpy SeedSequence) salts the lazy-regularisation draws."""
     update, sample_loss = _KERNELS[check_loss(loss)]
     n, d = X.shape
     degree = feature_degrees(X)
     reg_scale = np.zeros(d, dtype=np.float32)
     seen = degree > 0
     reg_scale[seen] = check_reg(reg) * n / degree[seen]
-    salt = np.random.SeedSequence(seed).generate_state(1, dtype=np.uint64)
+    seed_seq = seed if isinstance(seed, np.random.SeedSequence) \
+        else np.random.SeedSequence(seed)
+    salt = seed_seq.generate_state(1, dtype=np.uint64)
     data = (X.indptr, X.indices, X.data, labels, reg_scale, salt)
     return Objective(update, sample_loss, params=(np.zeros(d, dtype=np.float32),), data=data,
                      n_samples=n, name=f"sparse-svm-{loss}")
