@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from hogwild.datasets import svmlight_parser as P
-from hogwild.errors import DataFormatError, HogwildError
+from hogwild.errors import DataFormatError, HogwildError, check_int
 from hogwild.paths import cache_dir
 
 _CACHE_VERSION = "svmlight-1"
@@ -156,6 +156,8 @@ def load_svmlight(path, n_features=None, zero_based="auto", extra_features="erro
         raise HogwildError(f"extra_features must be 'error' or 'drop', got {extra_features!r}")
     if zero_based not in (True, False, "auto"):
         raise HogwildError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
+    if n_features is not None:
+        check_int("n_features", n_features, 1)
     path = Path(path)
     if not path.is_file():
         raise HogwildError(f"cannot read {path}: "
@@ -173,9 +175,6 @@ def load_svmlight(path, n_features=None, zero_based="auto", extra_features="erro
     max_index = int(arrays["indices"].max()) if arrays["indices"].size else -1
     if n_features is None:
         n_features = max_index + 1
-    elif isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) \
-            or n_features < 1:
-        raise HogwildError(f"n_features must be an integer >= 1, got {n_features!r}")
     arrays = _align_features(arrays, n_features, extra_features, path)
     X = sp.csr_matrix((arrays["values"], arrays["indices"], arrays["indptr"]),
                       shape=(arrays["indptr"].size - 1, n_features), copy=False)

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from hogwild.errors import HogwildError
+from hogwild.errors import HogwildError, check_int
 
 
 @njit(nogil=True, cache=True)
@@ -48,10 +48,9 @@ def _fill_rows(seed, cdf, nnz_per_row, indptr, indices, values):
 def make_sparse_classification(n_samples=100_000, n_features=50_000, nnz_per_row=90,
                                zipf=0.65, noise=0.1, seed=0):
     """(X, y): X a float32 CSR matrix, y in {-1, +1}; deterministic for a seed."""
-    for name, value, low in (("n_samples", n_samples, 1), ("n_features", n_features, 1),
-                             ("nnz_per_row", nnz_per_row, 1)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise HogwildError(f"{name} must be an integer >= {low}, got {value!r}")
+    for name, value in (("n_samples", n_samples), ("n_features", n_features),
+                        ("nnz_per_row", nnz_per_row)):
+        check_int(name, value, 1)
     if nnz_per_row > n_features // 2:
         raise HogwildError(f"nnz_per_row={nnz_per_row} must be <= n_features / 2 "
                            f"= {n_features // 2}")

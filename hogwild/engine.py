@@ -15,7 +15,7 @@ import numpy as np
 from numba.core.errors import NumbaError
 
 from hogwild.backends import get_backend
-from hogwild.errors import DivergenceError, HogwildError
+from hogwild.errors import DivergenceError, HogwildError, check_int
 from hogwild.kernels.compiler import compile_loops
 from hogwild.objective import Objective
 from hogwild.schedulers import get_scheduler
@@ -62,19 +62,12 @@ class FitResult:
 
 
 def check_workers(workers):
-    if workers is None:
-        return usable_cores()
-    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
-        raise HogwildError(f"workers must be an integer >= 1, got {workers!r}")
-    return int(workers)
+    return usable_cores() if workers is None else check_int("workers", workers, 1)
 
 
-def _check_finite(params, epoch, step):
-    for array in params:
-        if not np.isfinite(array).all():
-            raise DivergenceError(
-                f"parameters became NaN or Inf in epoch {epoch} (step {step:.3g}); "
-                "try a smaller step")
+def _diverged(what, epoch, step):
+    return DivergenceError(f"{what} became NaN or Inf in epoch {epoch} (step {step:.3g}); "
+                           "try a smaller step")
 
 
 def _compile(runner, loops, objective, params):
@@ -107,15 +100,12 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     """
     if not isinstance(objective, Objective):
         raise HogwildError(f"objective must be a hogwild.Objective, got {type(objective).__name__}")
-    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 1:
-        raise HogwildError(f"epochs must be an integer >= 1, got {epochs!r}")
+    check_int("epochs", epochs, 1)
+    shuffle_block = check_int("shuffle_block", shuffle_block, 1)
     schedule = StepSchedule(step_schedule, step, decay)
     sched = get_scheduler(scheduler)
     backend_cls = get_backend(backend)
     n_workers = sched.workers_for(check_workers(workers))
-    if isinstance(shuffle_block, bool) or not isinstance(shuffle_block, (int, np.integer)) \
-            or shuffle_block < 1:
-        raise HogwildError(f"shuffle_block must be an integer >= 1, got {shuffle_block!r}")
     rng = np.random.default_rng(seed)
 
     params = tuple(p.copy() for p in objective.params)
@@ -127,16 +117,15 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
         _compile(runner, loops, objective, params)
         for epoch in range(epochs):
             step_now = schedule(epoch)
-            plan = sched.plan(n, n_workers, rng, int(shuffle_block))
+            plan = sched.plan(n, n_workers, rng, shuffle_block)
             start = time.perf_counter()
             updates = runner.run_epoch(loops, plan, params, data, step_now, epoch)
             seconds = time.perf_counter() - start
-            _check_finite(params, epoch + 1, step_now)
+            if not all(np.isfinite(array).all() for array in params):
+                raise _diverged("parameters", epoch + 1, step_now)
             value = loops.sum_loss(params, data, n) / n
             if not math.isfinite(value):
-                raise DivergenceError(
-                    f"objective became NaN or Inf in epoch {epoch + 1} (step {step_now:.3g}); "
-                    "try a smaller step")
+                raise _diverged("objective", epoch + 1, step_now)
             record = EpochRecord(epoch=epoch + 1, step=step_now, seconds=seconds,
                                  updates=int(updates),
                                  updates_per_s=updates / seconds if seconds > 0 else math.inf,

@@ -4,6 +4,8 @@ Every error a user can cause is a ``HogwildError`` with a one-line message that
 names the problem (file, line, parameter, allowed values), so the CLI can print
 it without a traceback.
 """
+import numpy as np
+
 
 
 class HogwildError(ValueError):
@@ -16,6 +18,13 @@ class DataFormatError(HogwildError):
 
 class DivergenceError(HogwildError, ArithmeticError):
     """The parameters became NaN or Inf during training."""
+
+
+def check_int(name, value, minimum):
+    """value as an int >= minimum, or a HogwildError naming the parameter."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise HogwildError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
 
 
 def choose(options, name, what):
