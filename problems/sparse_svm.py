@@ -158,8 +158,8 @@ def as_csr(X, n_features=None):
                            f"got {type(X).__name__}")
     if X.ndim != 2:
         raise HogwildError(f"X must be 2-dimensional, got shape {X.shape}")
-    if X.shape[0] == 0:
-        raise HogwildError("empty data: X has 0 rows")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise HogwildError(f"empty data: X has shape {X.shape}")
     if n_features is not None and X.shape[1] != n_features:
         raise HogwildError(f"X has {X.shape[1]} features, but the model was fitted with "
                            f"{n_features}")
