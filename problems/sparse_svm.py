@@ -160,6 +160,8 @@ def as_csr(X, n_features=None):
         raise HogwildError(f"X must be 2-dimensional, got shape {X.shape}")
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise HogwildError(f"empty data: X has shape {X.shape}")
+    if X.shape[1] >= 2**31:
+        raise HogwildError(f"X has {X.shape[1]} features; at most 2**31 - 1 are supported")
     if n_features is not None and X.shape[1] != n_features:
         raise HogwildError(f"X has {X.shape[1]} features, but the model was fitted with "
                            f"{n_features}")
@@ -230,7 +232,9 @@ class SparseSVM:
     scikit-learn compatible (fit / predict / decision_function / score,
     get_params / set_params), so it works in pipelines and cross-validation;
     scikit-learn itself is not required. No intercept is fitted (as LIBLINEAR's
-    default); append a constant feature to X if you need one.
+    default); append a constant feature to X if you need one. With the hinge loss,
+    samples outside the margin regularise lazily (see the kernels' comment): the same
+    objective in expectation, with far fewer writes to shared memory.
 
     Parameters (keyword only, stored unchanged)
     loss: "hinge" (linear SVM) or "logistic".
