@@ -94,9 +94,9 @@ def machine():
             "platform": platform.platform(), "versions": versions}
 
 
-def ours(X, y, X_test, y_test, scheduler, workers, block, epochs, reg, seed):
-    model = SparseSVM(reg=reg, epochs=epochs, scheduler=scheduler, workers=workers,
-                      shuffle_block=block, seed=seed)
+def ours(X, y, X_test, y_test, scheduler, workers, block, epochs, reg, step, seed):
+    model = SparseSVM(reg=reg, epochs=epochs, step=step, scheduler=scheduler,
+                      workers=workers, shuffle_block=block, seed=seed)
     model.fit(X, y, eval_set=(X_test, y_test))
     history = model.history_
     seconds = sum(r.seconds for r in history)
@@ -127,14 +127,14 @@ def sgd_classifier(X64, y, X_test, y_test, epochs, reg, seed):
             "test_error": error_rate(X_test @ model.coef_.ravel(), labels)}
 
 
-def bench_dataset(name, X, y, X_test, y_test, epochs, rounds, reg, seed, with_peer):
+def bench_dataset(name, X, y, X_test, y_test, epochs, rounds, reg, step, seed, with_peer):
     X = as_csr(X)
     X64 = X.astype(np.float64) if with_peer else None
     runs = {}
     for round_ in range(rounds):
         for label, scheduler, workers, block in OUR_CONFIGS:
             runs.setdefault(label, []).append(
-                ours(X, y, X_test, y_test, scheduler, workers, block, epochs, reg,
+                ours(X, y, X_test, y_test, scheduler, workers, block, epochs, reg, step,
                      seed + round_))
         if with_peer:
             runs.setdefault("sgdclassifier", []).append(
@@ -164,10 +164,13 @@ def bench_dataset(name, X, y, X_test, y_test, epochs, rounds, reg, seed, with_pe
         ratios["test_error_hogwild_1_minus_sgdclassifier"] = \
             results["hogwild-1"]["test_error"] - results["sgdclassifier"]["test_error"]
     return {"dataset": name, "n_samples": X.shape[0], "n_features": X.shape[1],
-            "nnz": int(X.nnz), "epochs": epochs, "rounds": rounds, "reg": reg,
+            "nnz": int(X.nnz), "epochs": epochs, "rounds": rounds, "reg": reg, "step": step,
             "results": results, "ratios": ratios}
 
 
+# On the synthetic sets (reg 1e-6, 3 epochs) step="auto" (0.2) is too timid: on a
+# 300,000-row sample it ends at 14.2% test error against SGDClassifier's 12.7%, while
+# step 0.5 reaches 12.7%. The real data keeps the default.
 def synthetic(n_samples, n_features, seed):
     X, y = make_sparse_classification(n_samples=n_samples + n_samples // 10,
                                       n_features=n_features, seed=seed)
@@ -183,8 +186,8 @@ def markdown(report):
              f"{report['compute_ceiling_2_over_1']:.2f}x.", ""]
     for d in report["datasets"]:
         lines += [f"### {d['dataset']} ({d['n_samples']:,} x {d['n_features']:,}, "
-                  f"{d['nnz']:,} nonzeros; {d['epochs']} epochs, median of {d['rounds']} "
-                  "rounds)", "",
+                  f"{d['nnz']:,} nonzeros; reg {d['reg']:g}, step {d['step']}, "
+                  f"{d['epochs']} epochs, median of {d['rounds']} rounds)", "",
                   "| configuration | samples/s | nonzeros/s | test error | objective |",
                   "|---|---:|---:|---:|---:|"]
         for label, r in d["results"].items():
@@ -224,7 +227,7 @@ def main(argv=None):
         train, test = load_svm_data(name)
         report["datasets"].append(bench_dataset(
             name, train.X, train.y, test.X, test.y, epochs=3 if args.quick else 10,
-            rounds=1 if args.quick else args.rounds, reg=1e-4, seed=args.seed,
+            rounds=1 if args.quick else args.rounds, reg=1e-4, step="auto", seed=args.seed,
             with_peer=with_peer))
     sizes = [(20_000, 50_000)] if args.quick else [(1_000_000, 50_000), (1_000_000, 1_000_000)]
     for n_samples, n_features in sizes:
@@ -233,7 +236,7 @@ def main(argv=None):
         X, y, X_test, y_test = synthetic(n_samples, n_features, args.seed)
         report["datasets"].append(bench_dataset(
             name, X, y, X_test, y_test, epochs=2 if args.quick else 3,
-            rounds=1 if args.quick else args.rounds, reg=1e-6, seed=args.seed,
+            rounds=1 if args.quick else args.rounds, reg=1e-6, step=0.5, seed=args.seed,
             with_peer=with_peer))
     text = json.dumps(report, indent=1)
     print(text)
