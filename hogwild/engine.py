@@ -70,11 +70,11 @@ def _diverged(what, epoch, step):
                            "try a smaller step")
 
 
-def _compile(runner, loops, objective, params):
-    """Compile (or load) the loops before the first timed epoch; a function numba
+def _compile(runner, loops, objective, params, locked):
+    """Compile (or load) the loop before the first timed epoch; a function numba
     cannot compile becomes a HogwildError that keeps numba's explanation."""
     try:
-        runner.warm_up(loops, params, objective.data)
+        runner.warm_up(loops, params, objective.data, locked)
     except NumbaError as exc:
         detail = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
         raise HogwildError(f"numba could not compile the update or loss of objective "
@@ -114,7 +114,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     loops = compile_loops(objective.update, objective.loss)
     history = []
     with backend_cls(n_workers) as runner:
-        _compile(runner, loops, objective, params)
+        _compile(runner, loops, objective, params, sched.locked)
         for epoch in range(epochs):
             step_now = schedule(epoch)
             plan = sched.plan(n, n_workers, rng, shuffle_block)

@@ -17,11 +17,14 @@ class ThreadsBackend:
                                         thread_name_prefix="hogwild")
         self._lock = new_lock()
 
-    def warm_up(self, loops, params, data):
-        """Compile (or load from cache) both kernels outside the timed epochs."""
+    def warm_up(self, loops, params, data, locked):
+        """Compile (or load from cache) the kernel a run will use, outside the timed
+        epochs."""
         empty = np.zeros(0, dtype=np.int64)
-        loops.run_span(empty, 0, 0, params, data, 0.0, 0)
-        loops.run_span_locked(empty, 0, 0, params, data, 0.0, 0, self._lock)
+        if locked:
+            loops.run_span_locked(empty, 0, 0, params, data, 0.0, 0, self._lock)
+        else:
+            loops.run_span(empty, 0, 0, params, data, 0.0, 0)
 
     def run_epoch(self, loops, plan, params, data, step, epoch):
         """Run one epoch's plan; returns the number of updates applied."""
