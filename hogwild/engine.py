@@ -8,7 +8,7 @@ import math
 import os
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
@@ -54,11 +54,6 @@ class FitResult:
     @property
     def objective(self):
         return self.history[-1].objective
-
-    def to_dict(self):
-        return {"scheduler": self.scheduler, "backend": self.backend,
-                "workers": self.workers, "seed": self.seed,
-                "history": [asdict(r) for r in self.history]}
 
 
 def check_workers(workers):
