@@ -25,7 +25,7 @@ from hogwild.datasets import svmlight_parser as P
 from hogwild.errors import DataFormatError, HogwildError, check_int
 from hogwild.paths import cache_dir
 
-_CACHE_VERSION = "svmlight-1"
+_CACHE_VERSION = "svmlight-2"
 _ARRAYS = ("indptr", "indices", "values", "labels", "row_lines")
 
 
@@ -106,16 +106,36 @@ def _load_cached(folder):
     return arrays, meta["zero_based"]
 
 
-def _store_cached(folder, arrays, zero_based):
+def _store_cached(folder, arrays, zero_based, source):
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
+    indices = arrays["indices"]
+    meta = {"zero_based": zero_based, "source": str(source.resolve()),
+            "rows": int(arrays["labels"].size), "nnz": int(indices.size),
+            "max_index": int(indices.max()) if indices.size else -1}
     try:
         for name in _ARRAYS:
             np.save(tmp / f"{name}.npy", arrays[name])
-        (tmp / "meta.json").write_text(json.dumps({"zero_based": zero_based}))
+        (tmp / "meta.json").write_text(json.dumps(meta))
         os.replace(tmp, folder)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)  # another process won the race, or no space
+
+
+def cached_files():
+    """What the binary cache holds: one dict per parsed file (source, rows, nnz,
+    max_index, zero_based, bytes)."""
+    root = cache_dir() / "datasets"
+    entries = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else ():
+        meta_path = folder / "meta.json"
+        if folder.name.startswith(".") or not meta_path.is_file():
+            continue
+        meta = json.loads(meta_path.read_text())
+        if "source" in meta:  # written by this version
+            meta["bytes"] = sum(f.stat().st_size for f in folder.iterdir())
+            entries.append(meta)
+    return entries
 
 
 def _align_features(arrays, n_features, extra_features, path):
@@ -171,7 +191,7 @@ def load_svmlight(path, n_features=None, zero_based="auto", extra_features="erro
         arrays = _parse_bytes(_read_bytes(path), path)
         zero_based = _apply_base(arrays, zero_based, path)
         if cache:
-            _store_cached(folder, arrays, zero_based)
+            _store_cached(folder, arrays, zero_based, path)
     max_index = int(arrays["indices"].max()) if arrays["indices"].size else -1
     if n_features is None:
         n_features = max_index + 1

@@ -141,6 +141,7 @@ def run_svm(args):
 
 def list_datasets(args):
     from hogwild.datasets.registry import SVM_DATASETS, load_svm_data
+    from hogwild.datasets.svmlight import cached_files
     from hogwild.paths import cache_dir, shared_data_dir
 
     print(f"shared data folder: {shared_data_dir()} (set HOGWILD_DATA to change)")
@@ -156,11 +157,14 @@ def list_datasets(args):
         shape = f"{train.X.shape[0]} x {train.X.shape[1]}"
         print(f"{spec.name:<15} {spec.where:<8} {shape:<24} {train.X.nnz:>10} "
               f"{test.X.shape[0]:>10}  {spec.description}")
-    cached = cache_dir() / "datasets"
-    entries = [p for p in cached.iterdir() if not p.name.startswith(".")] \
-        if cached.is_dir() else []
-    size = sum(f.stat().st_size for p in entries for f in p.iterdir())
-    print(f"binary cache: {len(entries)} parsed files, {size / 2**20:.1f} MiB in {cached}")
+    entries = cached_files()
+    size = sum(entry["bytes"] for entry in entries)
+    print(f"binary cache: {len(entries)} parsed files, {size / 2**20:.1f} MiB in "
+          f"{cache_dir() / 'datasets'}")
+    for entry in sorted(entries, key=lambda entry: entry["source"]):
+        shape = f"{entry['rows']} x {entry['max_index'] + 1}"
+        base = "zero" if entry["zero_based"] else "one"
+        print(f"  {shape:<24} {entry['nnz']:>10} nonzeros, {base}-based: {entry['source']}")
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None):

@@ -80,11 +80,16 @@ def test_malformed_file_names_file_and_line(capsys, tmp_path):
                    "is not a number): '-1 2:oops'\n")
 
 
-def test_datasets_lists_the_shipped_default(capsys):
+def test_datasets_lists_the_shipped_default_and_the_cache(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path))
     status, out, _ = run(capsys, "datasets")
     assert status == 0
-    a9a = next(line for line in out.splitlines() if line.startswith("a9a "))
+    lines = out.splitlines()
+    a9a = next(line for line in lines if line.startswith("a9a "))
     assert "shipped" in a9a and "32561 x 123" in a9a and "451592" in a9a and "16281" in a9a
+    cached = [line for line in lines if line.strip().endswith("a9a.gz")]
+    assert len(cached) == 1 and "32561 x 123" in cached[0] and "451592 nonzeros, one-based" \
+        in cached[0]
 
 
 def test_ctrl_c_stops_cleanly_with_status_130():
