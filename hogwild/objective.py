@@ -14,13 +14,13 @@ The engine compiles update and loss into its epoch loops (hogwild.kernels), so n
 Python runs per sample, and the same plain functions can be compiled for other
 targets later (processes, GPU).
 """
-import types
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
 from hogwild.errors import HogwildError
+from hogwild.kernels.compiler import python_function
 
 
 def _as_array_tuple(arrays, what):
@@ -61,11 +61,10 @@ class Objective:
         for fn_name, arities, shape in (
                 ("update", (4, 5), "(e, params, data, step[, epoch])"),
                 ("loss", (3,), "(e, params, data)")):
-            fn = getattr(self, fn_name)
-            fn = getattr(fn, "py_func", fn)
-            if not isinstance(fn, types.FunctionType):
-                raise HogwildError(f"{fn_name} must be a Python function, got "
-                                   f"{type(fn).__name__}")
+            try:
+                fn = python_function(getattr(self, fn_name))
+            except TypeError as exc:
+                raise HogwildError(f"{fn_name} must be a Python function, {exc}") from None
             if fn.__code__.co_argcount not in arities:
                 raise HogwildError(f"{fn_name} must take {shape}; {fn.__name__} takes "
                                    f"{fn.__code__.co_argcount} arguments")

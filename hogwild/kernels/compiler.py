@@ -47,7 +47,7 @@ def python_function(fn):
     """The plain Python function behind fn (which may already be a numba dispatcher)."""
     fn = getattr(fn, "py_func", fn)
     if not isinstance(fn, types.FunctionType):
-        raise TypeError(f"expected a plain Python function, got {type(fn).__name__}")
+        raise TypeError(f"got {type(fn).__name__}")
     return fn
 
 
