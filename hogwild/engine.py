@@ -90,8 +90,10 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     ``evaluate(params) -> dict`` adds metrics (e.g. test error) to each epoch's
     record; ``callback(record)`` is called once after each epoch.
 
-    Reproducibility: with a seed, ``serial`` is bitwise reproducible; ``hogwild``
-    and ``locked`` with several workers are reproducible only in distribution.
+    Reproducibility: with a seed, ``serial`` is bitwise reproducible, and so is
+    ``blocked`` (for the objective's block layout) with any number of workers;
+    ``hogwild`` and ``locked`` with several workers are reproducible only in
+    distribution.
     """
     if not isinstance(objective, Objective):
         raise HogwildError(f"objective must be a hogwild.Objective, got {type(objective).__name__}")
@@ -100,19 +102,19 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     schedule = StepSchedule(step_schedule, step, decay)
     sched = get_scheduler(scheduler)
     backend_cls = get_backend(backend)
-    n_workers = sched.workers_for(check_workers(workers))
+    n_workers = sched.workers_for(check_workers(workers), objective.blocks)
     rng = np.random.default_rng(seed)
 
     params = tuple(p.copy() for p in objective.params)
     data = objective.data
     n = objective.n_samples
-    loops = compile_loops(objective.update, objective.loss)
+    loops = compile_loops(objective.update, objective.loss, objective.fastmath)
     history = []
     with backend_cls(n_workers) as runner:
         _compile(runner, loops, objective, params, sched.locked)
         for epoch in range(epochs):
             step_now = schedule(epoch)
-            plan = sched.plan(n, n_workers, rng, shuffle_block)
+            plan = sched.plan(n, n_workers, rng, shuffle_block, objective.blocks)
             start = time.perf_counter()
             updates = runner.run_epoch(loops, plan, params, data, step_now, epoch)
             seconds = time.perf_counter() - start

@@ -8,19 +8,24 @@ A sparse separable objective f(x) = (1/n) * sum_e f_e(x_e) is given by
     compilable subset of Python; it must touch only the coordinates of x_e.
     An update that also takes ``epoch`` (0-based), update(e, params, data, step,
     epoch), receives it, e.g. to draw per-epoch random decisions;
-  - loss(e, params, data): f_e at the current parameters (for evaluation).
+  - loss(e, params, data): f_e at the current parameters (for evaluation);
+  - optionally ``blocks``, a hogwild.schedulers.BlockLayout saying which samples
+    never conflict (used by the ``blocked`` scheduler), and ``fastmath=True`` to
+    let LLVM reassociate floating-point sums (vectorised dot products) in the
+    compiled loops.
 
 The engine compiles update and loss into its epoch loops (hogwild.kernels), so no
 Python runs per sample, and the same plain functions can be compiled for other
 targets later (processes, GPU).
 """
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
 from hogwild.errors import HogwildError
 from hogwild.kernels.compiler import python_function
+from hogwild.schedulers import BlockLayout
 
 
 def _as_array_tuple(arrays, what):
@@ -48,6 +53,8 @@ class Objective:
     data: tuple
     n_samples: int
     name: str = field(default="objective")
+    blocks: Optional[BlockLayout] = None
+    fastmath: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "params", _as_array_tuple(self.params, "params"))

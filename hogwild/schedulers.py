@@ -1,50 +1,86 @@
 """Schedulers decide which samples each worker runs in an epoch, and in what order.
 
 A scheduler returns an EpochPlan and never runs kernels, so its invariants
-(every sample exactly once per epoch, one span per worker) are testable alone.
-Backends execute plans.
+(every sample exactly once per epoch, no conflicting blocks in one phase) are
+testable alone. Backends execute plans.
 
-Determinism: ``serial`` is bitwise reproducible for a seed. ``hogwild`` and
-``locked`` draw the same permutations for a seed, but with more than one worker
-the interleaving of updates depends on thread timing, so results are
-reproducible only in distribution.
+Determinism: ``serial`` is bitwise reproducible for a seed, and so is
+``blocked`` for a seed and a block layout, whatever the number of workers and
+the thread timing (workers in a phase never touch the same parameters).
+``hogwild`` and ``locked`` draw the same permutations for a seed, but with more
+than one worker the interleaving of updates depends on thread timing, so
+results are reproducible only in distribution.
 """
 from dataclasses import dataclass
 
 import numpy as np
 
-from hogwild.errors import choose
+from hogwild.errors import HogwildError, check_int, choose
 
 
 @dataclass(frozen=True)
 class EpochPlan:
-    """order[start:stop] for each (start, stop) in spans is one worker's share."""
+    """An epoch as phases run one after another, with a barrier between them.
+
+    ``phases[p][w]`` is worker w's work in phase p: a tuple of (start, stop)
+    spans, each meaning the samples order[start:stop] in that order.
+    """
 
     order: np.ndarray
-    spans: tuple
+    phases: tuple
     locked: bool
+
+
+@dataclass(frozen=True)
+class BlockLayout:
+    """Samples stored grouped into a grid x grid array of blocks: block (i, j) is
+    samples offsets[i * grid + j] : offsets[i * grid + j + 1]. Samples in blocks
+    that share neither a row nor a column of the grid never touch the same
+    parameters (e.g. ratings of disjoint user and item groups)."""
+
+    grid: int
+    offsets: np.ndarray
+
+    def block(self, i, j):
+        k = i * self.grid + j
+        return int(self.offsets[k]), int(self.offsets[k + 1])
+
+
+def block_layout(row_keys, col_keys, grid, rng):
+    """Group samples into a grid of blocks by two keys (a rating's user and item).
+
+    Keys are relabelled in a random order and cut into ``grid`` contiguous label
+    ranges, one per grid row (column); samples are in random order within each
+    block. Returns (order, row_labels, col_labels, layout): store the samples as
+    ``data[order]`` with their keys replaced by ``row_labels[key]`` and
+    ``col_labels[key]``. Then each block is contiguous (workers stream it) and
+    the parameter rows of different grid rows are in disjoint memory ranges, so
+    workers on different blocks share no cache line (not even of small per-key
+    arrays such as biases).
+    """
+    grid = check_int("grid", grid, 1)
+    row_keys = np.asarray(row_keys, dtype=np.int64)
+    col_keys = np.asarray(col_keys, dtype=np.int64)
+
+    def relabel(keys):
+        n_keys = int(keys.max()) + 1 if keys.size else 1
+        labels = rng.permutation(n_keys)
+        return labels, labels * grid // n_keys
+
+    row_labels, row_block = relabel(row_keys)
+    col_labels, col_block = relabel(col_keys)
+    shuffled = rng.permutation(row_keys.size)
+    block_ids = row_block[row_keys[shuffled]] * grid + col_block[col_keys[shuffled]]
+    by_block = np.argsort(block_ids, kind="stable")
+    offsets = np.searchsorted(block_ids[by_block], np.arange(grid * grid + 1))
+    return (shuffled[by_block], row_labels, col_labels,
+            BlockLayout(grid, offsets.astype(np.int64)))
 
 
 def even_spans(n_items, parts):
     """Split range(n_items) into `parts` contiguous spans whose sizes differ by <= 1."""
     edges = np.linspace(0, n_items, parts + 1).round().astype(np.int64)
     return tuple((int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]))
-
-
-class ShuffledScheduler:
-    """A fresh random permutation each epoch, cut into one span per worker."""
-
-    def __init__(self, name, locked, single_worker):
-        self.name = name
-        self.locked = locked
-        self.single_worker = single_worker
-
-    def workers_for(self, requested):
-        return 1 if self.single_worker else requested
-
-    def plan(self, n_samples, workers, rng, block=1):
-        order = shuffled_blocks(n_samples, block, rng)
-        return EpochPlan(order, even_spans(n_samples, self.workers_for(workers)), self.locked)
 
 
 def shuffled_blocks(n_samples, block, rng):
@@ -59,10 +95,80 @@ def shuffled_blocks(n_samples, block, rng):
     return order[order < n_samples] if n_samples % block else order
 
 
+class ShuffledScheduler:
+    """A fresh random permutation each epoch, cut into one span per worker."""
+
+    def __init__(self, name, locked, single_worker):
+        self.name = name
+        self.locked = locked
+        self.single_worker = single_worker
+
+    def workers_for(self, requested, blocks=None):
+        return 1 if self.single_worker else requested
+
+    def plan(self, n_samples, workers, rng, block=1, blocks=None):
+        order = shuffled_blocks(n_samples, block, rng)
+        spans = even_spans(n_samples, self.workers_for(workers))
+        return EpochPlan(order, (tuple((span,) for span in spans),), self.locked)
+
+
+class BlockedScheduler:
+    """DSGD / FPSGD-style conflict-free blocks (Gemulla et al. 2011; Zhuang et al.
+    2013). An epoch is ``grid`` phases; phase s runs the blocks (i, sigma_s(i)) for
+    every grid row i, where the sigma_s are a random rotation order composed with
+    a random column relabelling, so every block runs exactly once per epoch and
+    no two blocks of a phase share a row or a column. Each block runs whole, in
+    stored order, on one worker: the result cannot depend on which worker runs
+    it, hence bitwise reproducibility for a seed and layout.
+    """
+
+    name = "blocked"
+    locked = False
+
+    @staticmethod
+    def _layout(blocks):
+        if blocks is None:
+            raise HogwildError("scheduler 'blocked' needs an objective with a block layout "
+                               "(Objective(..., blocks=...), see hogwild.schedulers."
+                               "block_layout); matrix completion builds one")
+        return blocks
+
+    def workers_for(self, requested, blocks=None):
+        return min(requested, self._layout(blocks).grid)
+
+    def plan(self, n_samples, workers, rng, block=1, blocks=None):
+        layout = self._layout(blocks)
+        if int(layout.offsets[-1]) != n_samples:
+            raise HogwildError(f"block layout covers {int(layout.offsets[-1])} samples, "
+                               f"the objective has {n_samples}")
+        g = layout.grid
+        workers = self.workers_for(workers, layout)
+        rotations = rng.permutation(g)
+        relabel = rng.permutation(g)
+        phases = []
+        for shift in rotations:
+            spans = [layout.block(i, int(relabel[(i + shift) % g])) for i in range(g)]
+            phases.append(_balance(spans, workers))
+        order = np.arange(n_samples, dtype=np.int64)
+        return EpochPlan(order, tuple(phases), locked=False)
+
+
+def _balance(spans, workers):
+    """Deal spans to workers, largest first to the least loaded (deterministic)."""
+    loads = [0] * workers
+    shares = [[] for _ in range(workers)]
+    for span in sorted(spans, key=lambda s: s[0] - s[1]):
+        w = loads.index(min(loads))
+        shares[w].append(span)
+        loads[w] += span[1] - span[0]
+    return tuple(tuple(share) for share in shares)
+
+
 SCHEDULERS = {
     "hogwild": ShuffledScheduler("hogwild", locked=False, single_worker=False),
     "locked": ShuffledScheduler("locked", locked=True, single_worker=False),
     "serial": ShuffledScheduler("serial", locked=False, single_worker=True),
+    "blocked": BlockedScheduler(),
 }
 
 

@@ -22,6 +22,7 @@ from hogwild.errors import HogwildError, choose
 from hogwild.objective import Objective
 
 LOSSES = ("hinge", "logistic")
+SCHEDULERS = ("hogwild", "locked", "serial")  # no block structure for "blocked"
 
 
 # --- per-sample kernels (plain Python, compiled by the engine) -------------------
@@ -296,6 +297,7 @@ class SparseSVM:
         """
         check_loss(self.loss)
         check_reg(self.reg)
+        choose(SCHEDULERS, self.scheduler, "scheduler")
         X = as_csr(X)
         labels, classes = binary_labels(y, X.shape[0], require_both=True)
         evaluate = None

@@ -27,19 +27,26 @@ class ThreadsBackend:
             loops.run_span(empty, 0, 0, params, data, 0.0, 0)
 
     def run_epoch(self, loops, plan, params, data, step, epoch):
-        """Run one epoch's plan; returns the number of updates applied."""
+        """Run one epoch's plan, phase after phase; returns the number of updates."""
         if plan.locked:
-            def run(span):
+            def run_span(span):
                 return loops.run_span_locked(plan.order, span[0], span[1], params, data,
                                              step, epoch, self._lock)
         else:
-            def run(span):
+            def run_span(span):
                 return loops.run_span(plan.order, span[0], span[1], params, data, step,
                                       epoch)
-        # The calling thread runs the first span itself: one thread hand-off fewer,
-        # which matters when an epoch lasts only a few milliseconds.
-        others = [self._pool.submit(run, span) for span in plan.spans[1:]]
-        return run(plan.spans[0]) + sum(f.result() for f in others)
+
+        def run(spans):
+            return sum(run_span(span) for span in spans)
+
+        updates = 0
+        for phase in plan.phases:
+            # The calling thread runs the first share itself: one thread hand-off
+            # fewer, which matters when a phase lasts only a few milliseconds.
+            others = [self._pool.submit(run, spans) for spans in phase[1:] if spans]
+            updates += run(phase[0]) + sum(f.result() for f in others)
+        return updates
 
     def close(self):
         self._pool.shutdown(wait=True)
