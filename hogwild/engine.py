@@ -85,7 +85,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
 
     The objective's params are copied; the trained copies are in ``result.params``.
     ``shuffle_block``: samples are shuffled in runs of this many consecutive
-    samples (see hogwild.schedulers.shuffled_blocks); use > 1 only when the
+    samples (see hogwild.schedulers.shuffled_runs); use > 1 only when the
     samples' stored order is already random.
     ``evaluate(params) -> dict`` adds metrics (e.g. test error) to each epoch's
     record; ``callback(record)`` is called once after each epoch.

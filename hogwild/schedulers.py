@@ -22,11 +22,15 @@ from hogwild.errors import HogwildError, check_int, choose
 class EpochPlan:
     """An epoch as phases run one after another, with a barrier between them.
 
-    ``phases[p][w]`` is worker w's work in phase p: a tuple of (start, stop)
-    spans, each meaning the samples order[start:stop] in that order.
+    The samples are visited in runs of consecutive samples: run r covers samples
+    runs[r] .. min(runs[r] + run_length, limit) - 1. ``phases[p][w]`` is worker
+    w's work in phase p, a tuple of spans (lo, hi, limit) meaning runs lo..hi-1 in
+    that order. Runs keep plans small (n / run_length starts, not n indices) and
+    let workers stream consecutive samples.
     """
 
-    order: np.ndarray
+    runs: np.ndarray
+    run_length: int
     phases: tuple
     locked: bool
 
@@ -83,20 +87,16 @@ def even_spans(n_items, parts):
     return tuple((int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]))
 
 
-def shuffled_blocks(n_samples, block, rng):
-    """A random order of the samples that keeps runs of ``block`` consecutive samples
-    together: block=1 is a uniform permutation; larger blocks turn random row
-    reads into sequential streams (several times faster on large sparse data) and
-    are as random as the samples' stored order."""
-    if block == 1:
-        return rng.permutation(n_samples).astype(np.int64)
-    starts = rng.permutation(-(-n_samples // block)).astype(np.int64) * block
-    order = (starts[:, None] + np.arange(block, dtype=np.int64)[None, :]).ravel()
-    return order[order < n_samples] if n_samples % block else order
+def shuffled_runs(n_samples, run_length, rng):
+    """The starts of the runs of ``run_length`` consecutive samples, in random order:
+    run_length=1 is a uniform permutation; longer runs turn random reads into
+    sequential streams (several times faster on large sparse data) and are as
+    random as the samples' stored order."""
+    return rng.permutation(-(-n_samples // run_length)).astype(np.int64) * run_length
 
 
 class ShuffledScheduler:
-    """A fresh random permutation each epoch, cut into one span per worker."""
+    """A fresh random order of runs each epoch, cut into one span per worker."""
 
     def __init__(self, name, locked, single_worker):
         self.name = name
@@ -107,9 +107,10 @@ class ShuffledScheduler:
         return 1 if self.single_worker else requested
 
     def plan(self, n_samples, workers, rng, block=1, blocks=None):
-        order = shuffled_blocks(n_samples, block, rng)
-        spans = even_spans(n_samples, self.workers_for(workers))
-        return EpochPlan(order, (tuple((span,) for span in spans),), self.locked)
+        runs = shuffled_runs(n_samples, block, rng)
+        spans = even_spans(runs.size, self.workers_for(workers))
+        phase = tuple(((lo, hi, n_samples),) for lo, hi in spans)
+        return EpochPlan(runs, block, (phase,), self.locked)
 
 
 class BlockedScheduler:
@@ -145,22 +146,23 @@ class BlockedScheduler:
         workers = self.workers_for(workers, layout)
         rotations = rng.permutation(g)
         relabel = rng.permutation(g)
+        offsets = layout.offsets
         phases = []
         for shift in rotations:
-            spans = [layout.block(i, int(relabel[(i + shift) % g])) for i in range(g)]
-            phases.append(_balance(spans, workers))
-        order = np.arange(n_samples, dtype=np.int64)
-        return EpochPlan(order, tuple(phases), locked=False)
+            # block k = i * g + j is run k of the plan: samples offsets[k]..offsets[k+1]-1
+            blocks = [i * g + int(relabel[(i + shift) % g]) for i in range(g)]
+            phases.append(_balance(blocks, offsets, workers))
+        return EpochPlan(offsets[:-1], n_samples, tuple(phases), locked=False)
 
 
-def _balance(spans, workers):
-    """Deal spans to workers, largest first to the least loaded (deterministic)."""
+def _balance(blocks, offsets, workers):
+    """Deal blocks to workers, largest first to the least loaded (deterministic)."""
     loads = [0] * workers
     shares = [[] for _ in range(workers)]
-    for span in sorted(spans, key=lambda s: s[0] - s[1]):
+    for k in sorted(blocks, key=lambda k: offsets[k] - offsets[k + 1]):
         w = loads.index(min(loads))
-        shares[w].append(span)
-        loads[w] += span[1] - span[0]
+        shares[w].append((k, k + 1, int(offsets[k + 1])))
+        loads[w] += int(offsets[k + 1] - offsets[k])
     return tuple(tuple(share) for share in shares)
 
 

@@ -6,7 +6,7 @@ import hogwild
 from hogwild import DivergenceError, HogwildError, Objective, fit
 from hogwild.engine import usable_cores
 from hogwild.kernels.compiler import compile_loops, fingerprint
-from hogwild.schedulers import SCHEDULERS, block_layout, get_scheduler, shuffled_blocks
+from hogwild.schedulers import SCHEDULERS, block_layout, get_scheduler, shuffled_runs
 from hogwild.steps import StepSchedule
 
 
@@ -112,17 +112,17 @@ def least_squares(n=2000, d=50, seed=0):
 
 @pytest.mark.parametrize("block", [1, 3, 16])
 @pytest.mark.parametrize("n", [1, 10, 1001])
-def test_shuffled_blocks_is_a_permutation(n, block):
-    order = shuffled_blocks(n, block, np.random.default_rng(0))
-    assert order.dtype == np.int64
-    np.testing.assert_array_equal(np.sort(order), np.arange(n))
+def test_shuffled_runs_cover_every_sample_once(n, block):
+    runs = shuffled_runs(n, block, np.random.default_rng(0))
+    assert runs.dtype == np.int64
+    covered = np.concatenate([np.arange(r, min(r + block, n)) for r in runs])
+    np.testing.assert_array_equal(np.sort(covered), np.arange(n))
 
 
-def test_shuffled_blocks_keeps_runs_together():
-    order = shuffled_blocks(100, 10, np.random.default_rng(1))
-    runs = order.reshape(10, 10)
-    np.testing.assert_array_equal(np.diff(runs, axis=1), 1)
-    assert not np.array_equal(runs[:, 0], np.arange(0, 100, 10))  # blocks are shuffled
+def test_shuffled_runs_are_in_random_order():
+    runs = shuffled_runs(100, 10, np.random.default_rng(1))
+    np.testing.assert_array_equal(np.sort(runs), np.arange(0, 100, 10))
+    assert not np.array_equal(runs, np.arange(0, 100, 10))
 
 
 SHUFFLED = ("hogwild", "locked", "serial")
@@ -131,13 +131,14 @@ SHUFFLED = ("hogwild", "locked", "serial")
 @pytest.mark.parametrize("name", SHUFFLED)
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_plan_splits_every_sample_once(name, workers):
-    plan = get_scheduler(name).plan(1000, workers, np.random.default_rng(0))
+    plan = get_scheduler(name).plan(1000, workers, np.random.default_rng(0), 7)
     expected_workers = 1 if name == "serial" else workers
     (phase,) = plan.phases
-    spans = [span for share in phase for span in share]
     assert len(phase) == expected_workers and all(len(share) == 1 for share in phase)
-    assert spans[0][0] == 0 and spans[-1][1] == 1000
+    spans = [span for share in phase for span in share]
+    assert spans[0][0] == 0 and spans[-1][1] == plan.runs.size
     assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert all(limit == 1000 for _, _, limit in spans) and plan.run_length == 7
     assert plan.locked == (name == "locked")
 
 
@@ -162,14 +163,17 @@ def test_blocked_plan_runs_each_block_once_without_conflicts(workers):
     plan = get_scheduler("blocked").plan(objective.n_samples, workers,
                                          np.random.default_rng(0), 1, layout)
     assert len(plan.phases) == 4 and not plan.locked
-    starts = {layout.block(i, j)[0]: (i, j) for i in range(4) for j in range(4)}
     seen = []
     for phase in plan.phases:
         assert len(phase) == min(workers, 4)
-        blocks = [starts[span[0]] for share in phase for span in share]
+        blocks = [divmod(lo, 4) for share in phase for lo, hi, limit in share]
+        assert all(hi == lo + 1 and plan.runs[lo] + plan.run_length >= limit
+                   and limit == layout.offsets[hi] for share in phase
+                   for lo, hi, limit in share)
         assert len({i for i, _ in blocks}) == len({j for _, j in blocks}) == 4
         seen += blocks
     assert sorted(seen) == [(i, j) for i in range(4) for j in range(4)]
+    np.testing.assert_array_equal(plan.runs, layout.offsets[:-1])
 
 
 def test_blocked_workers_never_collide():

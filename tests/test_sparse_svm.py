@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from hogwild import HogwildError
 from hogwild.datasets.synthetic import make_sparse_classification
 from hogwild.problems.sparse_svm import (SparseSVM, as_csr, binary_labels, svm_objective)
-from hogwild.schedulers import shuffled_blocks
+from hogwild.schedulers import shuffled_runs
 from hogwild import fit
 from reference.naive import svm_objective_value, svm_sgd_epoch
 
@@ -30,7 +30,7 @@ def test_serial_kernel_matches_numpy_reference(small, loss):
     rng = np.random.default_rng(seed)
     salt = int(objective.data[5][0])
     for epoch in range(epochs):
-        order = shuffled_blocks(X.shape[0], 1, rng)
+        order = shuffled_runs(X.shape[0], 1, rng)
         w = svm_sgd_epoch(X, labels, w, reg, step, order, loss, epoch, salt)
     np.testing.assert_allclose(result.params[0], w, rtol=1e-4, atol=1e-5)
     assert result.objective == pytest.approx(

@@ -22,19 +22,22 @@ class ThreadsBackend:
         epochs."""
         empty = np.zeros(0, dtype=np.int64)
         if locked:
-            loops.run_span_locked(empty, 0, 0, params, data, 0.0, 0, self._lock)
+            loops.run_span_locked(empty, 0, 0, 1, 0, params, data, 0.0, 0, self._lock)
         else:
-            loops.run_span(empty, 0, 0, params, data, 0.0, 0)
+            loops.run_span(empty, 0, 0, 1, 0, params, data, 0.0, 0)
 
     def run_epoch(self, loops, plan, params, data, step, epoch):
         """Run one epoch's plan, phase after phase; returns the number of updates."""
+        runs, length = plan.runs, plan.run_length
         if plan.locked:
             def run_span(span):
-                return loops.run_span_locked(plan.order, span[0], span[1], params, data,
+                lo, hi, limit = span
+                return loops.run_span_locked(runs, lo, hi, length, limit, params, data,
                                              step, epoch, self._lock)
         else:
             def run_span(span):
-                return loops.run_span(plan.order, span[0], span[1], params, data, step,
+                lo, hi, limit = span
+                return loops.run_span(runs, lo, hi, length, limit, params, data, step,
                                       epoch)
 
         def run(spans):

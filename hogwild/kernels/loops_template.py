@@ -21,22 +21,33 @@ from hogwild.kernels.atomics import acquire, release
 
 
 @njit(nogil=True, cache=True)
-def run_span(order, start, stop, params, data, step, epoch):
-    """Update samples order[start:stop] in place. Racy writes (Hogwild!): other
-    workers update the same params concurrently, without locks."""
-    for k in range(start, stop):
-        update_sample(order[k], params, data, step, epoch)
-    return stop - start
+def run_span(runs, lo, hi, run_length, limit, params, data, step, epoch):
+    """Update, in place, the samples of runs lo..hi-1, run r being samples runs[r] ..
+    min(runs[r] + run_length, limit) - 1. Racy writes (Hogwild!): other workers
+    update the same params concurrently, without locks."""
+    done = 0
+    for r in range(lo, hi):
+        first = runs[r]
+        last = min(first + run_length, limit)
+        for e in range(first, last):
+            update_sample(e, params, data, step, epoch)
+        done += last - first
+    return done
 
 
 @njit(nogil=True, cache=True)
-def run_span_locked(order, start, stop, params, data, step, epoch, lock):
+def run_span_locked(runs, lo, hi, run_length, limit, params, data, step, epoch, lock):
     """As run_span, but every update holds the spinlock ``lock`` (the baseline)."""
-    for k in range(start, stop):
-        acquire(lock)
-        update_sample(order[k], params, data, step, epoch)
-        release(lock)
-    return stop - start
+    done = 0
+    for r in range(lo, hi):
+        first = runs[r]
+        last = min(first + run_length, limit)
+        for e in range(first, last):
+            acquire(lock)
+            update_sample(e, params, data, step, epoch)
+            release(lock)
+        done += last - first
+    return done
 
 
 @njit(nogil=True, cache=True)
