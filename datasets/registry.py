@@ -1,12 +1,16 @@
-"""Named datasets: the one shipped inside the package and the real benchmark
-data in the shared data folder ($HOGWILD_DATA, see hogwild.paths)."""
+"""Named datasets: the one shipped inside the package, the real benchmark data in
+the shared data folder ($HOGWILD_DATA, see hogwild.paths), and rating datasets
+that users download once (`hogwild download NAME`) into the cache."""
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Optional
 
+from hogwild.datasets.download import extract_member, fetch
+from hogwild.datasets.ratings import read_ratings
 from hogwild.datasets.svmlight import load_svmlight
-from hogwild.errors import HogwildError
-from hogwild.paths import shared_data_dir
+from hogwild.errors import HogwildError, choose
+from hogwild.paths import cache_dir, shared_data_dir
 
 
 @dataclass(frozen=True)
@@ -69,3 +73,87 @@ def load_svm_data(data=DEFAULT_SVM_DATASET, test=None):
         test_data = load_svmlight(test_path, n_features=train.X.shape[1],
                                   zero_based=train.zero_based, extra_features="drop")
     return train, test_data
+
+
+# --- rating datasets ------------------------------------------------------------------
+
+_GROUPLENS = "https://files.grouplens.org/datasets/movielens/"
+
+
+@dataclass(frozen=True)
+class RatingsDataset:
+    """A rating dataset found in the shared data folder or downloaded by the user.
+
+    ``md5`` is the checksum GroupLens publishes next to each archive (none for
+    ml-latest-small, which changes with every release).
+    """
+
+    name: str
+    description: str
+    url: str
+    md5: Optional[str]
+    member: str  # the ratings file inside the zip archive
+    shared: Optional[str] = None  # path in the shared data folder, when it has it
+
+    def downloaded_path(self) -> Path:
+        return cache_dir() / "downloads" / self.name / Path(self.member).name
+
+    def locate(self) -> Optional[Path]:
+        """The ratings file: the shared folder's copy, else a downloaded one, else None."""
+        if self.shared is not None and (shared_data_dir() / self.shared).is_file():
+            return shared_data_dir() / self.shared
+        path = self.downloaded_path()
+        return path if path.is_file() else None
+
+
+RATINGS_DATASETS = {
+    d.name: d for d in (
+        RatingsDataset("ml-100k", "MovieLens 100K: 100,000 ratings, 943 users, 1,682 movies",
+                       _GROUPLENS + "ml-100k.zip", "0e33842e24a9c977be4e0107933c0723",
+                       "ml-100k/u.data", shared="movielens-100k/u.data"),
+        RatingsDataset("ml-1m", "MovieLens 1M: 1,000,209 ratings, 6,040 users, 3,706 movies",
+                       _GROUPLENS + "ml-1m.zip", "c4d9eecfca2ab87c1945afe126590906",
+                       "ml-1m/ratings.dat", shared="movielens-1m/ratings_reindexed.tsv.gz"),
+        RatingsDataset("ml-10m", "MovieLens 10M: 10,000,054 ratings, 69,878 users",
+                       _GROUPLENS + "ml-10m.zip", "ce571fd55effeba0271552578f2648bd",
+                       "ml-10M100K/ratings.dat"),
+        RatingsDataset("ml-20m", "MovieLens 20M: 20,000,263 ratings, 138,493 users",
+                       _GROUPLENS + "ml-20m.zip", "cd245b17a1ae2cc31bb14903e1204af3",
+                       "ml-20m/ratings.csv"),
+        RatingsDataset("ml-25m", "MovieLens 25M: 25,000,095 ratings, 162,541 users",
+                       _GROUPLENS + "ml-25m.zip", "6b51fb2759a8657d3bfcbfc42b592ada",
+                       "ml-25m/ratings.csv"),
+        RatingsDataset("ml-latest-small", "MovieLens latest, small: about 100,000 ratings",
+                       _GROUPLENS + "ml-latest-small.zip", None,
+                       "ml-latest-small/ratings.csv"),
+    )
+}
+
+
+def download_dataset(name, url=None, md5=None, progress=True) -> Path:
+    """Download a rating dataset into the cache, verify it, and extract its ratings
+    file; returns that file's path. ``url`` (with its ``md5``) points at a mirror."""
+    spec = choose(RATINGS_DATASETS, name, "rating dataset")
+    target = spec.downloaded_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    archive = target.parent / Path(spec.url).name
+    fetch(url or spec.url, archive, md5=spec.md5 if url is None else md5, progress=progress)
+    try:
+        return extract_member(archive, spec.member, target)
+    finally:
+        archive.unlink()
+
+
+def load_ratings(data):
+    """Ratings from a dataset name (see RATINGS_DATASETS) or a file path."""
+    if data in RATINGS_DATASETS:
+        path = RATINGS_DATASETS[data].locate()
+        if path is None:
+            raise HogwildError(f"dataset {data!r} is not here: run 'hogwild download {data}' "
+                               f"(or point HOGWILD_DATA at a folder that has it)")
+        return read_ratings(path)
+    path = Path(data)
+    if not path.exists() and path.suffix == "" and "/" not in str(data):
+        raise HogwildError(f"unknown dataset {data!r}; choose one of: "
+                           f"{', '.join(RATINGS_DATASETS)}, or give a ratings file path")
+    return read_ratings(path)

@@ -7,8 +7,6 @@ Indices may be zero- or one-based ('auto': zero-based if any index 0 occurs),
 cached as .npy arrays (memory-mapped on load), keyed by the file's path, size and
 modification time, so a repeat load takes milliseconds.
 """
-import bz2
-import gzip
 import hashlib
 import json
 import os
@@ -22,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from hogwild.datasets import svmlight_parser as P
+from hogwild.datasets.files import read_bytes
 from hogwild.errors import DataFormatError, HogwildError, check_int
 from hogwild.paths import cache_dir
 
@@ -36,26 +35,6 @@ class SvmlightData:
     zero_based: bool
     path: Path
     row_lines: np.ndarray  # 1-based line number of each row, for error messages
-
-
-def _read_bytes(path):
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise HogwildError(f"cannot read {path}: no such file") from None
-    except IsADirectoryError:
-        raise HogwildError(f"cannot read {path}: it is a directory") from None
-    except OSError as exc:
-        raise HogwildError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        if raw[:2] == b"\x1f\x8b":
-            return gzip.decompress(raw)
-        if raw[:3] == b"BZh":
-            return bz2.decompress(raw)
-    except (OSError, EOFError, ValueError) as exc:
-        raise DataFormatError(f"cannot decompress {path}: {exc}") from None
-    return raw
 
 
 def _parse_bytes(raw, path):
@@ -188,7 +167,7 @@ def load_svmlight(path, n_features=None, zero_based="auto", extra_features="erro
         if (folder / "meta.json").is_file():
             arrays, zero_based = _load_cached(folder)
     if arrays is None:
-        arrays = _parse_bytes(_read_bytes(path), path)
+        arrays = _parse_bytes(read_bytes(path), path)
         zero_based = _apply_base(arrays, zero_based, path)
         if cache:
             _store_cached(folder, arrays, zero_based, path)

@@ -1,0 +1,99 @@
+"""Rating data (user, item, rating triples): file readers and train/test splits.
+
+Files: MovieLens 100K ``u.data`` (tab-separated), 1M/10M ``ratings.dat``
+('::'), 20M/25M/latest ``ratings.csv`` (with a header), and any "user item
+rating" text or CSV, plain, gzip or bzip2 (see ratings_parser for the rules).
+"""
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from hogwild.datasets import ratings_parser as P
+from hogwild.datasets.files import read_bytes
+from hogwild.errors import DataFormatError, HogwildError, choose
+
+SPLITS = ("rating", "user")
+
+
+@dataclass
+class Ratings:
+    """Observed ratings: users[k] rated items[k] with values[k]. Ids are the
+    dataset's own (external) ids; models map them to dense indices."""
+
+    users: np.ndarray
+    items: np.ndarray
+    values: np.ndarray
+    source: Optional[str] = None
+
+    def __post_init__(self):
+        if not len(self.users) == len(self.items) == len(self.values):
+            raise HogwildError(f"users, items and values must have the same length, got "
+                               f"{len(self.users)}, {len(self.items)} and {len(self.values)}")
+
+    def __len__(self):
+        return len(self.values)
+
+    def subset(self, rows):
+        return Ratings(self.users[rows], self.items[rows], self.values[rows], self.source)
+
+    def describe(self):
+        return (f"{len(self):,} ratings, {np.unique(self.users).size:,} users, "
+                f"{np.unique(self.items).size:,} items")
+
+
+def read_ratings(path) -> Ratings:
+    """Read a "user item rating [...]" file; ids become int64, ratings float32."""
+    path = Path(path)
+    raw = read_bytes(path)
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    lines = P.count_lines(buf)
+    users = np.empty(lines, np.int64)
+    items = np.empty(lines, np.int64)
+    values = np.empty(lines, np.float32)
+    n, status, line = P.parse(buf, users, items, values)
+    if status != P.OK:
+        text = raw.split(b"\n", line)[line - 1].decode("utf-8", "replace").rstrip()
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise DataFormatError(f"{path}, line {line}: malformed rating line "
+                              f"({P.REASONS[status]}): {shown!r}")
+    if n == 0:
+        raise HogwildError(f"empty data: {path} holds no ratings")
+    return Ratings(users[:n].copy(), items[:n].copy(), values[:n].copy(), str(path))
+
+
+def split_ratings(ratings, test_fraction=0.2, seed=0, by="rating"):
+    """Deterministic (train, test) split for a seed.
+
+    by="rating": each rating goes to test with probability test_fraction
+    (exactly round(test_fraction * n) ratings, chosen by a seeded permutation).
+    by="user": each user's ratings are split alike (per-user holdout), keeping at
+    least one rating of every user in train.
+    """
+    choose(SPLITS, by, "split")
+    if not 0 < test_fraction < 1:
+        raise HogwildError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
+    rng = np.random.default_rng(seed)
+    n = len(ratings)
+    if by == "rating":
+        order = rng.permutation(n)
+        n_test = int(round(test_fraction * n))
+        test = np.zeros(n, bool)
+        test[order[:n_test]] = True
+    else:
+        _, user_index, counts = np.unique(ratings.users, return_inverse=True,
+                                          return_counts=True)
+        # rank of each rating within its user, in a random order
+        shuffled = rng.permutation(n)
+        by_user = shuffled[np.argsort(user_index[shuffled], kind="stable")]
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        rank = np.empty(n, np.int64)
+        rank[by_user] = np.arange(n) - np.repeat(starts, counts)
+        n_test_of_user = np.minimum(np.round(test_fraction * counts).astype(np.int64),
+                                    counts - 1)
+        test = rank < n_test_of_user[user_index]
+    if not test.any() or test.all():
+        raise HogwildError(f"test_fraction {test_fraction} of {n} ratings leaves an empty "
+                           f"{'test' if not test.any() else 'train'} set")
+    return ratings.subset(~test), ratings.subset(test)

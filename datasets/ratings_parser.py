@@ -1,0 +1,128 @@
+"""Compiled parser for "user item rating [more fields]" text lines.
+
+Separators: tabs or spaces, one comma, or '::' (MovieLens 1M/10M). Extra fields
+(timestamps) are ignored, blank lines and '#' comments skipped, and a header on
+the first line is skipped when its first field is not a number. Ids must be
+non-negative integers (MovieLens and most rating dumps); string ids go through a
+DataFrame instead.
+"""
+from numba import njit
+
+from hogwild.datasets.svmlight_parser import NOT_FINITE as FLOAT_NOT_FINITE
+from hogwild.datasets.svmlight_parser import OK, _parse_float
+
+BAD_USER = 1
+BAD_ITEM = 2
+BAD_RATING = 3
+NOT_FINITE = 4
+MISSING_FIELD = 5
+
+REASONS = {
+    BAD_USER: "the user id is not a non-negative integer",
+    BAD_ITEM: "the item id is not a non-negative integer",
+    BAD_RATING: "the rating is not a number",
+    NOT_FINITE: "the rating is NaN or Inf",
+    MISSING_FIELD: "expected user, item and rating fields",
+}
+
+_SPACE, _TAB, _CR, _NL, _HASH, _COMMA, _COLON = 32, 9, 13, 10, 35, 44, 58
+_MAX_ID = 2 ** 62
+
+
+@njit(nogil=True, cache=True)
+def count_lines(buf):
+    lines = 1
+    for c in buf:
+        if c == _NL:
+            lines += 1
+    return lines
+
+
+@njit(nogil=True, cache=True)
+def _field_end(buf, i, end):
+    while i < end and buf[i] != _SPACE and buf[i] != _TAB and buf[i] != _COMMA \
+            and buf[i] != _COLON and buf[i] != _CR:
+        i += 1
+    return i
+
+
+@njit(nogil=True, cache=True)
+def _next_field(buf, i, end):
+    """Skip one separator after a field: a run of blanks, or one ',' or '::' with
+    blanks around it. Returns the next field's start, or -1 if the line ended."""
+    while i < end and (buf[i] == _SPACE or buf[i] == _TAB or buf[i] == _CR):
+        i += 1
+    if i < end and buf[i] == _COMMA:
+        i += 1
+    elif i + 1 < end and buf[i] == _COLON and buf[i + 1] == _COLON:
+        i += 2
+    while i < end and (buf[i] == _SPACE or buf[i] == _TAB or buf[i] == _CR):
+        i += 1
+    return i if i < end else -1
+
+
+@njit(nogil=True, cache=True)
+def _parse_id(buf, i, end):
+    """A non-negative integer in buf[i:end], or -1."""
+    if i >= end:
+        return -1
+    value = 0
+    while i < end:
+        c = buf[i]
+        if c < 48 or c > 57 or value > _MAX_ID:
+            return -1
+        value = value * 10 + (c - 48)
+        i += 1
+    return value
+
+
+@njit(nogil=True, cache=True)
+def parse(buf, users, items, values):
+    """Fill users/items/values; returns (count, status, line) where line is the
+    1-based line number of the first bad line (0 when status is OK)."""
+    n = 0
+    line = 0
+    i = 0
+    end = buf.size
+    first_content = True
+    while i < end:
+        line += 1
+        stop = i
+        while stop < end and buf[stop] != _NL:
+            stop += 1
+        next_line = stop + 1
+        k = i
+        while k < stop and (buf[k] == _SPACE or buf[k] == _TAB or buf[k] == _CR):
+            k += 1
+        if k == stop or buf[k] == _HASH:
+            i = next_line
+            continue
+        t = _field_end(buf, k, stop)
+        user = _parse_id(buf, k, t)
+        if user < 0:
+            if first_content:  # a header such as "userId,movieId,rating,timestamp"
+                first_content = False
+                i = next_line
+                continue
+            return n, BAD_USER, line
+        first_content = False
+        k = _next_field(buf, t, stop)
+        if k < 0:
+            return n, MISSING_FIELD, line
+        t = _field_end(buf, k, stop)
+        item = _parse_id(buf, k, t)
+        if item < 0:
+            return n, BAD_ITEM, line
+        k = _next_field(buf, t, stop)
+        if k < 0:
+            return n, MISSING_FIELD, line
+        t = _field_end(buf, k, stop)
+        rating, status = _parse_float(buf, k, t)
+        if status != OK:
+            return n, NOT_FINITE if status == FLOAT_NOT_FINITE else BAD_RATING, line
+        users[n] = user
+        items[n] = item
+        values[n] = rating
+        n += 1
+        i = next_line
+    return n, OK, 0

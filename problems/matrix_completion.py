@@ -1,0 +1,587 @@
+"""Matrix completion (recommender ratings): the Hogwild! paper's main workload.
+
+Each observed rating (u, v, z) touches one row of the user factors L and one row
+of the item factors R; workers update L and R in place without locks.
+
+Two models:
+
+``plain`` (the paper's degree-scaled form), with |row u| the number of training
+ratings of user u and |col v| those of item v:
+
+    f_uv = (L_u . R_v - z)^2 + mu ||L_u||^2 / |row u| + mu ||R_v||^2 / |col v|
+
+summed over the ratings, so each user and item row is regularised by mu once in
+total.
+
+``biased`` (Koren's SVD / Funk SVD, as in Surprise and LIBMF): prediction
+m + b_u + c_v + L_u . R_v with m the training mean, and a regulariser per rating:
+
+    f_uv = (prediction - z)^2 + mu (||L_u||^2 + ||R_v||^2) + mu_bias (b_u^2 + c_v^2)
+
+Both take SGD steps on f_uv / 2 (LIBMF's convention, so a step of s moves a
+factor by s * error * other factor). The kernels are generated per rank: the rank
+is a compile-time constant of the update, so LLVM unrolls and vectorises the
+rank-length loops, and fastmath lets it vectorise the dot product.
+"""
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+from hogwild.datasets.ratings import Ratings
+from hogwild.engine import check_workers
+from hogwild.engine import fit as engine_fit
+from hogwild.errors import HogwildError, check_int, choose
+from hogwild.kernels.compiler import FASTMATH_FLAGS
+from hogwild.objective import Objective
+from hogwild.schedulers import block_layout
+
+MODELS = ("plain", "biased")
+SCHEDULERS = ("hogwild", "blocked", "serial", "locked")
+MAX_RANK = 512
+DEFAULTS = {  # per model: (reg, step); tuned on MovieLens 1M at rank 32 (see README)
+    "biased": (0.05, 0.03),
+    "plain": (10.0, 0.02),
+}
+MODEL_FILE_KIND = "hogwild.MatrixFactorization"
+MODEL_FILE_VERSION = 1
+
+
+def factor_kernels(rank, model):
+    """(update, loss) for one rank and model; plain functions compiled by the engine.
+
+    plain:  params = (L float32[n_users, rank], R float32[n_items, rank]);
+            data = (users int32[n], items int32[n], ratings float32[n],
+                    user_reg float32[n_users] = mu / |row u|,
+                    item_reg float32[n_items] = mu / |col v|).
+    biased: params = (L, R, user_bias float32[n_users], item_bias float32[n_items]);
+            data = (users, items, ratings, float32[3] = (mu, mu_bias, training mean)).
+    """
+    k = int(rank)
+
+    if model == "plain":
+        def update(e, params, data, step):
+            L, R = params[0], params[1]
+            u, v = data[0][e], data[1][e]
+            g = np.float32(step)
+            pred = np.float32(0.0)
+            for j in range(k):
+                pred += L[u, j] * R[v, j]
+            err = pred - data[2][e]
+            keep_u = max(np.float32(0.0), np.float32(1.0) - g * data[3][u])
+            keep_v = max(np.float32(0.0), np.float32(1.0) - g * data[4][v])
+            ge = g * err
+            for j in range(k):
+                a = L[u, j]
+                b = R[v, j]
+                L[u, j] = a * keep_u - ge * b
+                R[v, j] = b * keep_v - ge * a
+
+        def loss(e, params, data):
+            L, R = params[0], params[1]
+            u, v = data[0][e], data[1][e]
+            pred = 0.0
+            norm_u = 0.0
+            norm_v = 0.0
+            for j in range(k):
+                pred += L[u, j] * R[v, j]
+                norm_u += L[u, j] * L[u, j]
+                norm_v += R[v, j] * R[v, j]
+            err = pred - data[2][e]
+            return err * err + data[3][u] * norm_u + data[4][v] * norm_v
+
+        return update, loss
+
+    def update(e, params, data, step):
+        L, R, bu, bi = params[0], params[1], params[2], params[3]
+        u, v = data[0][e], data[1][e]
+        g = np.float32(step)
+        mu = data[3][0]
+        mu_bias = data[3][1]
+        pred = data[3][2] + bu[u] + bi[v]
+        for j in range(k):
+            pred += L[u, j] * R[v, j]
+        err = pred - data[2][e]
+        ge = g * err
+        bu[u] -= ge + g * mu_bias * bu[u]
+        bi[v] -= ge + g * mu_bias * bi[v]
+        keep = np.float32(1.0) - g * mu
+        for j in range(k):
+            a = L[u, j]
+            b = R[v, j]
+            L[u, j] = a * keep - ge * b
+            R[v, j] = b * keep - ge * a
+
+    def loss(e, params, data):
+        L, R, bu, bi = params[0], params[1], params[2], params[3]
+        u, v = data[0][e], data[1][e]
+        pred = data[3][2] + bu[u] + bi[v]
+        norms = 0.0
+        for j in range(k):
+            pred += L[u, j] * R[v, j]
+            norms += L[u, j] * L[u, j] + R[v, j] * R[v, j]
+        err = pred - data[2][e]
+        return (err * err + data[3][0] * norms
+                + data[3][1] * (bu[u] * bu[u] + bi[v] * bi[v]))
+
+    return update, loss
+
+
+# --- ratings in, dense indices -----------------------------------------------------
+
+def ratings_arrays(ratings):
+    """(users, items, values) from Ratings, a (users, items, values) tuple, a pandas
+    DataFrame (columns user/item/rating if present, else the first three) or a
+    scipy.sparse matrix (row = user, column = item)."""
+    if isinstance(ratings, Ratings):
+        return ratings.users, ratings.items, ratings.values
+    if sp.issparse(ratings):
+        coo = ratings.tocoo()
+        return coo.row, coo.col, coo.data
+    if hasattr(ratings, "columns") and hasattr(ratings, "iloc"):  # a pandas DataFrame
+        names = [c for c in ("user", "item", "rating") if c in ratings.columns]
+        frame = ratings[names] if len(names) == 3 else ratings.iloc[:, :3]
+        if frame.shape[1] < 3:
+            raise HogwildError("a ratings DataFrame needs user, item and rating columns")
+        return tuple(frame.iloc[:, i].to_numpy() for i in range(3))
+    if isinstance(ratings, (tuple, list)) and len(ratings) == 3:
+        return tuple(np.asarray(a) for a in ratings)
+    raise HogwildError("ratings must be hogwild Ratings, a (users, items, values) tuple, a "
+                       f"pandas DataFrame or a scipy.sparse matrix, got {type(ratings).__name__}")
+
+
+def check_values(values, what="ratings"):
+    """float32 ratings; NaN or Inf is an error that names the first bad position."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "fiu":
+        raise HogwildError(f"{what} must be numbers, got dtype {values.dtype}")
+    values = values.astype(np.float32, copy=False)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise HogwildError(f"{what} hold {int(bad.sum())} NaN or Inf values "
+                           f"(the first at position {k}: {values[k]})")
+    return values
+
+
+class IdIndex:
+    """Maps external ids (any hashable type) to dense indices 0..n-1 and back.
+
+    ``ids[i]`` is the external id of index i. Non-negative integer ids use a
+    lookup table (no sort, O(number of ratings)); other ids are sorted uniquely.
+    """
+
+    def __init__(self, ids):
+        self.ids = ids
+        self._table = None
+        if ids.dtype.kind in "iu" and ids.size and ids.min() >= 0:
+            self._table = np.full(int(ids.max()) + 1, -1, np.int64)
+            self._table[ids] = np.arange(ids.size)
+        else:
+            self._lookup = {key: i for i, key in enumerate(ids.tolist())}
+
+    @classmethod
+    def build(cls, raw):
+        """(index, dense int32 indices of raw): ids in sorted order."""
+        raw = np.asarray(raw)
+        if raw.size == 0:
+            raise HogwildError("empty data: no ratings")
+        if raw.dtype.kind in "iu" and raw.min() >= 0 and raw.max() < 4 * raw.size + (1 << 20):
+            present = np.zeros(int(raw.max()) + 1, bool)
+            present[raw] = True
+            if present.all() and raw.dtype == np.int32:
+                return cls(np.arange(present.size)), raw  # already dense: no copy
+            table = (np.cumsum(present) - 1).astype(np.int32)
+            return cls(np.flatnonzero(present)), table[raw]
+        try:
+            ids, dense = np.unique(raw, return_inverse=True)
+        except TypeError:  # mixed types that do not sort
+            ids = np.array(list(dict.fromkeys(raw.tolist())), dtype=object)
+            lookup = {key: i for i, key in enumerate(ids.tolist())}
+            dense = np.fromiter((lookup[key] for key in raw.tolist()), np.int64, raw.size)
+        return cls(ids), dense.astype(np.int32)
+
+    def __len__(self):
+        return self.ids.size
+
+    def find(self, raw):
+        """Dense indices of raw ids; -1 where an id was never seen."""
+        raw = np.asarray(raw)
+        if self._table is not None:
+            out = np.full(raw.shape, -1, np.int64)
+            if raw.dtype.kind not in "iu":
+                return out  # integer ids only: anything else was never seen
+            inside = (raw >= 0) & (raw < self._table.size)
+            out[inside] = self._table[raw[inside]]
+            return out
+        return np.fromiter((self._lookup.get(key, -1) for key in raw.tolist()), np.int64,
+                           raw.size)
+
+
+# --- compiled helpers for prediction and the seen-items index ---------------------
+
+@njit(nogil=True, cache=True, fastmath=FASTMATH_FLAGS)
+def _predict(L, R, user_bias, item_bias, offset, mean, users, items, out):
+    """out[k] = prediction for (users[k], items[k]); an index of -1 (never seen in
+    training) falls back to the training mean plus the known side's bias."""
+    for k in range(users.size):
+        u, v = users[k], items[k]
+        if u >= 0 and v >= 0:
+            total = offset + user_bias[u] + item_bias[v]
+            for j in range(L.shape[1]):
+                total += L[u, j] * R[v, j]
+            out[k] = total
+        else:
+            total = mean
+            if u >= 0:
+                total += user_bias[u]
+            if v >= 0:
+                total += item_bias[v]
+            out[k] = total
+
+
+@njit(nogil=True, cache=True)
+def _group_by_user(users, items, n_users):
+    """(indptr, items grouped by user): the training items of user u are
+    grouped[indptr[u]:indptr[u + 1]] (a counting sort, 4 bytes per rating)."""
+    indptr = np.zeros(n_users + 1, np.int64)
+    for u in users:
+        indptr[u + 1] += 1
+    for u in range(n_users):
+        indptr[u + 1] += indptr[u]
+    fill = indptr[:-1].copy()
+    grouped = np.empty(users.size, np.int32)
+    for k in range(users.size):
+        grouped[fill[users[k]]] = items[k]
+        fill[users[k]] += 1
+    return indptr, grouped
+
+
+def rmse(predictions, values):
+    diff = np.asarray(predictions, np.float64) - np.asarray(values, np.float64)
+    return float(np.sqrt(np.mean(diff * diff)))
+
+
+# --- estimator ------------------------------------------------------------------------
+
+_PARAM_NAMES = ("rank", "model", "reg", "bias_reg", "epochs", "step", "decay",
+                "step_schedule", "workers", "scheduler", "grid", "shuffle_block",
+                "shuffle_ratings", "init_scale", "seed")
+
+
+class MatrixFactorization:
+    """Low-rank matrix completion of ratings, trained with Hogwild! SGD.
+
+    Parameters (keyword only, stored unchanged)
+    rank: 1..512 factors per user and item (a compile-time constant of the kernel).
+    model: "biased" (mean + user bias + item bias + L_u . R_v, regularised per
+        rating like Surprise's SVD and LIBMF) or "plain" (L_u . R_v with the
+        Hogwild! paper's degree-scaled regulariser); see the module docstring.
+    reg: mu; default 0.05 (biased) or 10 (plain). bias_reg: mu for the biases
+        (biased model; default reg).
+    epochs, step, decay, step_schedule: SGD schedule (hogwild.steps); default step
+        0.03 (biased) or 0.02 (plain), decay 0.9 per epoch.
+    workers: threads (default: all usable cores).
+    scheduler: "hogwild" (lock-free), "blocked" (conflict-free grid blocks,
+        bitwise reproducible for a seed and grid), "serial" or "locked".
+    grid: blocks per side for "blocked" (default 8, or 2 x workers above 4).
+    shuffle_block: "hogwild"/"serial"/"locked" visit random runs of this many
+        consecutive ratings, which are stored in random order (shuffle_ratings).
+    shuffle_ratings: shuffle the ratings once before training (a copy); pass False
+        when their stored order is already random (Jumbo files) to train on them
+        in place, without a copy.
+    init_scale: factors start N(0, init_scale^2) (default 0.1, Surprise's
+        init_std); biases start at 0.
+    seed: with "serial" or "blocked" the fit is bitwise reproducible.
+
+    Fitted attributes: user_factors_, item_factors_ (float32, one row per known id,
+    in the order of user_ids_ / item_ids_), user_bias_, item_bias_ (zeros for
+    "plain"), global_mean_, history_ (per-epoch records with test_rmse when an
+    eval_set is given), workers_.
+    """
+
+    def __init__(self, *, rank=32, model="biased", reg=None, bias_reg=None, epochs=20,
+                 step=None, decay=0.9, step_schedule="geometric", workers=None,
+                 scheduler="hogwild", grid=None, shuffle_block=256, shuffle_ratings=True,
+                 init_scale=0.1, seed=None):
+        self.rank = rank
+        self.model = model
+        self.reg = reg
+        self.bias_reg = bias_reg
+        self.epochs = epochs
+        self.step = step
+        self.decay = decay
+        self.step_schedule = step_schedule
+        self.workers = workers
+        self.scheduler = scheduler
+        self.grid = grid
+        self.shuffle_block = shuffle_block
+        self.shuffle_ratings = shuffle_ratings
+        self.init_scale = init_scale
+        self.seed = seed
+
+    def get_params(self, deep=True):
+        return {name: getattr(self, name) for name in _PARAM_NAMES}
+
+    def set_params(self, **params):
+        for name, value in params.items():
+            if name not in _PARAM_NAMES:
+                raise HogwildError(f"unknown parameter {name!r} for MatrixFactorization; "
+                                   f"valid: {', '.join(_PARAM_NAMES)}")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self):
+        defaults = MatrixFactorization().get_params()
+        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if v != defaults[k]]
+        return f"MatrixFactorization({', '.join(changed)})"
+
+    # -- training --------------------------------------------------------------------
+
+    def _settings(self):
+        """Validated (rank, reg, bias_reg, step)."""
+        choose(MODELS, self.model, "model")
+        choose(SCHEDULERS, self.scheduler, "scheduler")
+        if isinstance(self.rank, bool) or not isinstance(self.rank, (int, np.integer)) \
+                or not 1 <= self.rank <= MAX_RANK:
+            raise HogwildError(f"rank must be an integer from 1 to {MAX_RANK}, "
+                               f"got {self.rank!r}")
+        default_reg, default_step = DEFAULTS[self.model]
+        reg = default_reg if self.reg is None else self.reg
+        bias_reg = reg if self.bias_reg is None else self.bias_reg
+        for name, value in (("reg", reg), ("bias_reg", bias_reg)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not np.isfinite(value) or value < 0:
+                raise HogwildError(f"{name} must be a finite number >= 0, got {value!r}")
+        if not (isinstance(self.init_scale, (int, float)) and self.init_scale >= 0):
+            raise HogwildError(f"init_scale must be a number >= 0, got {self.init_scale!r}")
+        step = default_step if self.step is None else self.step
+        return int(self.rank), float(reg), float(bias_reg), step
+
+    def fit(self, ratings, eval_set=None, callback=None):
+        """Train on ratings (see ratings_arrays for the accepted forms).
+
+        eval_set: test ratings in the same forms; their RMSE is recorded after
+        every epoch in history_ (ids unseen in training are predicted by the
+        fallback, with one warning). callback(record) is called once per epoch.
+        """
+        rank, reg, bias_reg, step = self._settings()
+        raw_users, raw_items, raw_values = ratings_arrays(ratings)
+        if not len(raw_users) == len(raw_items) == len(raw_values):
+            raise HogwildError(f"users, items and values must have the same length, got "
+                               f"{len(raw_users)}, {len(raw_items)} and {len(raw_values)}")
+        values = check_values(raw_values)
+        if values.size == 0:
+            raise HogwildError("empty data: the training set has no ratings")
+        user_index, users = IdIndex.build(raw_users)
+        item_index, items = IdIndex.build(raw_items)
+        n_users, n_items = len(user_index), len(item_index)
+        seeds = np.random.SeedSequence(self.seed).spawn(3)
+        workers = self.workers
+        layout = None
+        if self.scheduler == "blocked":
+            grid = self.grid
+            if grid is None:
+                grid = max(8, 2 * check_workers(workers))
+            order, row_labels, col_labels, layout = block_layout(
+                users, items, grid, np.random.default_rng(seeds[0]))
+            users = row_labels[users[order]].astype(np.int32)
+            items = col_labels[items[order]].astype(np.int32)
+            values = values[order]
+            user_index = IdIndex(_relabelled(user_index.ids, row_labels))
+            item_index = IdIndex(_relabelled(item_index.ids, col_labels))
+        elif self.shuffle_ratings:
+            order = np.random.default_rng(seeds[0]).permutation(values.size)
+            users, items, values = users[order], items[order], values[order]
+        mean = float(np.mean(values, dtype=np.float64))
+
+        init = np.random.default_rng(seeds[1])
+        L = (init.standard_normal((n_users, rank), dtype=np.float32) * self.init_scale)
+        R = (init.standard_normal((n_items, rank), dtype=np.float32) * self.init_scale)
+        update, loss = factor_kernels(rank, self.model)
+        if self.model == "biased":
+            params = (L, R, np.zeros(n_users, np.float32), np.zeros(n_items, np.float32))
+            data = (users, items, values, np.array([reg, bias_reg, mean], np.float32))
+        else:
+            user_reg = reg / np.maximum(np.bincount(users, minlength=n_users), 1)
+            item_reg = reg / np.maximum(np.bincount(items, minlength=n_items), 1)
+            params = (L, R)
+            data = (users, items, values, user_reg.astype(np.float32),
+                    item_reg.astype(np.float32))
+        objective = Objective(update, loss, params, data, values.size,
+                              name=f"mf-{self.model}-rank{rank}", blocks=layout,
+                              fastmath=True)
+
+        self.user_ids_, self.item_ids_ = user_index.ids, item_index.ids
+        self._user_index, self._item_index = user_index, item_index
+        self.global_mean_ = mean
+        evaluate = None
+        if eval_set is not None:
+            test_users, test_items, test_values = ratings_arrays(eval_set)
+            test_values = check_values(test_values, "test ratings")
+            test_u = user_index.find(test_users)
+            test_i = item_index.find(test_items)
+            _warn_unseen(test_u, test_i, "test ratings")
+
+            def evaluate(fitted):
+                self._set_factors(fitted)
+                return {"test_rmse": rmse(self._predict_indices(test_u, test_i),
+                                          test_values)}
+
+        result = engine_fit(objective, epochs=self.epochs, step=step, decay=self.decay,
+                            step_schedule=self.step_schedule, workers=workers,
+                            scheduler=self.scheduler, shuffle_block=self.shuffle_block,
+                            seed=seeds[2], evaluate=evaluate, callback=callback)
+        self._set_factors(result.params)
+        self._seen = _group_by_user(users, items, n_users)
+        self.history_ = result.history
+        self.workers_ = result.workers
+        self.step_ = step
+        return self
+
+    def _set_factors(self, params):
+        self.user_factors_, self.item_factors_ = params[0], params[1]
+        if self.model == "biased":
+            self.user_bias_, self.item_bias_ = params[2], params[3]
+        else:
+            self.user_bias_ = np.zeros(params[0].shape[0], np.float32)
+            self.item_bias_ = np.zeros(params[1].shape[0], np.float32)
+
+    # -- prediction --------------------------------------------------------------------
+
+    def _check_fitted(self):
+        if not hasattr(self, "user_factors_"):
+            raise HogwildError("this MatrixFactorization is not fitted yet; call fit(ratings) "
+                               "first")
+
+    def _predict_indices(self, u, i):
+        out = np.empty(u.size, np.float32)
+        offset = self.global_mean_ if self.model == "biased" else 0.0
+        _predict(self.user_factors_, self.item_factors_, self.user_bias_, self.item_bias_,
+                 np.float32(offset), np.float32(self.global_mean_), u, i, out)
+        return out
+
+    def predict(self, users, items, unknown="fallback"):
+        """Predicted ratings for (users[k], items[k]) pairs of external ids.
+
+        unknown: "fallback" predicts the training mean (plus the known side's
+        bias) for ids never seen in training, with one warning per call;
+        "error" raises a HogwildError naming the first unseen id.
+        """
+        self._check_fitted()
+        choose(("fallback", "error"), unknown, "unknown-id policy")
+        users, items = np.atleast_1d(np.asarray(users)), np.atleast_1d(np.asarray(items))
+        if users.shape != items.shape:
+            raise HogwildError(f"users and items must have the same length, got "
+                               f"{users.size} and {items.size}")
+        u, i = self._user_index.find(users), self._item_index.find(items)
+        if unknown == "error":
+            for name, raw, found in (("user", users, u), ("item", items, i)):
+                if (found < 0).any():
+                    first = raw[np.argmax(found < 0)]
+                    first = first.item() if isinstance(first, np.generic) else first
+                    raise HogwildError(f"{name} id {first!r} was never seen in training")
+        else:
+            _warn_unseen(u, i, "pairs")
+        return self._predict_indices(u, i)
+
+    def recommend(self, user, n=10, exclude_seen=True):
+        """(item ids, scores): the n items with the highest predicted rating for one
+        user (external id), best first; exclude_seen drops the items the user rated
+        in training."""
+        self._check_fitted()
+        n = check_int("n", n, 1)
+        (u,) = self._user_index.find(np.array([user]))
+        if u < 0:
+            raise HogwildError(f"user id {user!r} was never seen in training")
+        scores = self.item_factors_ @ self.user_factors_[u] + self.item_bias_
+        scores = scores.astype(np.float64) + self.user_bias_[u] + \
+            (self.global_mean_ if self.model == "biased" else 0.0)
+        if exclude_seen:
+            indptr, grouped = self._seen
+            scores[grouped[indptr[u]:indptr[u + 1]]] = -np.inf
+        n = min(n, int(np.isfinite(scores).sum()))
+        best = np.argpartition(-scores, n - 1)[:n] if n else np.zeros(0, np.int64)
+        best = best[np.argsort(-scores[best], kind="stable")]
+        return self.item_ids_[best], scores[best]
+
+    # -- persistence -------------------------------------------------------------------
+
+    def save(self, path):
+        """Write the fitted model to an .npz file (arrays and JSON metadata; no
+        pickle, so loading it runs no code)."""
+        self._check_fitted()
+        meta = {"kind": MODEL_FILE_KIND, "version": MODEL_FILE_VERSION,
+                "params": self.get_params(), "global_mean": self.global_mean_,
+                "workers": self.workers_, "step": self.step_}
+        indptr, grouped = self._seen
+        with open(path, "wb") as f:
+            np.savez(f, meta=np.array(json.dumps(meta)),
+                     user_factors=self.user_factors_, item_factors=self.item_factors_,
+                     user_bias=self.user_bias_, item_bias=self.item_bias_,
+                     user_ids=_savable_ids(self.user_ids_, "user"),
+                     item_ids=_savable_ids(self.item_ids_, "item"),
+                     seen_indptr=indptr, seen_items=grouped)
+
+    @classmethod
+    def load(cls, path):
+        """A model written by save(); a file of another kind or version is refused."""
+        path = Path(path)
+        try:
+            archive = np.load(path, allow_pickle=False)
+            meta = json.loads(str(archive["meta"])) if "meta" in archive.files else {}
+        except FileNotFoundError:
+            raise HogwildError(f"cannot read {path}: no such file") from None
+        except (OSError, ValueError, json.JSONDecodeError, AttributeError):
+            raise HogwildError(f"{path} is not a hogwild model file (not an .npz "
+                               "archive)") from None
+        with archive:
+            if meta.get("kind") != MODEL_FILE_KIND:
+                raise HogwildError(f"{path} is not a hogwild matrix-factorization model "
+                                   f"(kind {meta.get('kind')!r})")
+            if meta.get("version") != MODEL_FILE_VERSION:
+                raise HogwildError(f"{path} is a version {meta.get('version')!r} model file; "
+                                   f"this hogwild reads version {MODEL_FILE_VERSION}")
+            model = cls(**meta["params"])
+            model.user_factors_ = archive["user_factors"]
+            model.item_factors_ = archive["item_factors"]
+            model.user_bias_ = archive["user_bias"]
+            model.item_bias_ = archive["item_bias"]
+            model.user_ids_ = archive["user_ids"]
+            model.item_ids_ = archive["item_ids"]
+            model._seen = (archive["seen_indptr"], archive["seen_items"])
+        model.global_mean_ = meta["global_mean"]
+        model.workers_ = meta["workers"]
+        model.step_ = meta["step"]
+        model.history_ = []
+        model._user_index = IdIndex(model.user_ids_)
+        model._item_index = IdIndex(model.item_ids_)
+        return model
+
+
+def _relabelled(ids, labels):
+    """ids reordered so that new index labels[i] holds the id of old index i."""
+    out = np.empty_like(ids)
+    out[labels] = ids
+    return out
+
+
+def _warn_unseen(u, i, what):
+    unseen = (u < 0) | (i < 0)
+    if unseen.any():
+        warnings.warn(f"{int(unseen.sum())} of {unseen.size} {what} have a user or item never "
+                      "seen in training; predicted by the training mean plus the known "
+                      "side's bias", stacklevel=3)
+
+
+def _savable_ids(ids, what):
+    """Ids as a numeric or unicode array (np.load without pickle reads those only)."""
+    if ids.dtype.kind in "iufU":
+        return ids
+    if all(isinstance(x, str) for x in ids.tolist()):
+        return ids.astype(str)
+    raise HogwildError(f"cannot save {what} ids of type {type(ids[0]).__name__}; "
+                       "save() supports integer and string ids")
