@@ -10,7 +10,7 @@ import pytest
 
 from hogwild import DataFormatError, HogwildError
 from hogwild.datasets.registry import SVM_DATASETS, load_svm_data
-from hogwild.datasets import svmlight
+from hogwild.datasets import files, svmlight
 from hogwild.datasets.svmlight import load_svmlight
 from hogwild.datasets.synthetic import make_sparse_classification
 
@@ -124,7 +124,7 @@ def test_unreadable_file(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(svmlight, "open", refuse, raising=False)  # tests run as root
+    monkeypatch.setattr(files, "open", refuse, raising=False)  # tests run as root
     with pytest.raises(HogwildError, match="cannot read .*data.svm: Permission denied"):
         load_svmlight(path, cache=False)
 

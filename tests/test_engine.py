@@ -6,7 +6,7 @@ import hogwild
 from hogwild import DivergenceError, HogwildError, Objective, fit
 from hogwild.engine import usable_cores
 from hogwild.kernels.compiler import compile_loops, fingerprint
-from hogwild.schedulers import SCHEDULERS, block_layout, get_scheduler, shuffled_runs
+from hogwild.schedulers import block_layout, get_scheduler, shuffled_runs
 from hogwild.steps import StepSchedule
 
 
