@@ -1,6 +1,8 @@
-"""The ``hogwild`` command line: run example problems and list datasets.
+"""The ``hogwild`` command line: run example problems, get and list datasets.
 
     hogwild run svm [--data NAME|PATH] [--test PATH] [--workers N] ...
+    hogwild run mc [--data ml-1m|ml-100k|PATH|jumbo:ROWSxCOLSxNNZ] [--rank K] ...
+    hogwild download NAME
     hogwild datasets
 
 Errors caused by the input print one line, ``hogwild: error: ...``, and exit 2;
@@ -8,6 +10,7 @@ Ctrl-C exits 130.
 """
 import argparse
 import json
+import resource
 import sys
 import time
 import warnings
@@ -25,7 +28,7 @@ def _positive_or_auto(text):
 
 
 def build_parser():
-    from hogwild.datasets.registry import DEFAULT_SVM_DATASET, SVM_DATASETS
+    from hogwild.datasets.registry import DEFAULT_SVM_DATASET, RATINGS_DATASETS, SVM_DATASETS
     from hogwild.engine import usable_cores
 
     parser = argparse.ArgumentParser(prog="hogwild", description=__doc__.split("\n")[0])
@@ -61,8 +64,61 @@ def build_parser():
     svm.add_argument("--json", action="store_true",
                      help="print one JSON result on stdout instead of the text report")
 
+    _add_mc_parser(problems, usable_cores(), RATINGS_DATASETS)
+
+    download = commands.add_parser(
+        "download", help="download a rating dataset into the cache",
+        description="Download a rating dataset (checksum verified) into the hogwild cache.")
+    download.add_argument("name", help=f"one of: {', '.join(RATINGS_DATASETS)}")
+    download.add_argument("--url", help="download from this mirror instead (file:// works)")
+    download.add_argument("--md5", help="expected md5 of the mirror's archive")
+
     commands.add_parser("datasets", help="list available datasets and their shapes")
     return parser
+
+
+def _add_mc_parser(problems, cores, rating_datasets):
+    mc = problems.add_parser(
+        "mc", help="matrix completion (recommender ratings)",
+        description="Factorise a rating matrix with Hogwild! SGD: plain L_u . R_v with the "
+                    "paper's degree-scaled regulariser, or --biased (mean + biases + "
+                    "L_u . R_v).")
+    mc.add_argument("--data", default="ml-1m",
+                    help=f"dataset name ({', '.join(rating_datasets)}), a 'user item rating' "
+                         "file, or jumbo:ROWSxCOLSxNNZ for a planted low-rank matrix "
+                         "(default: ml-1m)")
+    mc.add_argument("--test", help="test ratings file (default: split off --test-fraction)")
+    mc.add_argument("--test-fraction", type=float, default=0.2,
+                    help="ratings held out for testing (default: 0.2)")
+    mc.add_argument("--split", default="rating",
+                    help="rating (random ratings) or user (per-user holdout); default: rating")
+    mc.add_argument("--split-seed", type=int, default=0,
+                    help="seed of the train/test split (default: 0)")
+    mc.add_argument("--rank", type=int, default=32, help="factors per row (default: 32)")
+    mc.add_argument("--biased", action="store_true",
+                    help="add the global mean and user/item biases (Surprise's SVD model)")
+    mc.add_argument("--workers", type=int, default=None,
+                    help=f"worker threads (default: usable cores, here {cores})")
+    mc.add_argument("--epochs", type=int, default=20, help="passes over the data (default: 20)")
+    mc.add_argument("--step", type=float, default=None,
+                    help="initial step (default: 0.02 plain, 0.04 biased)")
+    mc.add_argument("--decay", type=float, default=0.9, help="per-epoch step decay (default: 0.9)")
+    mc.add_argument("--reg", type=float, default=None,
+                    help="mu (default: 10 plain, per row; 0.06 biased, per rating)")
+    mc.add_argument("--bias-reg", type=float, default=None, help="mu of the biases (default: reg)")
+    mc.add_argument("--scheduler", default="hogwild",
+                    help="hogwild (lock-free), blocked (conflict-free grid blocks), serial or "
+                         "locked (default: hogwild)")
+    mc.add_argument("--grid", type=int, default=None,
+                    help="blocks per side for --scheduler blocked (default: 8, or 2 x workers)")
+    mc.add_argument("--jumbo-rank", type=int, default=10,
+                    help="planted rank of jumbo: data (default: 10)")
+    mc.add_argument("--jumbo-noise", type=float, default=0.5,
+                    help="noise of jumbo: data, the best achievable RMSE (default: 0.5)")
+    mc.add_argument("--seed", type=int, default=None, help="random seed of the training")
+    mc.add_argument("--save", help="write the fitted model to this .npz file")
+    mc.add_argument("--json", action="store_true",
+                    help="print one JSON result on stdout instead of the text report")
 
 
 def _progress(total, enabled):
@@ -76,11 +132,37 @@ def _progress(total, enabled):
     return tqdm(total=total, unit="epoch", file=sys.stderr, leave=False, disable=None)
 
 
-def _epoch_line(record, epochs):
+def _epoch_line(record, epochs, unit="updates"):
     test = record.metrics.get("test_error")
     test_text = f"  test error {100 * test:6.2f}%" if test is not None else ""
+    if "test_rmse" in record.metrics:
+        test_text = f"  test RMSE {record.metrics['test_rmse']:.4f}"
     return (f"epoch {record.epoch:>3}/{epochs}  objective {record.objective:.6f}{test_text}"
-            f"  {record.updates_per_s / 1e6:7.3f} M updates/s  ({record.seconds:.3f} s)")
+            f"  {record.updates_per_s / 1e6:7.3f} M {unit}/s  ({record.seconds:.3f} s)")
+
+
+def _train_with_progress(args, train, unit="updates"):
+    """Run train(callback) under a progress bar over epochs with a line per epoch
+    (none with --json)."""
+    bar = _progress(args.epochs, enabled=not args.json)
+
+    def report(record):
+        if bar is not None:
+            bar.update(1)
+            bar.write(_epoch_line(record, args.epochs, unit), file=sys.stdout)
+        elif not args.json:
+            print(_epoch_line(record, args.epochs, unit), flush=True)
+
+    try:
+        train(report)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _history(history):
+    return [{"epoch": r.epoch, "step": r.step, "seconds": r.seconds,
+             "objective": r.objective, **r.metrics} for r in history]
 
 
 def run_svm(args):
@@ -93,21 +175,8 @@ def run_svm(args):
                       decay=args.decay, step_schedule=args.schedule, workers=args.workers,
                       scheduler=args.scheduler, shuffle_block=args.shuffle_block,
                       seed=args.seed)
-    bar = _progress(args.epochs, enabled=not args.json)
-
-    def report(record):
-        if bar is not None:
-            bar.update(1)
-            bar.write(_epoch_line(record, args.epochs), file=sys.stdout)
-        elif not args.json:
-            print(_epoch_line(record, args.epochs), flush=True)
-
-    try:
-        model.fit(train.X, train.y, eval_set=(test.X, test.y) if test else None,
-                  callback=report)
-    finally:
-        if bar is not None:
-            bar.close()
+    _train_with_progress(args, lambda report: model.fit(
+        train.X, train.y, eval_set=(test.X, test.y) if test else None, callback=report))
     history = model.history_
     update_seconds = sum(r.seconds for r in history)
     updates = sum(r.updates for r in history)
@@ -122,8 +191,7 @@ def run_svm(args):
         "update_seconds": update_seconds, "updates_per_s": updates / update_seconds,
         "nonzeros_per_s": args.epochs * train.X.nnz / update_seconds,
         "wall_seconds": time.perf_counter() - started,
-        "history": [{"epoch": r.epoch, "step": r.step, "seconds": r.seconds,
-                     "objective": r.objective, **r.metrics} for r in history],
+        "history": _history(history),
     }
     if args.json:
         print(json.dumps(result))
@@ -139,8 +207,78 @@ def run_svm(args):
           f"({update_seconds:.2f} s), {result['wall_seconds']:.2f} s wall")
 
 
+def _mc_data(args):
+    """(train, test, description, ratings stored in random order?)."""
+    from hogwild.datasets.jumbo import make_jumbo, parse_jumbo_spec
+    from hogwild.datasets.ratings import read_ratings, split_ratings
+    from hogwild.datasets.registry import load_ratings
+
+    if args.data.startswith("jumbo:"):
+        rows, cols, nnz = parse_jumbo_spec(args.data)
+        train, test, info = make_jumbo(rows, cols, nnz, rank=args.jumbo_rank,
+                                       noise=args.jumbo_noise, progress=not args.json)
+        return train, test, (f"planted rank {info['rank']}, noise {info['noise']:g} (the best "
+                             f"achievable RMSE)"), True
+    ratings = load_ratings(args.data)
+    if args.test is not None:
+        return ratings, read_ratings(args.test), f"test file {args.test}", False
+    train, test = split_ratings(ratings, args.test_fraction, args.split_seed, args.split)
+    return train, test, (f"{args.split} split {1 - args.test_fraction:.0%}/"
+                         f"{args.test_fraction:.0%}, seed {args.split_seed}"), False
+
+
+def run_mc(args):
+    from hogwild.problems.matrix_completion import MatrixFactorization
+
+    started = time.perf_counter()
+    train, test, split_text, stored_random = _mc_data(args)
+    model = MatrixFactorization(
+        rank=args.rank, model="biased" if args.biased else "plain", reg=args.reg,
+        bias_reg=args.bias_reg, epochs=args.epochs, step=args.step, decay=args.decay,
+        workers=args.workers, scheduler=args.scheduler, grid=args.grid,
+        shuffle_ratings=not stored_random, seed=args.seed)
+    _train_with_progress(args, lambda report: model.fit(train, eval_set=test, callback=report),
+                         unit="ratings")
+    if args.save:
+        model.save(args.save)
+    history = model.history_
+    update_seconds = sum(r.seconds for r in history)
+    result = {
+        "problem": "mc", "data": str(args.data), "split": split_text,
+        "n_ratings": len(train), "n_test": len(test), "n_users": len(model.user_ids_),
+        "n_items": len(model.item_ids_), "rank": args.rank, "model": model.model,
+        "reg": model.reg if model.reg is not None else None, "step": model.step_,
+        "decay": args.decay, "scheduler": args.scheduler, "workers": model.workers_,
+        "epochs": args.epochs, "seed": args.seed, "objective": history[-1].objective,
+        "test_rmse": history[-1].metrics["test_rmse"], "update_seconds": update_seconds,
+        "ratings_per_s": sum(r.updates for r in history) / update_seconds,
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "wall_seconds": time.perf_counter() - started, "history": _history(history),
+    }
+    if args.json:
+        print(json.dumps(result))
+        return
+    print(f"done: {args.scheduler} x {model.workers_} workers, {model.model} rank {args.rank} "
+          f"on {args.data} ({len(train):,} ratings, {result['n_users']:,} users x "
+          f"{result['n_items']:,} items; {split_text}): test RMSE {result['test_rmse']:.4f}; "
+          f"{result['ratings_per_s'] / 1e6:.2f} M ratings/s in the update phase "
+          f"({update_seconds:.2f} s), {result['wall_seconds']:.2f} s wall, peak memory "
+          f"{result['peak_rss_bytes'] / 2**20:.0f} MiB" +
+          (f"; model saved to {args.save}" if args.save else ""))
+
+
+def download(args):
+    from hogwild.datasets.registry import download_dataset
+
+    path = download_dataset(args.name, url=args.url, md5=args.md5)
+    print(f"{args.name}: ratings in {path}")
+
+
 def list_datasets(args):
-    from hogwild.datasets.registry import SVM_DATASETS, load_svm_data
+    import numpy as np
+
+    from hogwild.datasets.ratings import read_ratings
+    from hogwild.datasets.registry import RATINGS_DATASETS, SVM_DATASETS, load_svm_data
     from hogwild.datasets.svmlight import cached_files
     from hogwild.paths import cache_dir, shared_data_dir
 
@@ -157,6 +295,20 @@ def list_datasets(args):
         shape = f"{train.X.shape[0]} x {train.X.shape[1]}"
         print(f"{spec.name:<15} {spec.where:<8} {shape:<24} {train.X.nnz:>10} "
               f"{test.X.shape[0]:>10}  {spec.description}")
+    print(f"\n{'rating data':<15} {'where':<10} {'ratings':>11} {'users':>8} {'items':>7}  "
+          "description")
+    for spec in RATINGS_DATASETS.values():
+        path = spec.locate()
+        if path is None:
+            print(f"{spec.name:<15} {'(absent)':<10} {'':>11} {'':>8} {'':>7}  "
+                  f"{spec.description}; hogwild download {spec.name}")
+            continue
+        where = "downloaded" if path == spec.downloaded_path() else "shared"
+        ratings = read_ratings(path)
+        print(f"{spec.name:<15} {where:<10} {len(ratings):>11,} "
+              f"{np.unique(ratings.users).size:>8,} {np.unique(ratings.items).size:>7,}  "
+              f"{spec.description}")
+    print()
     entries = cached_files()
     size = sum(entry["bytes"] for entry in entries)
     print(f"binary cache: {len(entries)} parsed files, {size / 2**20:.1f} MiB in "
@@ -183,6 +335,10 @@ def _dispatch(args):
     try:
         if args.command == "datasets":
             list_datasets(args)
+        elif args.command == "download":
+            download(args)
+        elif args.problem == "mc":
+            run_mc(args)
         else:
             run_svm(args)
     except HogwildError as exc:

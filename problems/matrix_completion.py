@@ -43,7 +43,7 @@ MODELS = ("plain", "biased")
 SCHEDULERS = ("hogwild", "blocked", "serial", "locked")
 MAX_RANK = 512
 DEFAULTS = {  # per model: (reg, step); tuned on MovieLens 1M at rank 32 (see README)
-    "biased": (0.05, 0.03),
+    "biased": (0.06, 0.04),
     "plain": (10.0, 0.02),
 }
 MODEL_FILE_KIND = "hogwild.MatrixFactorization"
@@ -280,10 +280,10 @@ class MatrixFactorization:
     model: "biased" (mean + user bias + item bias + L_u . R_v, regularised per
         rating like Surprise's SVD and LIBMF) or "plain" (L_u . R_v with the
         Hogwild! paper's degree-scaled regulariser); see the module docstring.
-    reg: mu; default 0.05 (biased) or 10 (plain). bias_reg: mu for the biases
+    reg: mu; default 0.06 (biased) or 10 (plain). bias_reg: mu for the biases
         (biased model; default reg).
     epochs, step, decay, step_schedule: SGD schedule (hogwild.steps); default step
-        0.03 (biased) or 0.02 (plain), decay 0.9 per epoch.
+        0.04 (biased) or 0.02 (plain), decay 0.9 per epoch.
     workers: threads (default: all usable cores).
     scheduler: "hogwild" (lock-free), "blocked" (conflict-free grid blocks,
         bitwise reproducible for a seed and grid), "serial" or "locked".

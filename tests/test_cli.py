@@ -114,3 +114,78 @@ def test_console_script_is_installed():
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["epochs"] == 1
+
+
+# --- matrix completion and downloads ---------------------------------------------------
+
+def test_run_mc_on_a_jumbo_matrix_json(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path))
+    status, out, err = run(capsys, "run", "mc", "--data", "jumbo:1000x1000x200000",
+                           "--jumbo-rank", "3", "--jumbo-noise", "0.5", "--rank", "3",
+                           "--reg", "1", "--epochs", "15", "--workers", "2",
+                           "--scheduler", "blocked", "--seed", "0", "--json",
+                           "--save", str(tmp_path / "m.npz"))
+    assert status == 0, err
+    result = json.loads(out)
+    assert (result["n_ratings"], result["n_test"], result["workers"]) == (200000, 2000, 2)
+    assert result["model"] == "plain" and len(result["history"]) == 15
+    assert result["test_rmse"] < 1.10 * 0.5  # the noise is the best achievable RMSE
+    assert result["ratings_per_s"] > 0 and result["peak_rss_bytes"] > 0
+    assert (tmp_path / "m.npz").is_file()
+
+
+def test_run_mc_text_report_on_a_ratings_file(capsys, tmp_path):
+    lines = "".join(f"{u},{i},{1 + (u * i) % 5}\n" for u in range(30) for i in range(20))
+    (tmp_path / "r.csv").write_text("user,item,rating\n" + lines)
+    status, out, err = run(capsys, "run", "mc", "--data", str(tmp_path / "r.csv"),
+                           "--rank", "4", "--epochs", "2", "--biased", "--seed", "0",
+                           "--scheduler", "serial")
+    assert status == 0, err
+    report = out.strip().splitlines()
+    assert report[0].startswith("epoch   1/2  objective ") and "test RMSE" in report[0]
+    assert "M ratings/s" in report[0]
+    assert report[-1].startswith("done: serial x 1 workers, biased rank 4 on ")
+    assert "480 ratings, 30 users x 20 items; rating split 80%/20%, seed 0" in report[-1]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--rank", "0"], "rank must be an integer from 1 to 512, got 0"),
+    (["--data", "ml-3m"], "unknown dataset 'ml-3m'; choose one of: ml-100k, ml-1m, ml-10m, "
+                          "ml-20m, ml-25m, ml-latest-small, or give a ratings file path"),
+    (["--data", "jumbo:5x5"], "bad Jumbo size 'jumbo:5x5'; expected jumbo:ROWSxCOLSxNNZ, e.g. "
+                              "jumbo:100000x20000x10000000"),
+    (["--scheduler", "fast"], "unknown scheduler 'fast'; choose one of: hogwild, blocked, "
+                              "serial, locked"),
+    (["--test-fraction", "1"], r"test_fraction must be in (0, 1), got 1.0"),
+    (["--split", "movie"], "unknown split 'movie'; choose one of: rating, user"),
+])
+def test_mc_bad_input_prints_one_line(capsys, tmp_path, argv, message):
+    (tmp_path / "r.tsv").write_text("1\t1\t5\n2\t1\t3\n1\t2\t4\n2\t2\t2\n")
+    status, _, err = run(capsys, "run", "mc", "--data", str(tmp_path / "r.tsv"), "--epochs",
+                         "1", *argv)
+    assert status == 2
+    assert err == f"hogwild: error: {message}\n"
+
+
+def test_mc_nan_rating_names_the_line(capsys, tmp_path):
+    (tmp_path / "r.tsv").write_text("1\t1\t5\n2\t1\tNaN\n")
+    status, _, err = run(capsys, "run", "mc", "--data", str(tmp_path / "r.tsv"))
+    assert status == 2
+    assert err == (f"hogwild: error: {tmp_path / 'r.tsv'}, line 2: malformed rating line "
+                   "(the rating is NaN or Inf): '2\\t1\\tNaN'\n")
+
+
+def test_download_command_from_a_mirror(capsys, tmp_path, monkeypatch):
+    import hashlib
+    import zipfile
+    monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path / "cache"))
+    archive = tmp_path / "ml-1m.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("ml-1m/ratings.dat", "1::1193::5::978300760\n2::1193::4::978300761\n")
+    md5 = hashlib.md5(archive.read_bytes()).hexdigest()
+    status, out, err = run(capsys, "download", "ml-1m", "--url", archive.as_uri(), "--md5", md5)
+    assert status == 0, err
+    assert out.startswith("ml-1m: ratings in ") and out.strip().endswith("ratings.dat")
+    status, out, _ = run(capsys, "datasets")
+    line = next(x for x in out.splitlines() if x.startswith("ml-1m "))
+    assert "downloaded" in line or "shared" in line
