@@ -16,7 +16,7 @@ from numba.core.errors import NumbaError
 
 from hogwild.backends import get_backend
 from hogwild.errors import DivergenceError, HogwildError, check_int
-from hogwild.kernels.compiler import compile_loops
+from hogwild.kernels.compiler import compile_loops, slp_vectorizer
 from hogwild.objective import Objective
 from hogwild.schedulers import get_scheduler
 from hogwild.steps import StepSchedule
@@ -66,10 +66,12 @@ def _diverged(what, epoch, step):
 
 
 def _compile(runner, loops, objective, params, locked):
-    """Compile (or load) the loop before the first timed epoch; a function numba
+    """Compile (or load) the loops before the first timed epoch; a function numba
     cannot compile becomes a HogwildError that keeps numba's explanation."""
     try:
-        runner.warm_up(loops, params, objective.data, locked)
+        with slp_vectorizer(objective.fastmath):
+            runner.warm_up(loops, params, objective.data, locked)
+            loops.sum_loss(params, objective.data, 0)
     except NumbaError as exc:
         detail = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
         raise HogwildError(f"numba could not compile the update or loss of objective "

@@ -11,8 +11,9 @@ A sparse separable objective f(x) = (1/n) * sum_e f_e(x_e) is given by
   - loss(e, params, data): f_e at the current parameters (for evaluation);
   - optionally ``blocks``, a hogwild.schedulers.BlockLayout saying which samples
     never conflict (used by the ``blocked`` scheduler), and ``fastmath=True`` to
-    let LLVM reassociate floating-point sums (vectorised dot products) in the
-    compiled loops.
+    let LLVM reassociate floating-point sums and vectorise short fixed-length
+    loops (SIMD dot products) in the compiled loops (see
+    hogwild.kernels.compiler.slp_vectorizer).
 
 The engine compiles update and loss into its epoch loops (hogwild.kernels), so no
 Python runs per sample, and the same plain functions can be compiled for other

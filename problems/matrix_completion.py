@@ -154,16 +154,20 @@ def ratings_arrays(ratings):
 
 
 def check_values(values, what="ratings"):
-    """float32 ratings; NaN or Inf is an error that names the first bad position."""
+    """float32 ratings; NaN or Inf is an error that names the first bad position.
+    Checked in chunks, so that 100 million ratings need no large temporaries."""
     values = np.asarray(values)
     if values.dtype.kind not in "fiu":
         raise HogwildError(f"{what} must be numbers, got dtype {values.dtype}")
     values = values.astype(np.float32, copy=False)
-    bad = ~np.isfinite(values)
-    if bad.any():
-        k = int(np.argmax(bad))
-        raise HogwildError(f"{what} hold {int(bad.sum())} NaN or Inf values "
-                           f"(the first at position {k}: {values[k]})")
+    chunk = 1 << 22
+    for start in range(0, values.size, chunk):
+        bad = ~np.isfinite(values[start:start + chunk])
+        if bad.any():
+            k = start + int(np.argmax(bad))
+            total = int(np.count_nonzero(~np.isfinite(values)))
+            raise HogwildError(f"{what} hold {total} NaN or Inf values "
+                               f"(the first at position {k}: {values[k]})")
     return values
 
 

@@ -17,17 +17,14 @@ kept). A pure-compute loop on 1 and 2 threads gives the machine's own ceiling fo
 """
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
-import threading
 import time
 import warnings
 
 import numpy as np
 
-from hogwild import usable_cores
+from hogwild.machine import compute_ceiling, describe_machine
 from hogwild.datasets.registry import SVM_DATASETS, load_svm_data
 from hogwild.datasets.synthetic import make_sparse_classification
 from hogwild.problems.sparse_svm import SparseSVM, as_csr, binary_labels, error_rate
@@ -42,56 +39,6 @@ OUR_CONFIGS = (
     ("hogwild-uniform-1", "hogwild", 1, 1),
     ("hogwild-uniform-2", "hogwild", 2, 1),
 )
-
-
-def compute_ceiling(seconds=1.0):
-    """2-thread / 1-thread throughput of a pure-compute nogil loop (no shared data)."""
-    from numba import njit
-
-    @njit(nogil=True)
-    def spin(n):
-        acc = 0.0
-        for i in range(n):
-            acc += (i % 7) * 0.5
-        return acc
-
-    spin(10)
-    n = 10_000_000
-    start = time.perf_counter()
-    spin(n)
-    n = int(n * seconds / (time.perf_counter() - start))
-    rates = {1: [], 2: []}
-    for _ in range(3):
-        for threads in (1, 2):
-            workers = [threading.Thread(target=spin, args=(n,)) for _ in range(threads)]
-            start = time.perf_counter()
-            for w in workers:
-                w.start()
-            for w in workers:
-                w.join()
-            rates[threads].append(threads * n / (time.perf_counter() - start))
-    return statistics.median(rates[2]) / statistics.median(rates[1])
-
-
-def machine():
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    import numba
-    import scipy
-    versions = {"python": platform.python_version(), "numpy": np.__version__,
-                "numba": numba.__version__, "scipy": scipy.__version__}
-    try:
-        import sklearn
-        versions["scikit-learn"] = sklearn.__version__
-    except ImportError:
-        pass
-    memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {"cpu": cpu, "usable_cores": usable_cores(), "memory_gib": round(memory_gib, 1),
-            "platform": platform.platform(), "versions": versions}
 
 
 def ours(X, y, X_test, y_test, scheduler, workers, block, epochs, reg, step, seed):
@@ -231,7 +178,7 @@ def main(argv=None):
               "hogwild[bench])", file=sys.stderr)
         with_peer = False
 
-    report = {"benchmark": "bench_scaling", "quick": args.quick, "machine": machine(),
+    report = {"benchmark": "bench_scaling", "quick": args.quick, "machine": describe_machine(("scikit-learn", "liblinear-official")),
               "compute_ceiling_2_over_1": compute_ceiling(0.3 if args.quick else 1.0),
               "datasets": []}
     real = ["a9a"] if args.quick else ["news20-bydate", "imdb-aclimdb"]

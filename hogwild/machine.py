@@ -1,0 +1,62 @@
+"""What a benchmark needs to say about the machine it ran on: CPU, cores, memory,
+library versions, and the ceiling a 2-thread run can reach here."""
+import os
+import platform
+import statistics
+import threading
+import time
+
+import numpy as np
+
+from hogwild.engine import usable_cores
+
+
+def compute_ceiling(seconds=1.0):
+    """2-thread / 1-thread throughput of a pure-compute nogil loop (no shared data)."""
+    from numba import njit
+
+    @njit(nogil=True)
+    def spin(n):
+        acc = 0.0
+        for i in range(n):
+            acc += (i % 7) * 0.5
+        return acc
+
+    spin(10)
+    n = 10_000_000
+    start = time.perf_counter()
+    spin(n)
+    n = int(n * seconds / (time.perf_counter() - start))
+    rates = {1: [], 2: []}
+    for _ in range(3):
+        for threads in (1, 2):
+            workers = [threading.Thread(target=spin, args=(n,)) for _ in range(threads)]
+            start = time.perf_counter()
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            rates[threads].append(threads * n / (time.perf_counter() - start))
+    return statistics.median(rates[2]) / statistics.median(rates[1])
+
+
+def describe_machine(extra_packages=()):
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    import numba
+    import scipy
+    versions = {"python": platform.python_version(), "numpy": np.__version__,
+                "numba": numba.__version__, "scipy": scipy.__version__}
+    from importlib.metadata import PackageNotFoundError, version
+    for package in extra_packages:
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            pass
+    memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {"cpu": cpu, "usable_cores": usable_cores(), "memory_gib": round(memory_gib, 1),
+            "platform": platform.platform(), "versions": versions}

@@ -1,0 +1,35 @@
+"""scripts/bench_mc.py --quick writes a complete, well-formed report (no timing
+thresholds: speed goals are checked by reading the full run, not by tests)."""
+import importlib.util
+import json
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench_mc.py"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("bench_mc", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_quick_run_reports_every_configuration(tmp_path, capsys):
+    bench = load_script()
+    out, table = tmp_path / "report.json", tmp_path / "report.md"
+    bench.main(["--quick", "--out", str(out), "--markdown", str(table)])
+    report = json.loads(out.read_text())
+    assert json.loads(capsys.readouterr().out) == report
+    assert report["quick"] is True and report["machine"]["usable_cores"] >= 1
+    (dataset,) = report["datasets"]
+    assert dataset["dataset"] == "jumbo-2000x1500x100000" and dataset["n_train"] == 100_000
+    ours = {label for label, *_ in bench.OUR_CONFIGS}
+    peers = set(dataset["results"]) - ours
+    assert ours <= set(dataset["results"])
+    assert peers <= {"libmf-1", "libmf-2", "surprise-svd"}
+    if bench.load_libmf()[0] is not None:
+        assert {"libmf-1", "libmf-2"} <= peers and "hogwild_1_over_libmf_1" in dataset["ratios"]
+    for result in dataset["results"].values():
+        assert result["ratings_per_s"] > 0 and 0 < result["test_rmse"] < 2
+    assert {"hogwild_2_over_1", "blocked_2_over_1"} <= set(dataset["ratios"])
+    assert "| blocked-2 |" in table.read_text()
