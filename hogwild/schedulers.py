@@ -24,9 +24,10 @@ class EpochPlan:
 
     The samples are visited in runs of consecutive samples: run r covers samples
     runs[r] .. min(runs[r] + run_length, limit) - 1. ``phases[p][w]`` is worker
-    w's work in phase p, a tuple of spans (lo, hi, limit) meaning runs lo..hi-1 in
-    that order. Runs keep plans small (n / run_length starts, not n indices) and
-    let workers stream consecutive samples.
+    w's work in phase p, an int64 array of spans, rows (lo, hi, limit) meaning
+    runs lo..hi-1 in that order (one compiled call per worker and phase). Runs keep
+    plans small (n / run_length starts, not n indices) and let workers stream
+    consecutive samples.
     """
 
     runs: np.ndarray
@@ -109,7 +110,7 @@ class ShuffledScheduler:
     def plan(self, n_samples, workers, rng, block=1, blocks=None):
         runs = shuffled_runs(n_samples, block, rng)
         spans = even_spans(runs.size, self.workers_for(workers))
-        phase = tuple(((lo, hi, n_samples),) for lo, hi in spans)
+        phase = tuple(np.array([(lo, hi, n_samples)], np.int64) for lo, hi in spans)
         return EpochPlan(runs, block, (phase,), self.locked)
 
 
@@ -163,7 +164,7 @@ def _balance(blocks, offsets, workers):
         w = loads.index(min(loads))
         shares[w].append((k, k + 1, int(offsets[k + 1])))
         loads[w] += int(offsets[k + 1] - offsets[k])
-    return tuple(tuple(share) for share in shares)
+    return tuple(np.array(share, np.int64).reshape(-1, 3) for share in shares)
 
 
 SCHEDULERS = {

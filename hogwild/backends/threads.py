@@ -20,34 +20,28 @@ class ThreadsBackend:
     def warm_up(self, loops, params, data, locked):
         """Compile (or load from cache) the kernel a run will use, outside the timed
         epochs."""
-        empty = np.zeros(0, dtype=np.int64)
+        runs, spans = np.zeros(0, np.int64), np.zeros((0, 3), np.int64)
         if locked:
-            loops.run_span_locked(empty, 0, 0, 1, 0, params, data, 0.0, 0, self._lock)
+            loops.run_spans_locked(runs, spans, 1, params, data, 0.0, 0, self._lock)
         else:
-            loops.run_span(empty, 0, 0, 1, 0, params, data, 0.0, 0)
+            loops.run_spans(runs, spans, 1, params, data, 0.0, 0)
 
     def run_epoch(self, loops, plan, params, data, step, epoch):
         """Run one epoch's plan, phase after phase; returns the number of updates."""
         runs, length = plan.runs, plan.run_length
         if plan.locked:
-            def run_span(span):
-                lo, hi, limit = span
-                return loops.run_span_locked(runs, lo, hi, length, limit, params, data,
-                                             step, epoch, self._lock)
+            def run(spans):
+                return loops.run_spans_locked(runs, spans, length, params, data, step, epoch,
+                                              self._lock)
         else:
-            def run_span(span):
-                lo, hi, limit = span
-                return loops.run_span(runs, lo, hi, length, limit, params, data, step,
-                                      epoch)
-
-        def run(spans):
-            return sum(run_span(span) for span in spans)
+            def run(spans):
+                return loops.run_spans(runs, spans, length, params, data, step, epoch)
 
         updates = 0
         for phase in plan.phases:
             # The calling thread runs the first share itself: one thread hand-off
             # fewer, which matters when a phase lasts only a few milliseconds.
-            others = [self._pool.submit(run, spans) for spans in phase[1:] if spans]
+            others = [self._pool.submit(run, spans) for spans in phase[1:] if len(spans)]
             updates += run(phase[0]) + sum(f.result() for f in others)
         return updates
 

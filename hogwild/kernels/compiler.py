@@ -35,8 +35,8 @@ _loaded: dict[str, "CompiledLoops"] = {}
 class CompiledLoops(NamedTuple):
     """The compiled loops of one objective (see loops_template.py for contracts)."""
 
-    run_span: Callable
-    run_span_locked: Callable
+    run_spans: Callable
+    run_spans_locked: Callable
     sum_loss: Callable
 
 
@@ -208,6 +208,6 @@ def compile_loops(update, loss, fastmath=False) -> CompiledLoops:
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
-    loops = CompiledLoops(module.run_span, module.run_span_locked, module.sum_loss)
+    loops = CompiledLoops(module.run_spans, module.run_spans_locked, module.sum_loss)
     _loaded[key] = loops
     return loops

@@ -21,32 +21,37 @@ from hogwild.kernels.atomics import acquire, release
 
 
 @njit(nogil=True, cache=True)
-def run_span(runs, lo, hi, run_length, limit, params, data, step, epoch):
-    """Update, in place, the samples of runs lo..hi-1, run r being samples runs[r] ..
-    min(runs[r] + run_length, limit) - 1. Racy writes (Hogwild!): other workers
-    update the same params concurrently, without locks."""
+def run_spans(runs, spans, run_length, params, data, step, epoch):
+    """Update, in place, the samples of each span (lo, hi, limit) = spans[s]: runs
+    lo..hi-1, run r being samples runs[r] .. min(runs[r] + run_length, limit) - 1.
+    Racy writes (Hogwild!): other workers update the same params concurrently,
+    without locks."""
     done = 0
-    for r in range(lo, hi):
-        first = runs[r]
-        last = min(first + run_length, limit)
-        for e in range(first, last):
-            update_sample(e, params, data, step, epoch)
-        done += last - first
+    for s in range(spans.shape[0]):
+        limit = spans[s, 2]
+        for r in range(spans[s, 0], spans[s, 1]):
+            first = runs[r]
+            last = min(first + run_length, limit)
+            for e in range(first, last):
+                update_sample(e, params, data, step, epoch)
+            done += last - first
     return done
 
 
 @njit(nogil=True, cache=True)
-def run_span_locked(runs, lo, hi, run_length, limit, params, data, step, epoch, lock):
-    """As run_span, but every update holds the spinlock ``lock`` (the baseline)."""
+def run_spans_locked(runs, spans, run_length, params, data, step, epoch, lock):
+    """As run_spans, but every update holds the spinlock ``lock`` (the baseline)."""
     done = 0
-    for r in range(lo, hi):
-        first = runs[r]
-        last = min(first + run_length, limit)
-        for e in range(first, last):
-            acquire(lock)
-            update_sample(e, params, data, step, epoch)
-            release(lock)
-        done += last - first
+    for s in range(spans.shape[0]):
+        limit = spans[s, 2]
+        for r in range(spans[s, 0], spans[s, 1]):
+            first = runs[r]
+            last = min(first + run_length, limit)
+            for e in range(first, last):
+                acquire(lock)
+                update_sample(e, params, data, step, epoch)
+                release(lock)
+            done += last - first
     return done
 
 
