@@ -121,7 +121,8 @@ class BlockedScheduler:
     a random column relabelling, so every block runs exactly once per epoch and
     no two blocks of a phase share a row or a column. Each block runs whole, in
     stored order, on one worker: the result cannot depend on which worker runs
-    it, hence bitwise reproducibility for a seed and layout.
+    it, hence bitwise reproducibility for a seed and layout. Each worker owns a
+    fixed band of grid rows (put the larger side, e.g. users, on the rows).
     """
 
     name = "blocked"
@@ -152,18 +153,17 @@ class BlockedScheduler:
         for shift in rotations:
             # block k = i * g + j is run k of the plan: samples offsets[k]..offsets[k+1]-1
             blocks = [i * g + int(relabel[(i + shift) % g]) for i in range(g)]
-            phases.append(_balance(blocks, offsets, workers))
+            phases.append(_deal(blocks, offsets, g, workers))
         return EpochPlan(offsets[:-1], n_samples, tuple(phases), locked=False)
 
 
-def _balance(blocks, offsets, workers):
-    """Deal blocks to workers, largest first to the least loaded (deterministic)."""
-    loads = [0] * workers
+def _deal(blocks, offsets, grid, workers):
+    """Give worker w the blocks of grid rows w*grid/workers .. (w+1)*grid/workers - 1,
+    in every phase: each worker keeps the same rows (e.g. users) and so keeps their
+    parameters in its own cache; only the column side moves between cores."""
     shares = [[] for _ in range(workers)]
-    for k in sorted(blocks, key=lambda k: offsets[k] - offsets[k + 1]):
-        w = loads.index(min(loads))
-        shares[w].append((k, k + 1, int(offsets[k + 1])))
-        loads[w] += int(offsets[k + 1] - offsets[k])
+    for k in blocks:
+        shares[(k // grid) * workers // grid].append((k, k + 1, int(offsets[k + 1])))
     return tuple(np.array(share, np.int64).reshape(-1, 3) for share in shares)
 
 
