@@ -65,12 +65,12 @@ def _diverged(what, epoch, step):
                            "try a smaller step")
 
 
-def _compile(runner, loops, objective, params, locked):
+def _compile(runner, loops, objective, params, scheduler):
     """Compile (or load) the loops before the first timed epoch; a function numba
     cannot compile becomes a HogwildError that keeps numba's explanation."""
     try:
         with slp_vectorizer(objective.fastmath):
-            runner.warm_up(loops, params, objective.data, locked)
+            runner.warm_up(loops, params, objective.data, scheduler)
             loops.sum_loss(params, objective.data, 0)
     except NumbaError as exc:
         detail = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
@@ -113,7 +113,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     loops = compile_loops(objective.update, objective.loss, objective.fastmath)
     history = []
     with backend_cls(n_workers) as runner:
-        _compile(runner, loops, objective, params, sched.locked)
+        _compile(runner, loops, objective, params, sched)
         for epoch in range(epochs):
             step_now = schedule(epoch)
             plan = sched.plan(n, n_workers, rng, shuffle_block, objective.blocks)

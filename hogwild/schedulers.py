@@ -6,7 +6,8 @@ testable alone. Backends execute plans.
 
 Determinism: ``serial`` is bitwise reproducible for a seed, and so is
 ``blocked`` for a seed and a block layout, whatever the number of workers and
-the thread timing (workers in a phase never touch the same parameters).
+the thread timing (concurrent blocks never touch the same parameters, and each
+block waits for the blocks before it on its row and column).
 ``hogwild`` and ``locked`` draw the same permutations for a seed, but with more
 than one worker the interleaving of updates depends on thread timing, so
 results are reproducible only in distribution.
@@ -34,6 +35,8 @@ class EpochPlan:
     run_length: int
     phases: tuple
     locked: bool
+    gates: int = 0  # > 0: spans are rows (lo, hi, limit, gate_a, gate_b, level); see
+    # loops_template.run_gated_spans: a span starts once both gates reach its level
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,7 @@ class ShuffledScheduler:
         self.name = name
         self.locked = locked
         self.single_worker = single_worker
+        self.gated = False
 
     def workers_for(self, requested, blocks=None):
         return 1 if self.single_worker else requested
@@ -116,17 +120,23 @@ class ShuffledScheduler:
 
 class BlockedScheduler:
     """DSGD / FPSGD-style conflict-free blocks (Gemulla et al. 2011; Zhuang et al.
-    2013). An epoch is ``grid`` phases; phase s runs the blocks (i, sigma_s(i)) for
+    2013). An epoch is ``grid`` rounds; round s runs the blocks (i, sigma_s(i)) for
     every grid row i, where the sigma_s are a random rotation order composed with
     a random column relabelling, so every block runs exactly once per epoch and
-    no two blocks of a phase share a row or a column. Each block runs whole, in
-    stored order, on one worker: the result cannot depend on which worker runs
-    it, hence bitwise reproducibility for a seed and layout. Each worker owns a
-    fixed band of grid rows (put the larger side, e.g. users, on the rows).
+    no two blocks of a round share a row or a column.
+
+    There is no barrier between rounds: a block starts as soon as the blocks of
+    the previous round on its grid row and on its grid column are done (gates in
+    compiled code), so it sees exactly the parameters it would see with a barrier,
+    and the result is bitwise reproducible for a seed and layout whatever the
+    number of workers and the thread timing. Each worker owns a fixed band of grid
+    rows, whose parameters stay in its cache (put the larger side, e.g. users, on
+    the rows); only column blocks move between cores.
     """
 
     name = "blocked"
     locked = False
+    gated = True
 
     @staticmethod
     def _layout(blocks):
@@ -149,22 +159,16 @@ class BlockedScheduler:
         rotations = rng.permutation(g)
         relabel = rng.permutation(g)
         offsets = layout.offsets
-        phases = []
-        for shift in rotations:
-            # block k = i * g + j is run k of the plan: samples offsets[k]..offsets[k+1]-1
-            blocks = [i * g + int(relabel[(i + shift) % g]) for i in range(g)]
-            phases.append(_deal(blocks, offsets, g, workers))
-        return EpochPlan(offsets[:-1], n_samples, tuple(phases), locked=False)
-
-
-def _deal(blocks, offsets, grid, workers):
-    """Give worker w the blocks of grid rows w*grid/workers .. (w+1)*grid/workers - 1,
-    in every phase: each worker keeps the same rows (e.g. users) and so keeps their
-    parameters in its own cache; only the column side moves between cores."""
-    shares = [[] for _ in range(workers)]
-    for k in blocks:
-        shares[(k // grid) * workers // grid].append((k, k + 1, int(offsets[k + 1])))
-    return tuple(np.array(share, np.int64).reshape(-1, 3) for share in shares)
+        shares = [[] for _ in range(workers)]
+        for level, shift in enumerate(rotations):
+            for i in range(g):
+                j = int(relabel[(i + shift) % g])
+                k = i * g + j  # block (i, j) is run k: samples offsets[k]..offsets[k+1]-1
+                # gates: grid row i is gate i, grid column j is gate g + j
+                shares[i * workers // g].append((k, k + 1, int(offsets[k + 1]), i, g + j,
+                                                 level))
+        phase = tuple(np.array(share, np.int64).reshape(-1, 6) for share in shares)
+        return EpochPlan(offsets[:-1], n_samples, (phase,), locked=False, gates=2 * g)
 
 
 SCHEDULERS = {

@@ -82,6 +82,11 @@ def racy_row_and_column_counts(e, params, data, step):
     cols[c] = seen_c + 1
 
 
+def raise_on_row_three(e, params, data, step):
+    if data[0][e] == 3:
+        raise ValueError("row three")
+
+
 def bipartite_counting_objective(n_rows=40, n_cols=30, n=60_000, grid=6, seed=0):
     """Samples that each touch one row and one column counter, in a block layout."""
     rng = np.random.default_rng(seed)
@@ -162,18 +167,32 @@ def test_blocked_plan_runs_each_block_once_without_conflicts(workers):
     layout = objective.blocks
     plan = get_scheduler("blocked").plan(objective.n_samples, workers,
                                          np.random.default_rng(0), 1, layout)
-    assert len(plan.phases) == 4 and not plan.locked
-    seen = []
-    for phase in plan.phases:
-        assert len(phase) == min(workers, 4)
-        blocks = [divmod(lo, 4) for share in phase for lo, hi, limit in share]
-        assert all(hi == lo + 1 and plan.runs[lo] + plan.run_length >= limit
-                   and limit == layout.offsets[hi] for share in phase
-                   for lo, hi, limit in share)
-        assert len({i for i, _ in blocks}) == len({j for _, j in blocks}) == 4
-        seen += blocks
-    assert sorted(seen) == [(i, j) for i in range(4) for j in range(4)]
+    (phase,) = plan.phases
+    assert len(phase) == min(workers, 4) and not plan.locked and plan.gates == 8
     np.testing.assert_array_equal(plan.runs, layout.offsets[:-1])
+    rows = np.concatenate(phase)
+    lo, hi, limit, row_gate, col_gate, level = rows.T
+    assert np.all(hi == lo + 1) and np.all(limit == layout.offsets[hi])
+    i, j = np.divmod(lo, 4)
+    np.testing.assert_array_equal(row_gate, i)
+    np.testing.assert_array_equal(col_gate, 4 + j)
+    assert sorted(zip(i, j)) == [(a, b) for a in range(4) for b in range(4)]
+    for round_ in range(4):  # each round: one block per grid row and per grid column
+        assert sorted(i[level == round_]) == sorted(j[level == round_]) == [0, 1, 2, 3]
+    for share in phase:  # a worker keeps its grid rows and runs its blocks round by round
+        assert np.all(np.diff(share[:, 5]) >= 0)
+        others = [set(other[:, 3]) for other in phase if other is not share]
+        assert all(not set(share[:, 3]) & rows_of_other for rows_of_other in others)
+
+
+def test_a_failing_worker_releases_the_gates():
+    """An update that raises in one worker stops the others instead of leaving them
+    waiting on gates forever."""
+    objective = bipartite_counting_objective(n=2000, grid=4)
+    failing = Objective(raise_on_row_three, zero_loss, objective.params, objective.data,
+                        objective.n_samples, blocks=objective.blocks)
+    with pytest.raises(ValueError, match="row three"):
+        fit(failing, epochs=1, workers=2, scheduler="blocked", seed=0)
 
 
 def test_blocked_workers_never_collide():

@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from hogwild.kernels.atomics import new_lock
+from hogwild.kernels.atomics import abort_gates, new_gates, new_lock
 
 
 class ThreadsBackend:
@@ -17,19 +17,33 @@ class ThreadsBackend:
                                         thread_name_prefix="hogwild")
         self._lock = new_lock()
 
-    def warm_up(self, loops, params, data, locked):
+    def warm_up(self, loops, params, data, scheduler):
         """Compile (or load from cache) the kernel a run will use, outside the timed
         epochs."""
-        runs, spans = np.zeros(0, np.int64), np.zeros((0, 3), np.int64)
-        if locked:
-            loops.run_spans_locked(runs, spans, 1, params, data, 0.0, 0, self._lock)
+        runs = np.zeros(0, np.int64)
+        if scheduler.gated:
+            loops.run_gated_spans(runs, np.zeros((0, 6), np.int64), 1, params, data, 0.0, 0,
+                                  new_gates(0))
+        elif scheduler.locked:
+            loops.run_spans_locked(runs, np.zeros((0, 3), np.int64), 1, params, data, 0.0, 0,
+                                   self._lock)
         else:
-            loops.run_spans(runs, spans, 1, params, data, 0.0, 0)
+            loops.run_spans(runs, np.zeros((0, 3), np.int64), 1, params, data, 0.0, 0)
 
     def run_epoch(self, loops, plan, params, data, step, epoch):
         """Run one epoch's plan, phase after phase; returns the number of updates."""
         runs, length = plan.runs, plan.run_length
-        if plan.locked:
+        if plan.gates:
+            gates = new_gates(plan.gates)
+
+            def run(spans):
+                try:
+                    return loops.run_gated_spans(runs, spans, length, params, data, step,
+                                                 epoch, gates)
+                except BaseException:
+                    abort_gates(gates)  # the others would wait for this worker forever
+                    raise
+        elif plan.locked:
             def run(spans):
                 return loops.run_spans_locked(runs, spans, length, params, data, step, epoch,
                                               self._lock)

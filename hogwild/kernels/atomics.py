@@ -1,4 +1,5 @@
-"""A test-and-test-and-set spinlock usable inside numba ``nogil`` code.
+"""Synchronisation usable inside numba ``nogil`` code: a test-and-test-and-set
+spinlock, and gates that order work between workers without a global barrier.
 
 The ``locked`` scheduler wraps every update in this lock: it is the baseline
 the Hogwild! paper compares against, so it must be a real lock in compiled code
@@ -83,4 +84,41 @@ def new_lock():
     return np.zeros(16, dtype=np.int32)
 
 
-__all__ = ["acquire", "release", "new_lock"]
+# --- gates: point-to-point ordering between workers ----------------------------------
+#
+# A gate is a counter that one worker raises when it has finished a piece of work and
+# others wait on before starting work that depends on it. Gate g lives at
+# gates[GATE_STRIDE * (g + 1)], each on its own cache line; gates[0] is the abort
+# word, set when a worker fails so that the others stop waiting.
+
+GATE_STRIDE = 16  # int32 words per 64-byte cache line
+
+
+def new_gates(count):
+    """Zeroed gates 0..count-1 and a clear abort word."""
+    return np.zeros(GATE_STRIDE * (count + 1), dtype=np.int32)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def wait_for_gate(gates, gate, level):
+    """Spin until gate ``gate`` reaches ``level``; False if the run was aborted."""
+    slot = GATE_STRIDE * (gate + 1)
+    while _atomic_load(gates, slot) < level:
+        if _atomic_load(gates, 0) != 0:
+            return False
+    return True
+
+
+@njit(nogil=True, cache=True, inline="always")
+def open_gate(gates, gate, level):
+    """Raise gate ``gate`` to ``level``, after (release) this worker's writes."""
+    _atomic_store(gates, GATE_STRIDE * (gate + 1), np.int32(level))
+
+
+def abort_gates(gates):
+    """Tell workers waiting on these gates to give up (a worker failed)."""
+    gates[0] = 1
+
+
+__all__ = ["acquire", "release", "new_lock", "new_gates", "wait_for_gate", "open_gate",
+           "abort_gates"]

@@ -37,6 +37,7 @@ class CompiledLoops(NamedTuple):
 
     run_spans: Callable
     run_spans_locked: Callable
+    run_gated_spans: Callable
     sum_loss: Callable
 
 
@@ -208,6 +209,7 @@ def compile_loops(update, loss, fastmath=False) -> CompiledLoops:
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
-    loops = CompiledLoops(module.run_spans, module.run_spans_locked, module.sum_loss)
+    loops = CompiledLoops(module.run_spans, module.run_spans_locked, module.run_gated_spans,
+                          module.sum_loss)
     _loaded[key] = loops
     return loops

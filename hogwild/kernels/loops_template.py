@@ -17,7 +17,7 @@ Contract for the functions bound by the prelude:
 # ---- template body ----
 from numba import njit
 
-from hogwild.kernels.atomics import acquire, release
+from hogwild.kernels.atomics import acquire, open_gate, release, wait_for_gate
 
 
 @njit(nogil=True, cache=True)
@@ -52,6 +52,29 @@ def run_spans_locked(runs, spans, run_length, params, data, step, epoch, lock):
                 update_sample(e, params, data, step, epoch)
                 release(lock)
             done += last - first
+    return done
+
+
+@njit(nogil=True, cache=True)
+def run_gated_spans(runs, spans, run_length, params, data, step, epoch, gates):
+    """As run_spans, for spans (lo, hi, limit, gate_a, gate_b, level) that may start
+    only when gates gate_a and gate_b have reached ``level``; each raises both to
+    level + 1 when done. Returns -1 if the run was aborted (another worker failed)."""
+    done = 0
+    for s in range(spans.shape[0]):
+        level = spans[s, 5]
+        if not (wait_for_gate(gates, spans[s, 3], level)
+                and wait_for_gate(gates, spans[s, 4], level)):
+            return -1
+        limit = spans[s, 2]
+        for r in range(spans[s, 0], spans[s, 1]):
+            first = runs[r]
+            last = min(first + run_length, limit)
+            for e in range(first, last):
+                update_sample(e, params, data, step, epoch)
+            done += last - first
+        open_gate(gates, spans[s, 3], level + 1)
+        open_gate(gates, spans[s, 4], level + 1)
     return done
 
 
