@@ -1,0 +1,68 @@
+"""Graph files: DIMACS (.col, the colouring benchmark format) and edge lists
+(SNAP), plain or compressed, as hogwild.coloring.Graph."""
+from pathlib import Path
+
+import numpy as np
+
+from hogwild.coloring import Graph
+from hogwild.datasets.files import read_bytes
+from hogwild.errors import DataFormatError
+
+
+def _lines(path):
+    return read_bytes(path).decode("utf-8", "replace").splitlines()
+
+
+def read_dimacs(path):
+    """A DIMACS graph: 'c' comment lines, 'p edge N M', then 'e u v' (1-based).
+    Edges listed twice or in both directions count once."""
+    path = Path(path)
+    n = None
+    u, v = [], []
+    for number, line in enumerate(_lines(path), 1):
+        fields = line.split()
+        if not fields or fields[0] == "c":
+            continue
+        if fields[0] == "p" and len(fields) >= 4 and n is None and fields[2].isdigit():
+            n = int(fields[2])
+        elif fields[0] == "e" and len(fields) >= 3 and n is not None:
+            try:
+                a, b = int(fields[1]), int(fields[2])
+            except ValueError:
+                a = b = 0
+            if not (1 <= a <= n and 1 <= b <= n):
+                raise DataFormatError(f"{path}, line {number}: edge endpoints must be "
+                                      f"integers in 1..{n}: {line.strip()!r}")
+            u.append(a - 1)
+            v.append(b - 1)
+        else:
+            expected = "'p edge N M'" if n is None else "'e u v' or 'c ...'"
+            raise DataFormatError(f"{path}, line {number}: expected {expected}: "
+                                  f"{line.strip()[:80]!r}")
+    if n is None:
+        raise DataFormatError(f"{path}: no 'p edge N M' line")
+    return Graph.from_edges(n, u, v)
+
+
+def read_edge_list(path):
+    """(graph, ids): an edge list of 'u v [more]' lines with '#' comments (SNAP).
+    Vertex ids may be any non-negative integers; ids[i] is the file's id of vertex
+    i. Lines with a single number before the first edge (a vertex or edge count,
+    as some copies of SNAP files carry) are skipped."""
+    path = Path(path)
+    u, v = [], []
+    for number, line in enumerate(_lines(path), 1):
+        fields = line.split()
+        if not fields or fields[0].startswith(("#", "%")):
+            continue
+        if len(fields) == 1 and not u and fields[0].isdigit():
+            continue
+        if len(fields) < 2 or not (fields[0].isdigit() and fields[1].isdigit()):
+            raise DataFormatError(f"{path}, line {number}: expected two non-negative "
+                                  f"integer vertex ids: {line.strip()[:80]!r}")
+        u.append(int(fields[0]))
+        v.append(int(fields[1]))
+    if not u:
+        raise DataFormatError(f"{path}: no edges")
+    ids, dense = np.unique(np.concatenate([u, v]), return_inverse=True)
+    return Graph.from_edges(ids.size, dense[:len(u)], dense[len(u):]), ids
