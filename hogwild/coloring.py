@@ -116,9 +116,7 @@ def _smallest_last_order(indptr, indices):
     reversed: colouring greedily in this order uses at most degeneracy + 1 colours.
     Bucket queue, O(V + E)."""
     n = indptr.size - 1
-    degree = np.empty(n, np.int64)
-    for v in range(n):
-        degree[v] = indptr[v + 1] - indptr[v]
+    degree = indptr[1:] - indptr[:-1]
     max_degree = degree.max() if n else 0
     # doubly linked lists of vertices per current degree
     head = np.full(max_degree + 1, -1, np.int64)
@@ -206,9 +204,7 @@ def _dsatur(indptr, indices):
     """DSATUR with a lazy max-heap keyed by (saturation, degree, -index) and a
     per-vertex bitset of the colours its neighbours have."""
     n = indptr.size - 1
-    degree = np.empty(n, np.int64)
-    for v in range(n):
-        degree[v] = indptr[v + 1] - indptr[v]
+    degree = indptr[1:] - indptr[:-1]
     max_degree = degree.max() if n else 0
     words = (max_degree + 1 + 63) // 64 + 1
     nbr_colors = np.zeros((n, words), np.uint64)

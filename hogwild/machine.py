@@ -1,5 +1,6 @@
 """What a benchmark needs to say about the machine it ran on: CPU, cores, memory,
 library versions, and the ceiling a 2-thread run can reach here."""
+import json
 import os
 import platform
 import statistics
@@ -60,3 +61,16 @@ def describe_machine(extra_packages=()):
     memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return {"cpu": cpu, "usable_cores": usable_cores(), "memory_gib": round(memory_gib, 1),
             "platform": platform.platform(), "versions": versions}
+
+
+def publish(report, to_markdown, out=None, markdown_path=None):
+    """Print a benchmark report as JSON on stdout, and also write it to ``out`` and
+    its Markdown rendering ``to_markdown(report)`` to ``markdown_path`` if given."""
+    text = json.dumps(report, indent=1)
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text + "\n")
+    if markdown_path:
+        with open(markdown_path, "w") as f:
+            f.write(to_markdown(report) + "\n")

@@ -16,7 +16,6 @@ kept). A pure-compute loop on 1 and 2 threads gives the machine's own ceiling fo
 2-worker speedup.
 """
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -24,9 +23,9 @@ import warnings
 
 import numpy as np
 
-from hogwild.machine import compute_ceiling, describe_machine
 from hogwild.datasets.registry import SVM_DATASETS, load_svm_data
 from hogwild.datasets.synthetic import make_sparse_classification
+from hogwild.machine import compute_ceiling, describe_machine, publish
 from hogwild.problems.sparse_svm import SparseSVM, as_csr, binary_labels, error_rate
 
 # (name, scheduler, workers, shuffle_block)
@@ -200,14 +199,7 @@ def main(argv=None):
             name, X, y, X_test, y_test, epochs=2 if args.quick else 3,
             rounds=1 if args.quick else args.rounds, reg=1e-6, step="auto", seed=args.seed,
             with_peer=with_peer))
-    text = json.dumps(report, indent=1)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(markdown(report) + "\n")
+    publish(report, markdown, args.out, args.markdown)
 
 
 if __name__ == "__main__":

@@ -6,13 +6,12 @@ number or bounds) and the SNAP graphs. Prints one JSON document (also --out).
 """
 import argparse
 import csv
-import json
 import sys
 import time
 
 from hogwild.coloring import ALGORITHMS, color_graph
 from hogwild.datasets.graphs import read_dimacs, read_edge_list
-from hogwild.machine import describe_machine
+from hogwild.machine import describe_machine, publish
 from hogwild.paths import shared_data_dir
 
 SNAP = (("snap-facebook-combined", "facebook_combined.txt"), ("snap-ca-GrQc", "CA-GrQc.txt"),
@@ -57,14 +56,7 @@ def main(argv=None):
             graph, _ = read_edge_list(path)
             report["snap"].append({"graph": name, "vertices": graph.n_vertices,
                                    "edges": graph.n_edges, "results": measure(graph)})
-    text = json.dumps(report, indent=1)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(markdown(report) + "\n")
+    publish(report, markdown, args.out, args.markdown)
 
 
 def markdown(report):
