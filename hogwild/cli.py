@@ -57,7 +57,9 @@ def build_parser():
                      help="L2 strength: objective = mean loss + reg/2 ||w||^2 (default: 1e-4)")
     svm.add_argument("--loss", default="hinge", help="hinge or logistic (default: hinge)")
     svm.add_argument("--scheduler", default="hogwild",
-                     help="hogwild (lock-free), locked (a spinlock per update) or serial")
+                     help="hogwild (lock-free), locked (a spinlock per update), serial, or the "
+                          "conflict-free colored (colour classes of the conflict graph) and "
+                          "cyclades (components of random batches)")
     svm.add_argument("--shuffle-block", type=int, default=16,
                      help="shuffle in runs of this many rows (default: 16; 1 = uniform)")
     svm.add_argument("--seed", type=int, default=None, help="random seed")
@@ -107,8 +109,8 @@ def _add_mc_parser(problems, cores, rating_datasets):
                     help="mu (default: 10 plain, per row; 0.06 biased, per rating)")
     mc.add_argument("--bias-reg", type=float, default=None, help="mu of the biases (default: reg)")
     mc.add_argument("--scheduler", default="hogwild",
-                    help="hogwild (lock-free), blocked (conflict-free grid blocks), serial or "
-                         "locked (default: hogwild)")
+                    help="hogwild (lock-free), blocked (conflict-free grid blocks), serial, "
+                         "locked, colored or cyclades (default: hogwild)")
     mc.add_argument("--grid", type=int, default=None,
                     help="blocks per side for --scheduler blocked (default: 8, or 2 x workers)")
     mc.add_argument("--jumbo-rank", type=int, default=10,

@@ -50,6 +50,7 @@ class FitResult:
     backend: str
     workers: int
     seed: Optional[int]
+    setup_seconds: float = 0.0  # scheduler preparation, e.g. colouring the conflict graph
 
     @property
     def objective(self):
@@ -104,7 +105,8 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     schedule = StepSchedule(step_schedule, step, decay)
     sched = get_scheduler(scheduler)
     backend_cls = get_backend(backend)
-    n_workers = sched.workers_for(check_workers(workers), objective.blocks)
+    planner = sched.prepare(objective, check_workers(workers))
+    n_workers = planner.workers
     rng = np.random.default_rng(seed)
 
     params = tuple(p.copy() for p in objective.params)
@@ -116,7 +118,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
         _compile(runner, loops, objective, params, sched)
         for epoch in range(epochs):
             step_now = schedule(epoch)
-            plan = sched.plan(n, n_workers, rng, shuffle_block, objective.blocks)
+            plan = planner.plan(rng, shuffle_block)
             start = time.perf_counter()
             updates = runner.run_epoch(loops, plan, params, data, step_now, epoch)
             seconds = time.perf_counter() - start
@@ -134,4 +136,4 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
             if callback is not None:
                 callback(record)
     return FitResult(params=params, history=history, scheduler=sched.name, backend=backend,
-                     workers=n_workers, seed=seed)
+                     workers=n_workers, seed=seed, setup_seconds=planner.setup_seconds)

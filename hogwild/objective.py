@@ -10,7 +10,9 @@ A sparse separable objective f(x) = (1/n) * sum_e f_e(x_e) is given by
     epoch), receives it, e.g. to draw per-epoch random decisions;
   - loss(e, params, data): f_e at the current parameters (for evaluation);
   - optionally ``blocks``, a hogwild.schedulers.BlockLayout saying which samples
-    never conflict (used by the ``blocked`` scheduler), and ``fastmath=True`` to
+    never conflict (used by the ``blocked`` scheduler), ``supports``, a
+    hogwild.conflicts.Supports listing the coordinates each sample touches (used
+    by ``colored`` and ``cyclades``), and ``fastmath=True`` to
     let LLVM reassociate floating-point sums and vectorise short fixed-length
     loops (SIMD dot products) in the compiled loops (see
     hogwild.kernels.compiler.slp_vectorizer).
@@ -26,6 +28,7 @@ import numpy as np
 
 from hogwild.errors import HogwildError
 from hogwild.kernels.compiler import python_function
+from hogwild.conflicts import Supports
 from hogwild.schedulers import BlockLayout
 
 
@@ -55,6 +58,7 @@ class Objective:
     n_samples: int
     name: str = field(default="objective")
     blocks: Optional[BlockLayout] = None
+    supports: Optional[Supports] = None
     fastmath: bool = False
 
     def __post_init__(self):

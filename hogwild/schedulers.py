@@ -12,9 +12,11 @@ block waits for the blocks before it on its row and column).
 than one worker the interleaving of updates depends on thread timing, so
 results are reproducible only in distribution.
 """
+import time
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from hogwild.errors import HogwildError, check_int, choose
 
@@ -102,20 +104,29 @@ def shuffled_runs(n_samples, run_length, rng):
 class ShuffledScheduler:
     """A fresh random order of runs each epoch, cut into one span per worker."""
 
+    gated = False
+
     def __init__(self, name, locked, single_worker):
         self.name = name
         self.locked = locked
         self.single_worker = single_worker
-        self.gated = False
 
-    def workers_for(self, requested, blocks=None):
-        return 1 if self.single_worker else requested
+    def prepare(self, objective, workers):
+        return _ShuffledPlanner(objective.n_samples, 1 if self.single_worker else workers,
+                                self.locked)
 
-    def plan(self, n_samples, workers, rng, block=1, blocks=None):
-        runs = shuffled_runs(n_samples, block, rng)
-        spans = even_spans(runs.size, self.workers_for(workers))
-        phase = tuple(np.array([(lo, hi, n_samples)], np.int64) for lo, hi in spans)
-        return EpochPlan(runs, block, (phase,), self.locked)
+
+class _ShuffledPlanner:
+    setup_seconds = 0.0
+
+    def __init__(self, n_samples, workers, locked):
+        self.n_samples, self.workers, self.locked = n_samples, workers, locked
+
+    def plan(self, rng, run_length=1):
+        runs = shuffled_runs(self.n_samples, run_length, rng)
+        phase = tuple(np.array([(lo, hi, self.n_samples)], np.int64)
+                      for lo, hi in even_spans(runs.size, self.workers))
+        return EpochPlan(runs, run_length, (phase,), self.locked)
 
 
 class BlockedScheduler:
@@ -138,27 +149,28 @@ class BlockedScheduler:
     locked = False
     gated = True
 
-    @staticmethod
-    def _layout(blocks):
-        if blocks is None:
+    def prepare(self, objective, workers):
+        layout = objective.blocks
+        if layout is None:
             raise HogwildError("scheduler 'blocked' needs an objective with a block layout "
                                "(Objective(..., blocks=...), see hogwild.schedulers."
                                "block_layout); matrix completion builds one")
-        return blocks
-
-    def workers_for(self, requested, blocks=None):
-        return min(requested, self._layout(blocks).grid)
-
-    def plan(self, n_samples, workers, rng, block=1, blocks=None):
-        layout = self._layout(blocks)
-        if int(layout.offsets[-1]) != n_samples:
+        if int(layout.offsets[-1]) != objective.n_samples:
             raise HogwildError(f"block layout covers {int(layout.offsets[-1])} samples, "
-                               f"the objective has {n_samples}")
-        g = layout.grid
-        workers = self.workers_for(workers, layout)
+                               f"the objective has {objective.n_samples}")
+        return _BlockedPlanner(layout, min(workers, layout.grid), objective.n_samples)
+
+
+class _BlockedPlanner:
+    setup_seconds = 0.0
+
+    def __init__(self, layout, workers, n_samples):
+        self.layout, self.workers, self.n_samples = layout, workers, n_samples
+
+    def plan(self, rng, run_length=1):
+        g, offsets, workers = self.layout.grid, self.layout.offsets, self.workers
         rotations = rng.permutation(g)
         relabel = rng.permutation(g)
-        offsets = layout.offsets
         shares = [[] for _ in range(workers)]
         for level, shift in enumerate(rotations):
             for i in range(g):
@@ -168,7 +180,151 @@ class BlockedScheduler:
                 shares[i * workers // g].append((k, k + 1, int(offsets[k + 1]), i, g + j,
                                                  level))
         phase = tuple(np.array(share, np.int64).reshape(-1, 6) for share in shares)
-        return EpochPlan(offsets[:-1], n_samples, (phase,), locked=False, gates=2 * g)
+        return EpochPlan(offsets[:-1], self.n_samples, (phase,), locked=False, gates=2 * g)
+
+
+def _needs_supports(objective, name):
+    if objective.supports is None:
+        raise HogwildError(f"scheduler {name!r} needs the samples' supports "
+                           "(Objective(..., supports=hogwild.conflicts.Supports...)); the "
+                           "sparse SVM and matrix completion give them")
+    return objective.supports
+
+
+def _phase_of_groups(samples, group_of, workers, n_samples):
+    """One phase in which each worker runs a contiguous share of ``samples``: whole
+    groups (colour-class pieces or components) dealt to workers, largest first to
+    the least loaded, each group keeping its samples' order. Returns (samples in
+    run order, the phase)."""
+    order, shares = _deal_groups(group_of, workers)
+    phase = tuple(np.array([(lo, hi, n_samples)], np.int64) for lo, hi in shares)
+    return samples[order], phase
+
+
+@njit(nogil=True, cache=True)
+def _deal_groups(group_of, workers):
+    """(permutation putting worker 0's groups first, then worker 1's..., spans)."""
+    n = group_of.size
+    size = np.zeros(n, np.int64)
+    for g in group_of:
+        size[g] += 1
+    by_size = np.argsort(-size, kind="mergesort")
+    worker_of_group = np.zeros(n, np.int64)
+    load = np.zeros(workers, np.int64)
+    for g in by_size:
+        if size[g] == 0:
+            break
+        w = np.argmin(load)
+        worker_of_group[g] = w
+        load[w] += size[g]
+    key = np.empty(n, np.int64)
+    for i in range(n):
+        key[i] = worker_of_group[group_of[i]] * n + group_of[i]
+    order = np.argsort(key, kind="mergesort")
+    spans = np.empty((workers, 2), np.int64)
+    start = 0
+    for w in range(workers):
+        spans[w, 0] = start
+        start += load[w]
+        spans[w, 1] = start
+    return order, spans
+
+
+class ColoredScheduler:
+    """GraphLab's chromatic engine: colour the conflict graph of the samples, then
+    run the colour classes one after another (a barrier between them); within a
+    class no two samples share a coordinate, so workers cannot conflict and the
+    result is serially equivalent and bitwise reproducible for a seed with any
+    number of workers. The class order and the order within classes are drawn
+    from the seed each epoch."""
+
+    name = "colored"
+    locked = False
+    gated = False
+
+    def prepare(self, objective, workers):
+        from hogwild.coloring import color_graph
+        from hogwild.conflicts import conflict_graph
+
+        supports = _needs_supports(objective, self.name)
+        start = time.perf_counter()
+        colors = color_graph(conflict_graph(supports), "dsatur")
+        planner = _ColoredPlanner(colors, workers, objective.n_samples)
+        planner.setup_seconds = time.perf_counter() - start
+        return planner
+
+
+class _ColoredPlanner:
+    def __init__(self, colors, workers, n_samples):
+        self.workers, self.n_samples = workers, n_samples
+        by_color = np.argsort(colors, kind="stable")
+        counts = np.bincount(colors)
+        self.classes = np.split(by_color, np.cumsum(counts)[:-1])
+        self.n_colors = counts.size
+
+    def plan(self, rng, run_length=1):
+        runs, phases = [], []
+        start = 0
+        for c in rng.permutation(self.n_colors):
+            members = self.classes[c][rng.permutation(self.classes[c].size)]
+            pieces = np.arange(members.size) * self.workers // max(members.size, 1)
+            ordered, phase = _phase_of_groups(members, pieces, self.workers, self.n_samples)
+            runs.append(ordered)
+            phases.append(tuple(share + np.array([start, start, 0]) for share in phase))
+            start += members.size
+        return EpochPlan(np.concatenate(runs).astype(np.int64), 1, tuple(phases), False)
+
+
+class CycladesScheduler:
+    """CYCLADES (Pan et al., NIPS 2016): each epoch, a random permutation cut into
+    batches; the connected components of each batch's conflict graph (union-find
+    over shared coordinates) are dealt whole to workers, batches run one after
+    another. Components never conflict, so the run is serially equivalent and
+    bitwise reproducible for a seed with any number of workers, without ever
+    building the full conflict graph.
+
+    Batch size: n / (2 (1 + d)), with d the mean number of other samples that
+    share a coordinate with a sample (counted with repeats), so that a batch's
+    conflict graph has about one edge per four samples and stays in small pieces
+    (at least 64 samples, at most n). Data with a coordinate in most samples
+    still forms one big component per batch, which runs on one worker.
+    """
+
+    name = "cyclades"
+    locked = False
+    gated = False
+
+    def prepare(self, objective, workers):
+        supports = _needs_supports(objective, self.name)
+        counts = np.bincount(supports.indices, minlength=supports.n_coordinates)
+        n = supports.n_samples
+        mean_conflicts = float(np.sum(counts.astype(np.float64) * (counts - 1))) / n
+        batch = int(min(n, max(64, n / (2 * (1 + mean_conflicts)))))
+        return _CycladesPlanner(supports, workers, batch)
+
+
+class _CycladesPlanner:
+    setup_seconds = 0.0
+
+    def __init__(self, supports, workers, batch):
+        self.supports, self.workers, self.batch = supports, workers, batch
+        self._owner = np.full(supports.n_coordinates, -1, np.int64)
+        self._parent = np.empty(batch, np.int64)
+
+    def plan(self, rng, run_length=1):
+        from hogwild.conflicts import batch_components
+
+        n = self.supports.n_samples
+        order = rng.permutation(n).astype(np.int64)
+        runs, phases = [], []
+        for start in range(0, n, self.batch):
+            batch = order[start:start + self.batch]
+            roots = batch_components(self.supports.indptr, self.supports.indices, batch,
+                                     self._owner, self._parent)
+            ordered, phase = _phase_of_groups(batch, roots, self.workers, n)
+            runs.append(ordered)
+            phases.append(tuple(share + np.array([start, start, 0]) for share in phase))
+        return EpochPlan(np.concatenate(runs), 1, tuple(phases), False)
 
 
 SCHEDULERS = {
@@ -176,6 +332,8 @@ SCHEDULERS = {
     "locked": ShuffledScheduler("locked", locked=True, single_worker=False),
     "serial": ShuffledScheduler("serial", locked=False, single_worker=True),
     "blocked": BlockedScheduler(),
+    "colored": ColoredScheduler(),
+    "cyclades": CycladesScheduler(),
 }
 
 

@@ -19,10 +19,11 @@ from numba import njit
 
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, choose
+from hogwild.conflicts import Supports
 from hogwild.objective import Objective
 
 LOSSES = ("hinge", "logistic")
-SCHEDULERS = ("hogwild", "locked", "serial")  # no block structure for "blocked"
+SCHEDULERS = ("hogwild", "locked", "serial", "colored", "cyclades")
 
 
 # --- per-sample kernels (plain Python, compiled by the engine) -------------------
@@ -218,7 +219,7 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None):
     salt = seed_seq.generate_state(1, dtype=np.uint64)
     data = (X.indptr, X.indices, X.data, labels, reg_scale, salt)
     return Objective(update, sample_loss, params=(np.zeros(d, dtype=np.float32),), data=data,
-                     n_samples=n, name=f"sparse-svm-{loss}")
+                     n_samples=n, name=f"sparse-svm-{loss}", supports=Supports.from_csr(X))
 
 
 # --- estimator --------------------------------------------------------------------
@@ -243,7 +244,9 @@ class SparseSVM:
     epochs, step, decay, step_schedule: SGD schedule (see hogwild.steps); step="auto"
         is 0.2 / (mean squared row norm), which suits unit-norm TF-IDF rows and
         binary features alike (the chosen value is kept in ``step_``).
-    workers: threads (default: all usable cores); scheduler: hogwild | locked | serial.
+    workers: threads (default: all usable cores); scheduler: hogwild | locked | serial |
+        colored | cyclades (the last two are conflict-free and bitwise reproducible for
+        a seed with any number of workers; see hogwild.schedulers).
     shuffle_block: rows are shuffled once (by the seed), then each epoch visits them
         in a random order of runs of this many rows, so that workers read memory
         sequentially (several times faster than one random row at a time); 1 gives

@@ -56,7 +56,8 @@ def test_run_svm_on_a_file_with_a_test_file(capsys, tmp_path):
     (["--workers", "0"], "workers must be an integer >= 1, got 0"),
     (["--step", "-1"], "step must be a finite number > 0, got -1.0"),
     (["--step", "0"], "step must be a finite number > 0, got 0.0"),
-    (["--scheduler", "fast"], "unknown scheduler 'fast'; choose one of: hogwild, locked, serial"),
+    (["--scheduler", "fast"], "unknown scheduler 'fast'; choose one of: hogwild, locked, serial, "
+                              "colored, cyclades"),
     (["--loss", "squared"], "unknown loss 'squared'; choose one of: hinge, logistic"),
     (["--data", "rcv1"], "unknown dataset 'rcv1'; choose one of: a9a, news20-bydate, "
                          "imdb-aclimdb, or give an svmlight file path"),
@@ -155,7 +156,7 @@ def test_run_mc_text_report_on_a_ratings_file(capsys, tmp_path):
     (["--data", "jumbo:5x5"], "bad Jumbo size 'jumbo:5x5'; expected jumbo:ROWSxCOLSxNNZ, e.g. "
                               "jumbo:100000x20000x10000000"),
     (["--scheduler", "fast"], "unknown scheduler 'fast'; choose one of: hogwild, blocked, "
-                              "serial, locked"),
+                              "serial, locked, colored, cyclades"),
     (["--test-fraction", "1"], r"test_fraction must be in (0, 1), got 1.0"),
     (["--split", "movie"], "unknown split 'movie'; choose one of: rating, user"),
 ])

@@ -6,6 +6,7 @@ import hogwild
 from hogwild import DivergenceError, HogwildError, Objective, fit
 from hogwild.engine import usable_cores
 from hogwild.kernels.compiler import compile_loops, fingerprint
+from hogwild.conflicts import Supports
 from hogwild.schedulers import block_layout, get_scheduler, shuffled_runs
 from hogwild.steps import StepSchedule
 
@@ -95,7 +96,22 @@ def bipartite_counting_objective(n_rows=40, n_cols=30, n=60_000, grid=6, seed=0)
     order, row_labels, col_labels, layout = block_layout(r, c, grid, rng)
     data = (row_labels[r[order]].astype(np.int64), col_labels[c[order]].astype(np.int64))
     params = (np.zeros(n_rows, np.int64), np.zeros(n_cols, np.int64))
-    return Objective(racy_row_and_column_counts, zero_loss, params, data, n, blocks=layout)
+    return Objective(racy_row_and_column_counts, zero_loss, params, data, n, blocks=layout,
+                     supports=Supports.from_keys(*data))
+
+
+def pair_update(e, params, data, step):
+    """Least squares on a + b = target for the sample's (row, column) pair."""
+    a, b = params
+    r, c, target = data[0][e], data[1][e], data[2][e]
+    err = a[r] + b[c] - target
+    a[r] -= step * err
+    b[c] -= step * err
+
+
+def pair_loss(e, params, data):
+    err = params[0][data[0][e]] + params[1][data[1][e]] - data[2][e]
+    return 0.5 * err * err
 
 
 def counting_objective(n):
@@ -136,7 +152,8 @@ SHUFFLED = ("hogwild", "locked", "serial")
 @pytest.mark.parametrize("name", SHUFFLED)
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_plan_splits_every_sample_once(name, workers):
-    plan = get_scheduler(name).plan(1000, workers, np.random.default_rng(0), 7)
+    plan = get_scheduler(name).prepare(counting_objective(1000), workers).plan(
+        np.random.default_rng(0), 7)
     expected_workers = 1 if name == "serial" else workers
     (phase,) = plan.phases
     assert len(phase) == expected_workers and all(len(share) == 1 for share in phase)
@@ -165,8 +182,8 @@ def test_block_layout_groups_samples_by_row_and_column_block():
 def test_blocked_plan_runs_each_block_once_without_conflicts(workers):
     objective = bipartite_counting_objective(grid=4)
     layout = objective.blocks
-    plan = get_scheduler("blocked").plan(objective.n_samples, workers,
-                                         np.random.default_rng(0), 1, layout)
+    plan = get_scheduler("blocked").prepare(objective, workers).plan(
+        np.random.default_rng(0))
     (phase,) = plan.phases
     assert len(phase) == min(workers, 4) and not plan.locked and plan.gates == 8
     np.testing.assert_array_equal(plan.runs, layout.offsets[:-1])
@@ -193,6 +210,62 @@ def test_a_failing_worker_releases_the_gates():
                         objective.n_samples, blocks=objective.blocks)
     with pytest.raises(ValueError, match="row three"):
         fit(failing, epochs=1, workers=2, scheduler="blocked", seed=0)
+
+
+@pytest.mark.parametrize("scheduler", ["colored", "cyclades"])
+@pytest.mark.parametrize("workers", [1, 3])
+def test_conflict_free_plans_cover_every_sample_once_without_conflicts(scheduler, workers):
+    objective = bipartite_counting_objective(n_rows=300, n_cols=200, n=3000)
+    keys = objective.supports.indices.reshape(-1, 2)
+    planner = get_scheduler(scheduler).prepare(objective, workers)
+    plan = planner.plan(np.random.default_rng(0))
+    assert plan.run_length == 1 and not plan.gates
+    np.testing.assert_array_equal(np.sort(plan.runs), np.arange(3000))
+    for phase in plan.phases:
+        assert len(phase) == workers
+        touched = [set(keys[plan.runs[lo:hi]].ravel().tolist())
+                   for share in phase for lo, hi, _ in share]
+        for a in range(len(touched)):  # workers of one phase share no coordinate
+            for b in range(a + 1, len(touched)):
+                assert not touched[a] & touched[b]
+        if scheduler == "colored":  # within a colour class no two samples conflict
+            samples = np.concatenate([plan.runs[lo:hi] for share in phase
+                                      for lo, hi, _ in share])
+            flat = keys[samples].ravel()
+            assert np.unique(flat).size == flat.size
+
+
+@pytest.mark.parametrize("scheduler", ["colored", "cyclades"])
+def test_conflict_free_schedulers_are_exact_and_bitwise_reproducible(scheduler):
+    """Racy counters stay exact (no two workers ever touch one coordinate), and a
+    float objective gives identical bits with 1 and 2 workers."""
+    objective = bipartite_counting_objective(n_rows=400, n_cols=300, n=20_000)
+    result = fit(objective, epochs=2, workers=2, scheduler=scheduler, seed=0)
+    assert result.params[0].sum() == result.params[1].sum() == 40_000
+    rng = np.random.default_rng(1)
+    r, c = rng.integers(0, 300, 5000), rng.integers(0, 200, 5000)
+    target = rng.standard_normal(5000)
+    data = (r, c, target)
+    mf = Objective(pair_update, pair_loss, (np.zeros(300), np.zeros(200)), data, 5000,
+                   supports=Supports.from_keys(r, c))
+    runs = [fit(mf, epochs=3, step=0.3, workers=w, scheduler=scheduler, seed=s).params
+            for w, s in ((1, 4), (2, 4), (2, 5))]
+    for a, b in zip(runs[0], runs[1]):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(runs[0][0], runs[2][0])
+
+
+def test_colored_refuses_a_nearly_complete_conflict_graph():
+    rng = np.random.default_rng(0)
+    keys = np.zeros(8000, np.int64), rng.integers(0, 100, 8000)  # one coordinate in all
+    objective = Objective(pair_update, pair_loss, (np.zeros(1), np.zeros(100)),
+                          keys + (np.zeros(8000),), 8000, supports=Supports.from_keys(*keys))
+    with pytest.raises(HogwildError, match=r"would list [0-9,]+ sample pairs \(one coordinate "
+                                           r"is in 8000 samples, 100%\); colouring it is "
+                                           r"impractical, use scheduler='cyclades'"):
+        fit(objective, scheduler="colored")
+    with pytest.raises(HogwildError, match="scheduler 'cyclades' needs the samples' supports"):
+        fit(counting_objective(10), scheduler="cyclades")
 
 
 def test_blocked_workers_never_collide():
@@ -295,7 +368,8 @@ def test_divergence_names_the_epoch_and_suggests_a_smaller_step():
     ({"step": 0}, "step must be a finite number > 0, got 0"),
     ({"step": -1.0}, r"step must be a finite number > 0, got -1.0"),
     ({"step": float("nan")}, "step must be a finite number > 0, got nan"),
-    ({"scheduler": "fast"}, "unknown scheduler 'fast'; choose one of: hogwild, locked, serial, blocked"),
+    ({"scheduler": "fast"}, "unknown scheduler 'fast'; choose one of: hogwild, locked, serial, "
+                            "blocked, colored, cyclades"),
     ({"backend": "mpi"}, "unknown backend 'mpi'; choose one of: threads"),
     ({"step_schedule": "cosine"},
      "unknown step schedule 'cosine'; choose one of: constant, geometric, inverse"),

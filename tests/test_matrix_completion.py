@@ -232,7 +232,8 @@ def test_loading_a_file_of_another_kind_or_version_is_refused(tmp_path):
     ({"rank": 513}, None, "rank must be an integer from 1 to 512, got 513"),
     ({"model": "svd++"}, None, "unknown model 'svd\\+\\+'; choose one of: plain, biased"),
     ({"scheduler": "fast"}, None,
-     "unknown scheduler 'fast'; choose one of: hogwild, blocked, serial, locked"),
+     "unknown scheduler 'fast'; choose one of: hogwild, blocked, serial, locked, colored, "
+     "cyclades"),
     ({"reg": -1}, None, "reg must be a finite number >= 0, got -1"),
     ({"step": 0}, None, "step must be a finite number > 0, got 0"),
     ({}, ([1, 2], [1, 2], [4.0, np.nan]),
@@ -256,3 +257,18 @@ def test_unfitted_model_says_so():
 
 def test_rmse_helper():
     assert rmse([1.0, 3.0], [2.0, 3.0]) == pytest.approx(np.sqrt(0.5))
+
+
+@pytest.mark.parametrize("scheduler", ["colored", "cyclades"])
+def test_conflict_free_schedulers_are_bitwise_reproducible_across_workers(scheduler):
+    train, test, _ = make_jumbo(300, 200, 6000, rank=3, noise=0.5, seed=4, folder=None)
+
+    def factors(workers):
+        m = MatrixFactorization(rank=4, scheduler=scheduler, workers=workers, epochs=3,
+                                seed=2).fit(train, eval_set=test)
+        return m.user_factors_, m.item_factors_, m.history_[-1].metrics["test_rmse"]
+
+    one, two = factors(1), factors(2)
+    np.testing.assert_array_equal(one[0], two[0])
+    np.testing.assert_array_equal(one[1], two[1])
+    assert one[2] == two[2] < 1.5

@@ -153,7 +153,8 @@ def test_bad_input_messages(small, make_input, message):
     ({"reg": -1.0}, "reg must be a finite number >= 0, got -1.0"),
     ({"step": -0.5}, "step must be a finite number > 0, got -0.5"),
     ({"workers": 0}, "workers must be an integer >= 1, got 0"),
-    ({"scheduler": "fast"}, "unknown scheduler 'fast'; choose one of: hogwild, locked, serial"),
+    ({"scheduler": "fast"}, "unknown scheduler 'fast'; choose one of: hogwild, locked, serial, "
+                            "colored, cyclades"),
 ])
 def test_bad_parameter_messages(small, params, message):
     with pytest.raises(HogwildError, match=message):
@@ -174,3 +175,14 @@ def _with_value(X, value):
     X = X.copy()
     X.data[5] = value
     return X
+
+
+@pytest.mark.parametrize("scheduler", ["colored", "cyclades"])
+def test_conflict_free_schedulers_are_bitwise_reproducible_across_workers(scheduler):
+    from hogwild.datasets.synthetic import make_sparse_classification
+    X, y = make_sparse_classification(n_samples=3000, n_features=20_000, nnz_per_row=6,
+                                      seed=3)
+    fits = [SparseSVM(scheduler=scheduler, workers=w, epochs=3, seed=s).fit(X, y).coef_
+            for w, s in ((1, 0), (2, 0), (2, 1))]
+    np.testing.assert_array_equal(fits[0], fits[1])
+    assert not np.array_equal(fits[0], fits[2])
