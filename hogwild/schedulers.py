@@ -105,6 +105,7 @@ class ShuffledScheduler:
     """A fresh random order of runs each epoch, cut into one span per worker."""
 
     gated = False
+    phased = False
 
     def __init__(self, name, locked, single_worker):
         self.name = name
@@ -148,6 +149,7 @@ class BlockedScheduler:
     name = "blocked"
     locked = False
     gated = True
+    phased = False
 
     def prepare(self, objective, workers):
         layout = objective.blocks
@@ -241,6 +243,7 @@ class ColoredScheduler:
     name = "colored"
     locked = False
     gated = False
+    phased = True  # one phase per colour class, barriers in compiled code
 
     def prepare(self, objective, workers):
         from hogwild.coloring import color_graph
@@ -293,6 +296,7 @@ class CycladesScheduler:
     name = "cyclades"
     locked = False
     gated = False
+    phased = True  # one phase per batch, barriers in compiled code
 
     def prepare(self, objective, workers):
         supports = _needs_supports(objective, self.name)

@@ -202,14 +202,16 @@ def test_blocked_plan_runs_each_block_once_without_conflicts(workers):
         assert all(not set(share[:, 3]) & rows_of_other for rows_of_other in others)
 
 
-def test_a_failing_worker_releases_the_gates():
+@pytest.mark.parametrize("scheduler", ["blocked", "colored", "cyclades"])
+def test_a_failing_worker_releases_the_gates(scheduler):
     """An update that raises in one worker stops the others instead of leaving them
-    waiting on gates forever."""
+    waiting on gates (or compiled barriers) forever."""
     objective = bipartite_counting_objective(n=2000, grid=4)
     failing = Objective(raise_on_row_three, zero_loss, objective.params, objective.data,
-                        objective.n_samples, blocks=objective.blocks)
+                        objective.n_samples, blocks=objective.blocks,
+                        supports=objective.supports)
     with pytest.raises(ValueError, match="row three"):
-        fit(failing, epochs=1, workers=2, scheduler="blocked", seed=0)
+        fit(failing, epochs=1, workers=2, scheduler=scheduler, seed=0)
 
 
 @pytest.mark.parametrize("scheduler", ["colored", "cyclades"])

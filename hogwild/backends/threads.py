@@ -21,7 +21,10 @@ class ThreadsBackend:
         """Compile (or load from cache) the kernel a run will use, outside the timed
         epochs."""
         runs = np.zeros(0, np.int64)
-        if scheduler.gated:
+        if scheduler.phased:
+            loops.run_phased_spans(runs, np.zeros((0, 4), np.int64), 1, params, data, 0.0, 0,
+                                   new_gates(1), 0, 1)
+        elif scheduler.gated:
             loops.run_gated_spans(runs, np.zeros((0, 6), np.int64), 1, params, data, 0.0, 0,
                                   new_gates(0))
         elif scheduler.locked:
@@ -32,6 +35,8 @@ class ThreadsBackend:
 
     def run_epoch(self, loops, plan, params, data, step, epoch):
         """Run one epoch's plan, phase after phase; returns the number of updates."""
+        if len(plan.phases) > 1 and not plan.locked:
+            return self._run_phased(loops, plan, params, data, step, epoch)
         runs, length = plan.runs, plan.run_length
         if plan.gates:
             gates = new_gates(plan.gates)
@@ -58,6 +63,26 @@ class ThreadsBackend:
             others = [self._pool.submit(run, spans) for spans in phase[1:] if len(spans)]
             updates += run(phase[0]) + sum(f.result() for f in others)
         return updates
+
+    def _run_phased(self, loops, plan, params, data, step, epoch):
+        """Many short phases (colour classes, batches) with the barriers in compiled
+        code: one call per worker per epoch instead of one per worker per phase."""
+        workers = len(plan.phases[0])
+        gates = new_gates(workers)
+        shares = [np.concatenate([np.column_stack([phase[w], np.full(len(phase[w]), p)])
+                                  for p, phase in enumerate(plan.phases)]).astype(np.int64)
+                  for w in range(workers)]
+
+        def run(w):
+            try:
+                return loops.run_phased_spans(plan.runs, shares[w], plan.run_length, params,
+                                              data, step, epoch, gates, w, workers)
+            except BaseException:
+                abort_gates(gates)
+                raise
+
+        others = [self._pool.submit(run, w) for w in range(1, workers)]
+        return run(0) + sum(f.result() for f in others)
 
     def close(self):
         self._pool.shutdown(wait=True)

@@ -38,6 +38,7 @@ class CompiledLoops(NamedTuple):
     run_spans: Callable
     run_spans_locked: Callable
     run_gated_spans: Callable
+    run_phased_spans: Callable
     sum_loss: Callable
 
 
@@ -210,6 +211,6 @@ def compile_loops(update, loss, fastmath=False) -> CompiledLoops:
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
     loops = CompiledLoops(module.run_spans, module.run_spans_locked, module.run_gated_spans,
-                          module.sum_loss)
+                          module.run_phased_spans, module.sum_loss)
     _loaded[key] = loops
     return loops

@@ -79,6 +79,29 @@ def run_gated_spans(runs, spans, run_length, params, data, step, epoch, gates):
 
 
 @njit(nogil=True, cache=True)
+def run_phased_spans(runs, spans, run_length, params, data, step, epoch, gates, me, workers):
+    """As run_spans for worker ``me`` of ``workers``, for spans (lo, hi, limit,
+    phase) in phase order with a barrier between phases: gate w counts the phases
+    worker w has finished, and phase p starts once every gate has reached p.
+    Returns -1 if the run was aborted (another worker failed)."""
+    done = 0
+    for s in range(spans.shape[0]):
+        phase = spans[s, 3]
+        open_gate(gates, me, phase)
+        for w in range(workers):
+            if not wait_for_gate(gates, w, phase):
+                return -1
+        limit = spans[s, 2]
+        for r in range(spans[s, 0], spans[s, 1]):
+            first = runs[r]
+            last = min(first + run_length, limit)
+            for e in range(first, last):
+                update_sample(e, params, data, step, epoch)
+            done += last - first
+    return done
+
+
+@njit(nogil=True, cache=True)
 def sum_loss(params, data, n_samples):
     """Sum of f_e over all samples, in float64."""
     total = 0.0
