@@ -20,6 +20,20 @@ from numba import njit
 from hogwild.kernels.atomics import acquire, open_gate, release, wait_for_gate
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _run_span(runs, lo, hi, run_length, limit, params, data, step, epoch):
+    """Update the samples of runs lo..hi-1 (run r: samples runs[r] ..
+    min(runs[r] + run_length, limit) - 1); returns how many."""
+    done = 0
+    for r in range(lo, hi):
+        first = runs[r]
+        last = min(first + run_length, limit)
+        for e in range(first, last):
+            update_sample(e, params, data, step, epoch)
+        done += last - first
+    return done
+
+
 @njit(nogil=True, cache=True)
 def run_spans(runs, spans, run_length, params, data, step, epoch):
     """Update, in place, the samples of each span (lo, hi, limit) = spans[s]: runs
@@ -28,13 +42,8 @@ def run_spans(runs, spans, run_length, params, data, step, epoch):
     without locks."""
     done = 0
     for s in range(spans.shape[0]):
-        limit = spans[s, 2]
-        for r in range(spans[s, 0], spans[s, 1]):
-            first = runs[r]
-            last = min(first + run_length, limit)
-            for e in range(first, last):
-                update_sample(e, params, data, step, epoch)
-            done += last - first
+        done += _run_span(runs, spans[s, 0], spans[s, 1], run_length, spans[s, 2], params,
+                          data, step, epoch)
     return done
 
 
@@ -66,13 +75,8 @@ def run_gated_spans(runs, spans, run_length, params, data, step, epoch, gates):
         if not (wait_for_gate(gates, spans[s, 3], level)
                 and wait_for_gate(gates, spans[s, 4], level)):
             return -1
-        limit = spans[s, 2]
-        for r in range(spans[s, 0], spans[s, 1]):
-            first = runs[r]
-            last = min(first + run_length, limit)
-            for e in range(first, last):
-                update_sample(e, params, data, step, epoch)
-            done += last - first
+        done += _run_span(runs, spans[s, 0], spans[s, 1], run_length, spans[s, 2], params,
+                          data, step, epoch)
         open_gate(gates, spans[s, 3], level + 1)
         open_gate(gates, spans[s, 4], level + 1)
     return done
@@ -91,13 +95,8 @@ def run_phased_spans(runs, spans, run_length, params, data, step, epoch, gates, 
         for w in range(workers):
             if not wait_for_gate(gates, w, phase):
                 return -1
-        limit = spans[s, 2]
-        for r in range(spans[s, 0], spans[s, 1]):
-            first = runs[r]
-            last = min(first + run_length, limit)
-            for e in range(first, last):
-                update_sample(e, params, data, step, epoch)
-            done += last - first
+        done += _run_span(runs, spans[s, 0], spans[s, 1], run_length, spans[s, 2], params,
+                          data, step, epoch)
     return done
 
 
