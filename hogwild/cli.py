@@ -3,6 +3,7 @@
     hogwild run svm [--data NAME|PATH] [--test PATH] [--workers N] ...
     hogwild run mc [--data ml-1m|ml-100k|PATH|jumbo:ROWSxCOLSxNNZ] [--rank K] ...
     hogwild download NAME
+    hogwild stats svm|mc [--data ...]
     hogwild datasets
 
 Errors caused by the input print one line, ``hogwild: error: ...``, and exit 2;
@@ -14,6 +15,8 @@ import resource
 import sys
 import time
 import warnings
+
+import numpy as np
 
 from hogwild.errors import HogwildError
 
@@ -74,6 +77,15 @@ def build_parser():
     download.add_argument("name", help=f"one of: {', '.join(RATINGS_DATASETS)}")
     download.add_argument("--url", help="download from this mirror instead (file:// works)")
     download.add_argument("--md5", help="expected md5 of the mirror's archive")
+
+    stats = commands.add_parser(
+        "stats", help="sparsity statistics (Omega, Delta, rho) of a problem's data",
+        description="The Hogwild! paper's sparsity statistics of a problem's samples, and "
+                    "what they predict for lock-free scaling.")
+    stats.add_argument("problem", help="svm or mc")
+    stats.add_argument("--data", default=None,
+                       help="dataset name or file (default: a9a for svm, ml-1m for mc)")
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
 
     commands.add_parser("datasets", help="list available datasets and their shapes")
     return parser
@@ -269,6 +281,35 @@ def run_mc(args):
           (f"; model saved to {args.save}" if args.save else ""))
 
 
+def sparsity(args):
+    from hogwild.conflicts import Supports, reading, sparsity_stats
+    from hogwild.errors import choose
+
+    choose(("svm", "mc"), args.problem, "problem")
+    if args.problem == "svm":
+        from hogwild.datasets.registry import DEFAULT_SVM_DATASET, load_svm_data
+        data = args.data or DEFAULT_SVM_DATASET
+        supports = Supports.from_csr(load_svm_data(data)[0].X)
+    else:
+        from hogwild.datasets.registry import load_ratings
+        data = args.data or "ml-1m"
+        ratings = load_ratings(data)
+        supports = Supports.from_keys(np.unique(ratings.users, return_inverse=True)[1],
+                                      np.unique(ratings.items, return_inverse=True)[1])
+    stats = sparsity_stats(supports)
+    stats.update(problem=args.problem, data=data, reading=reading(stats))
+    if args.json:
+        print(json.dumps(stats))
+        return
+    how = "exact" if stats["rho_exact"] else f"max over {stats['rho_samples']:,} sampled samples"
+    print(f"{args.problem} on {data}: {stats['samples']:,} samples, "
+          f"{stats['coordinates']:,} coordinates\n"
+          f"  Omega (largest support)                {stats['omega']}\n"
+          f"  Delta (most samples on one coordinate) {stats['delta']:.4f}\n"
+          f"  rho   (most conflicts of one sample)   {stats['rho']:.4f} ({how})\n"
+          f"  {stats['reading']}")
+
+
 def download(args):
     from hogwild.datasets.registry import download_dataset
 
@@ -277,8 +318,6 @@ def download(args):
 
 
 def list_datasets(args):
-    import numpy as np
-
     from hogwild.datasets.ratings import read_ratings
     from hogwild.datasets.registry import RATINGS_DATASETS, SVM_DATASETS, load_svm_data
     from hogwild.datasets.svmlight import cached_files
@@ -339,6 +378,8 @@ def _dispatch(args):
             list_datasets(args)
         elif args.command == "download":
             download(args)
+        elif args.command == "stats":
+            sparsity(args)
         elif args.problem == "mc":
             run_mc(args)
         else:

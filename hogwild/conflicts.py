@@ -146,3 +146,79 @@ def batch_components(indptr, indices, batch, owner, parent):
         for k in range(indptr[e], indptr[e + 1]):
             owner[indices[k]] = -1
     return roots
+
+
+@njit(nogil=True, cache=True)
+def _conflict_degrees(indptr, indices, holders_start, holders, samples, mark):
+    """For each sample in ``samples``: how many other samples share a coordinate
+    with it (each counted once). ``mark`` is scratch, one slot per sample, all -1."""
+    out = np.empty(samples.size, np.int64)
+    for i in range(samples.size):
+        e = samples[i]
+        count = 0
+        for k in range(indptr[e], indptr[e + 1]):
+            c = indices[k]
+            for q in range(holders_start[c], holders_start[c + 1]):
+                f = holders[q]
+                if f != e and mark[f] != i:
+                    mark[f] = i
+                    count += 1
+        out[i] = count
+    return out
+
+
+@njit(nogil=True, cache=True)
+def _holders(indptr, indices, counts):
+    """CSR of coordinate -> samples touching it."""
+    start = np.zeros(counts.size + 1, np.int64)
+    for c in range(counts.size):
+        start[c + 1] = start[c] + counts[c]
+    fill = start[:-1].copy()
+    holders = np.empty(indices.size, np.int64)
+    for e in range(indptr.size - 1):
+        for k in range(indptr[e], indptr[e + 1]):
+            holders[fill[indices[k]]] = e
+            fill[indices[k]] += 1
+    return start, holders
+
+
+def sparsity_stats(supports, max_exact=20_000, seed=0):
+    """The Hogwild! paper's sparsity statistics of the samples' supports:
+
+    omega: the largest support (coordinates one update touches);
+    delta: the largest fraction of samples that touch one coordinate;
+    rho:   the largest fraction of samples that conflict with one sample.
+
+    rho is exact for up to ``max_exact`` samples; above that it is the maximum
+    over ``max_exact`` samples drawn at random (seeded), a lower bound that the
+    report marks as sampled.
+    """
+    n = supports.n_samples
+    sizes = np.diff(supports.indptr)
+    counts = np.bincount(supports.indices, minlength=supports.n_coordinates)
+    start, holders = _holders(supports.indptr, supports.indices, counts)
+    exact = n <= max_exact
+    samples = np.arange(n) if exact else np.sort(
+        np.random.default_rng(seed).choice(n, max_exact, replace=False))
+    degrees = _conflict_degrees(supports.indptr, supports.indices, start, holders,
+                                samples.astype(np.int64), np.full(n, -1, np.int64))
+    return {"samples": n, "coordinates": supports.n_coordinates,
+            "omega": int(sizes.max()), "mean_support": float(sizes.mean()),
+            "delta": float(counts.max()) / n,
+            "rho": float(degrees.max()) / n, "mean_conflict_fraction": float(degrees.mean()) / n,
+            "rho_exact": exact, "rho_samples": int(samples.size)}
+
+
+def reading(stats):
+    """One line on what the statistics predict for lock-free scaling."""
+    rho, delta = stats["rho"], stats["delta"]
+    if rho < 0.01 and delta < 0.01:
+        return ("very sparse: updates rarely collide (the paper's condition for near-linear "
+                "speedup, though traffic on shared cache lines can still limit a real "
+                "machine), and conflict-free batches stay small")
+    if delta >= 0.1:
+        return (f"a coordinate is in {delta:.0%} of the samples: every worker writes it, so "
+                "Hogwild! scaling is limited by cache-line traffic on it, and conflict-free "
+                "schedules serialise (use cyclades, not colored)")
+    return (f"moderately sparse (each sample conflicts with up to {rho:.1%} of the others): "
+            "Hogwild! collisions are infrequent; conflict-free batches stay small")

@@ -4,6 +4,7 @@ import shutil
 import signal
 import subprocess
 
+import numpy as np
 import pytest
 
 from hogwild.cli import main
@@ -190,3 +191,19 @@ def test_download_command_from_a_mirror(capsys, tmp_path, monkeypatch):
     status, out, _ = run(capsys, "datasets")
     line = next(x for x in out.splitlines() if x.startswith("ml-1m "))
     assert "downloaded" in line or "shared" in line
+
+
+def test_stats_reports_the_papers_sparsity_statistics(capsys):
+    from hogwild.datasets.registry import load_svm_data
+    X = load_svm_data("a9a")[0].X
+    status, out, err = run(capsys, "stats", "svm", "--json")
+    assert status == 0, err
+    stats = json.loads(out)
+    assert stats["omega"] == int(np.diff(X.indptr).max())
+    assert stats["delta"] == np.bincount(X.indices).max() / X.shape[0]
+    assert stats["rho"] <= 1 and "cyclades" in stats["reading"]
+    status, out, _ = run(capsys, "stats", "svm")
+    assert out.splitlines()[0] == "svm on a9a: 32,561 samples, 123 coordinates"
+    assert out.splitlines()[2].startswith("  Delta (most samples on one coordinate) 0.95")
+    status, _, err = run(capsys, "stats", "graph")
+    assert status == 2 and err == "hogwild: error: unknown problem 'graph'; choose one of: svm, mc\n"

@@ -444,3 +444,17 @@ def test_compiled_loops_are_reused_within_a_process():
 
 def test_public_api():
     assert callable(hogwild.fit) and hogwild.Objective is Objective
+
+
+# --- sparsity statistics ----------------------------------------------------------------
+
+def test_sparsity_statistics_by_hand():
+    from hogwild.conflicts import sparsity_stats
+    # samples: {0, 1}, {1, 2}, {3}, {0}
+    supports = Supports(np.array([0, 2, 4, 5, 6]), np.array([0, 1, 1, 2, 3, 0]), 4)
+    stats = sparsity_stats(supports)
+    assert (stats["omega"], stats["delta"], stats["rho"]) == (2, 0.5, 0.5)
+    assert stats["rho_exact"] and stats["mean_conflict_fraction"] == (2 + 1 + 0 + 1) / 16
+    sampled = sparsity_stats(supports, max_exact=2, seed=0)
+    assert not sampled["rho_exact"] and sampled["rho_samples"] == 2
+    assert sampled["rho"] <= stats["rho"]
