@@ -1,0 +1,91 @@
+"""Graph cuts: the simplex projection against a NumPy reference, the exact minimum
+s-t cut (SciPy's maximum flow) on a real graph, and bad input."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.csgraph import maximum_flow
+
+from hogwild import HogwildError
+from hogwild.datasets.graphs import read_edge_list
+from hogwild.paths import shared_data_dir
+from hogwild.problems.graph_cuts import cut_weight, multiway_cut, simplex_projector
+
+
+def reference_projection(y):
+    """Euclidean projection onto the simplex by bisection on the threshold."""
+    lo, hi = y.min() - 1.0, y.max()
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if np.maximum(y - mid, 0).sum() > 1:
+            lo = mid
+        else:
+            hi = mid
+    return np.maximum(y - (lo + hi) / 2, 0)
+
+
+@pytest.mark.parametrize("labels", [2, 3, 8, 16])
+def test_projection_matches_the_reference(labels):
+    rng = np.random.default_rng(labels)
+    X = rng.normal(0, 1, (200, labels)).astype(np.float32)
+    expected = np.array([reference_projection(row.astype(np.float64)) for row in X])
+    simplex_projector(labels)(X)
+    np.testing.assert_allclose(X, expected, atol=2e-6)
+    np.testing.assert_allclose(X.sum(axis=1), 1, atol=1e-5)
+
+
+def exact_min_cut(n, u, v, sources, sinks):
+    """Unit-weight minimum cut separating two vertex sets (SciPy maximum flow)."""
+    big = 10 ** 8
+    rows = np.concatenate([u, v, np.full(len(sources), n), sinks])
+    cols = np.concatenate([v, u, sources, np.full(len(sinks), n + 1)])
+    cap = np.concatenate([np.ones(2 * len(u)), np.full(len(sources) + len(sinks), big)])
+    graph = sp.csr_matrix((cap.astype(np.int32), (rows, cols)), shape=(n + 2, n + 2))
+    return maximum_flow(graph, n, n + 1).flow_value
+
+
+@pytest.fixture(scope="module")
+def facebook():
+    path = shared_data_dir() / "snap-facebook-combined" / "facebook_combined.txt"
+    if not path.exists():
+        pytest.skip(f"{path} not found (set HOGWILD_DATA to the shared data folder)")
+    g, _ = read_edge_list(path)
+    src = np.repeat(np.arange(g.n_vertices), np.diff(g.indptr))
+    keep = src < g.indices
+    return g.n_vertices, src[keep], g.indices[keep].astype(np.int64)
+
+
+@pytest.mark.parametrize("scheduler,workers", [("serial", 1), ("hogwild", 2), ("cyclades", 2)])
+def test_two_terminal_cut_matches_the_exact_minimum_cut(facebook, scheduler, workers):
+    n, u, v = facebook
+    chosen = np.random.default_rng(0).choice(n, 10, replace=False)
+    terminals = {int(c): int(i >= 5) for i, c in enumerate(chosen)}
+    exact = exact_min_cut(n, u, v, chosen[:5], chosen[5:])
+    result = multiway_cut(n, u, v, np.ones(u.size), terminals, 2, workers=workers,
+                          scheduler=scheduler, seed=0)
+    assert result.cut <= 1.02 * exact, (result.cut, exact)
+    assert result.cut == cut_weight(u, v, np.ones(u.size, np.float32), result.labels)
+    assert all(result.labels[t] == label for t, label in terminals.items())
+    assert result.workers == workers
+
+
+def test_conflict_free_cut_is_bitwise_reproducible_across_workers(facebook):
+    n, u, v = facebook
+    terminals = {0: 0, 1: 1, 2: 2}
+    runs = [multiway_cut(n, u, v, np.ones(u.size), terminals, 3, epochs=3, workers=w,
+                         scheduler="cyclades", seed=1).x for w in (1, 2)]
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"n_labels": 1}, "labels must be an integer >= 2, got 1"),
+    ({"terminals": {}}, "give at least one terminal vertex"),
+    ({"terminals": {0: 5}}, "terminal 0 has label 5, outside 0..1"),
+    ({"w": [1.0, -1.0]}, "edge weights must be finite and >= 0"),
+    ({"u": [0]}, "edges need equal, non-zero numbers of u, v and w entries"),
+])
+def test_bad_input(kwargs, message):
+    args = {"n_vertices": 3, "u": [0, 1], "v": [1, 2], "w": [1.0, 1.0],
+            "terminals": {0: 0, 2: 1}, "n_labels": 2}
+    args.update(kwargs)
+    with pytest.raises(HogwildError, match=message):
+        multiway_cut(**args, epochs=1)
