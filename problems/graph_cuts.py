@@ -147,12 +147,14 @@ class CutResult:
     setup_seconds: float
 
 
-def multiway_cut(n_vertices, u, v, w, terminals, n_labels, *, epochs=50, step=0.1,
-                 decay=0.95, workers=None, scheduler="hogwild", seed=None, callback=None):
+def multiway_cut(n_vertices, u, v, w, terminals, n_labels, *, epochs=200, step=0.1,
+                 decay=0.98, workers=None, scheduler="hogwild", seed=None, callback=None):
     """Solve the relaxation with Hogwild! SGD and round it.
 
     terminals: dict vertex -> label in 0..n_labels-1 (at least one vertex).
-    Free vertices start at the simplex's centre.
+    Free vertices start at the simplex's centre. The defaults (200 epochs, step
+    0.1, decay 0.98) reach the exact minimum s-t cut on the shared SNAP graphs;
+    fewer epochs leave vertices far from every terminal undecided.
     """
     n_labels = check_int("labels", n_labels, 2)
     if n_labels > MAX_LABELS:
@@ -197,3 +199,19 @@ def multiway_cut(n_vertices, u, v, w, terminals, n_labels, *, epochs=50, step=0.
                      relaxation=result.objective * len(u), x=result.params[0],
                      history=result.history, workers=result.workers,
                      setup_seconds=result.setup_seconds)
+
+
+def nearest_terminal_labels(n_vertices, u, v, terminals):
+    """The baseline: every vertex takes the label of its nearest terminal (fewest
+    edges; vertices that reach no terminal take label 0)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import dijkstra
+
+    graph = csr_matrix((np.ones(2 * len(u)), (np.concatenate([u, v]), np.concatenate([v, u]))),
+                       shape=(n_vertices, n_vertices))
+    sources = np.array(list(terminals), dtype=np.int64)
+    _, _, nearest = dijkstra(graph, unweighted=True, indices=sources, min_only=True,
+                             return_predecessors=True)
+    label_of = np.zeros(n_vertices, np.int64)
+    label_of[sources] = [terminals[int(t)] for t in sources]
+    return np.where(nearest >= 0, label_of[np.maximum(nearest, 0)], 0)

@@ -8,7 +8,8 @@ from scipy.sparse.csgraph import maximum_flow
 from hogwild import HogwildError
 from hogwild.datasets.graphs import read_edge_list
 from hogwild.paths import shared_data_dir
-from hogwild.problems.graph_cuts import cut_weight, multiway_cut, simplex_projector
+from hogwild.problems.graph_cuts import (cut_weight, multiway_cut, nearest_terminal_labels,
+                                         simplex_projector)
 
 
 def reference_projection(y):
@@ -43,9 +44,15 @@ def exact_min_cut(n, u, v, sources, sinks):
     return maximum_flow(graph, n, n + 1).flow_value
 
 
-@pytest.fixture(scope="module")
-def facebook():
-    path = shared_data_dir() / "snap-facebook-combined" / "facebook_combined.txt"
+SNAP = {"facebook": ("snap-facebook-combined", "facebook_combined.txt"),
+        "grqc": ("snap-ca-GrQc", "CA-GrQc.txt"),
+        "enron": ("snap-email-Enron", "Email-Enron.txt.gz")}
+
+
+def snap_edges(name):
+    """(n, u, v) of a shared SNAP graph, each undirected edge once, or skip."""
+    folder, file = SNAP[name]
+    path = shared_data_dir() / folder / file
     if not path.exists():
         pytest.skip(f"{path} not found (set HOGWILD_DATA to the shared data folder)")
     g, _ = read_edge_list(path)
@@ -54,9 +61,18 @@ def facebook():
     return g.n_vertices, src[keep], g.indices[keep].astype(np.int64)
 
 
-@pytest.mark.parametrize("scheduler,workers", [("serial", 1), ("hogwild", 2), ("cyclades", 2)])
-def test_two_terminal_cut_matches_the_exact_minimum_cut(facebook, scheduler, workers):
-    n, u, v = facebook
+@pytest.fixture(scope="module")
+def facebook():
+    return snap_edges("facebook")
+
+
+@pytest.mark.parametrize("graph,scheduler,workers", [
+    ("facebook", "serial", 1), ("facebook", "hogwild", 2), ("facebook", "cyclades", 2),
+    ("grqc", "serial", 1), ("grqc", "hogwild", 2), ("enron", "serial", 1),
+    ("enron", "hogwild", 2)])
+def test_two_terminal_cut_matches_the_exact_minimum_cut(graph, scheduler, workers):
+    """Two terminal sets of 5 vertices drawn by seed; the default settings."""
+    n, u, v = snap_edges(graph)
     chosen = np.random.default_rng(0).choice(n, 10, replace=False)
     terminals = {int(c): int(i >= 5) for i, c in enumerate(chosen)}
     exact = exact_min_cut(n, u, v, chosen[:5], chosen[5:])
@@ -66,6 +82,16 @@ def test_two_terminal_cut_matches_the_exact_minimum_cut(facebook, scheduler, wor
     assert result.cut == cut_weight(u, v, np.ones(u.size, np.float32), result.labels)
     assert all(result.labels[t] == label for t, label in terminals.items())
     assert result.workers == workers
+
+
+def test_eight_label_cut_beats_the_nearest_terminal_baseline(facebook):
+    n, u, v = facebook
+    chosen = np.random.default_rng(0).choice(n, 8, replace=False)
+    terminals = {int(c): i for i, c in enumerate(chosen)}
+    w = np.ones(u.size, np.float32)
+    baseline = cut_weight(u, v, w, nearest_terminal_labels(n, u, v, terminals))
+    result = multiway_cut(n, u, v, w, terminals, 8, workers=2, seed=0)
+    assert result.cut < baseline
 
 
 def test_conflict_free_cut_is_bitwise_reproducible_across_workers(facebook):
