@@ -8,8 +8,9 @@ x_v in the probability simplex of R^D for every vertex minimising
 Each sample is an edge: a subgradient step on w ||x_u - x_v||_1 followed by the
 Euclidean projection of x_u and x_v back onto the simplex (the sort-based
 O(D log D) algorithm of Held et al. / Duchi et al. 2008). Rounding gives each
-vertex the label of its largest coordinate; the fit keeps the best rounding seen
-over the epochs (the rounded cut of an SGD iterate can get worse as steps
+vertex the label of its largest coordinate (with two labels, the best threshold
+on x_v[1] when it cuts less); the fit keeps the best rounding seen over the
+epochs (the rounded cut of an SGD iterate can get worse as steps
 shrink around a fractional point), so the reported cut never regresses.
 For two labels the relaxation is the minimum s-t cut's LP, whose optimum is the
 exact minimum cut.
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, types
+from scipy.sparse import csr_matrix
 from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
@@ -131,6 +133,39 @@ def cut_kernels(n_labels):
     return update, loss
 
 
+@njit(nogil=True, cache=True)
+def _best_threshold(score, indptr, indices, weights, fixed, fixed_labels):
+    """Two labels: the threshold t (label 1 iff score >= t) with the smallest cut
+    that keeps every terminal's label, by one sweep in decreasing score (flipping
+    a vertex to label 1 changes the cut by its edge weight to label-0 neighbours
+    minus that to label-1 neighbours). Returns (cut, threshold); the cut is inf if
+    no threshold keeps the terminals (never, for scores from the relaxation)."""
+    order = np.argsort(-score, kind="mergesort")
+    n = score.size
+    label = np.zeros(n, np.int8)
+    ones_left = 0
+    for v in range(n):
+        if fixed[v] and fixed_labels[v] == 1:
+            ones_left += 1
+    zeros_flipped = 0
+    cut = 0.0
+    best_cut, best_t = np.inf, np.inf
+    for i in range(n):
+        v = order[i]
+        for k in range(indptr[v], indptr[v + 1]):
+            cut += weights[k] if label[indices[k]] == 0 else -weights[k]
+        label[v] = 1
+        if fixed[v]:
+            if fixed_labels[v] == 1:
+                ones_left -= 1
+            else:
+                zeros_flipped += 1
+        at_boundary = i + 1 == n or score[order[i + 1]] < score[v]
+        if ones_left == 0 and zeros_flipped == 0 and at_boundary and cut < best_cut:
+            best_cut, best_t = cut, score[v]
+    return best_cut, best_t
+
+
 def cut_weight(u, v, w, labels):
     """Total weight of the edges whose ends have different labels."""
     return float(np.sum(w[labels[u] != labels[v]], dtype=np.float64))
@@ -184,11 +219,21 @@ def multiway_cut(n_vertices, u, v, w, terminals, n_labels, *, epochs=200, step=0
     objective = Objective(update, loss, (X,), (u, v, w, fixed), len(u),
                           name=f"multiway-cut-{n_labels}", supports=supports)
     best = {"cut": np.inf, "labels": None}
+    if n_labels == 2:
+        adjacency = csr_matrix((np.concatenate([w, w]), (np.concatenate([u, v]),
+                                                        np.concatenate([v, u]))),
+                               shape=(n_vertices, n_vertices))
 
     def evaluate(params):
         labels = np.argmax(params[0], axis=1)
         labels[fixed == 1] = fixed_labels[fixed == 1]
         cut = cut_weight(u, v, w, labels)
+        if n_labels == 2:  # the best threshold on x_v[1] is at least as good as argmax
+            swept, threshold = _best_threshold(params[0][:, 1], adjacency.indptr,
+                                               adjacency.indices, adjacency.data, fixed,
+                                               fixed_labels)
+            if swept < cut:
+                cut, labels = swept, (params[0][:, 1] >= threshold).astype(np.int64)
         if cut < best["cut"]:
             best.update(cut=cut, labels=labels)
         return {"rounded_cut": cut}
@@ -204,7 +249,6 @@ def multiway_cut(n_vertices, u, v, w, terminals, n_labels, *, epochs=200, step=0
 def nearest_terminal_labels(n_vertices, u, v, terminals):
     """The baseline: every vertex takes the label of its nearest terminal (fewest
     edges; vertices that reach no terminal take label 0)."""
-    from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import dijkstra
 
     graph = csr_matrix((np.ones(2 * len(u)), (np.concatenate([u, v]), np.concatenate([v, u]))),

@@ -115,3 +115,21 @@ def test_bad_input(kwargs, message):
     args.update(kwargs)
     with pytest.raises(HogwildError, match=message):
         multiway_cut(**args, epochs=1)
+
+
+def test_two_label_threshold_sweep_finds_the_best_cut_that_keeps_the_terminals():
+    from hogwild.problems.graph_cuts import _best_threshold
+    # path 0 - 1 - 2 - 3 with weights 5, 1, 5; terminals 0 (label 1) and 3 (label 0)
+    u, v, w = np.array([0, 1, 2]), np.array([1, 2, 3]), np.array([5.0, 1.0, 5.0])
+    adj = sp.csr_matrix((np.concatenate([w, w]), (np.concatenate([u, v]),
+                                                       np.concatenate([v, u]))), shape=(4, 4))
+    fixed = np.array([1, 0, 0, 1], np.uint8)
+    fixed_labels = np.array([1, -1, -1, 0])
+    score = np.array([1.0, 0.6, 0.4, 0.0])  # the cheap edge (1, 2) sits at 0.5
+    cut, threshold = _best_threshold(score, adj.indptr, adj.indices, adj.data, fixed,
+                                     fixed_labels)
+    assert (cut, threshold) == (1.0, 0.6)
+    score = np.array([1.0, 0.2, 0.9, 0.0])  # order 0, 2, 1, 3: cuts 5, 11, 5
+    cut, threshold = _best_threshold(score, adj.indptr, adj.indices, adj.data, fixed,
+                                     fixed_labels)
+    assert (cut, threshold) == (5.0, 1.0)
