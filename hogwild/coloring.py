@@ -93,20 +93,27 @@ def _two_hop_pairs(indptr, indices):
 
 # --- compiled colouring ---------------------------------------------------------------
 
+@njit(nogil=True, cache=True, inline="always")
+def _smallest_free_color(indptr, indices, colors, v, seen_by):
+    """The smallest colour no coloured neighbour of v has (seen_by[c] == v marks
+    colour c as taken for v, so the scratch array needs no clearing)."""
+    for k in range(indptr[v], indptr[v + 1]):
+        c = colors[indices[k]]
+        if c >= 0:
+            seen_by[c] = v
+    c = 0
+    while seen_by[c] == v:
+        c += 1
+    return c
+
+
 @njit(nogil=True, cache=True)
 def _greedy(indptr, indices, order):
     n = indptr.size - 1
     colors = np.full(n, -1, np.int32)
     seen_by = np.full(n + 1, -1, np.int64)  # seen_by[c] == v: a neighbour of v has c
     for v in order:
-        for k in range(indptr[v], indptr[v + 1]):
-            c = colors[indices[k]]
-            if c >= 0:
-                seen_by[c] = v
-        c = 0
-        while seen_by[c] == v:
-            c += 1
-        colors[v] = c
+        colors[v] = _smallest_free_color(indptr, indices, colors, v, seen_by)
     return colors
 
 
@@ -221,13 +228,7 @@ def _dsatur(indptr, indices):
         key, v, size = _heap_pop(keys, items, size)
         if colors[v] >= 0 or key != saturation[v] * scale_sat + degree[v] * (n + 1) + (n - v):
             continue  # already coloured, or a stale entry
-        for k in range(indptr[v], indptr[v + 1]):
-            c = colors[indices[k]]
-            if c >= 0:
-                seen_by[c] = v
-        c = 0
-        while seen_by[c] == v:
-            c += 1
+        c = _smallest_free_color(indptr, indices, colors, v, seen_by)
         colors[v] = c
         word, bit = c // 64, np.uint64(1) << np.uint64(c % 64)
         for k in range(indptr[v], indptr[v + 1]):

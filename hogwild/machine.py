@@ -1,5 +1,6 @@
 """What a benchmark needs to say about the machine it ran on: CPU, cores, memory,
 library versions, and the ceiling a 2-thread run can reach here."""
+import argparse
 import json
 import os
 import platform
@@ -74,3 +75,24 @@ def publish(report, to_markdown, out=None, markdown_path=None):
     if markdown_path:
         with open(markdown_path, "w") as f:
             f.write(to_markdown(report) + "\n")
+
+
+def benchmark_arguments(description, quick_help):
+    """The options every benchmark script takes: --quick, --rounds, --seed, --out,
+    --markdown."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="also write the JSON document to this file")
+    parser.add_argument("--markdown", help="also write the results as Markdown tables here")
+    return parser
+
+
+def machine_lines(report):
+    """Markdown lines naming the machine of a report and its 2-thread ceiling."""
+    m = report["machine"]
+    return [f"Machine: {m['cpu']}, {m['usable_cores']} usable cores, {m['memory_gib']} GiB; "
+            f"{', '.join(f'{k} {v}' for k, v in m['versions'].items())}.",
+            f"Pure-compute ceiling for 2 threads vs 1 on this machine: "
+            f"{report['compute_ceiling_2_over_1']:.2f}x.", ""]

@@ -31,12 +31,13 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
+from hogwild.conflicts import Supports
 from hogwild.datasets.ratings import Ratings
 from hogwild.engine import check_workers
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_int, choose
+from hogwild.estimator import Params
 from hogwild.kernels.compiler import FASTMATH_FLAGS
-from hogwild.conflicts import Supports
 from hogwild.objective import Objective
 from hogwild.schedulers import block_layout
 
@@ -272,12 +273,9 @@ def rmse(predictions, values):
 
 # --- estimator ------------------------------------------------------------------------
 
-_PARAM_NAMES = ("rank", "model", "reg", "bias_reg", "epochs", "step", "decay",
-                "step_schedule", "workers", "scheduler", "grid", "shuffle_block",
-                "shuffle_ratings", "init_scale", "seed")
 
 
-class MatrixFactorization:
+class MatrixFactorization(Params):
     """Low-rank matrix completion of ratings, trained with Hogwild! SGD.
 
     Parameters (keyword only, stored unchanged)
@@ -329,22 +327,6 @@ class MatrixFactorization:
         self.shuffle_ratings = shuffle_ratings
         self.init_scale = init_scale
         self.seed = seed
-
-    def get_params(self, deep=True):
-        return {name: getattr(self, name) for name in _PARAM_NAMES}
-
-    def set_params(self, **params):
-        for name, value in params.items():
-            if name not in _PARAM_NAMES:
-                raise HogwildError(f"unknown parameter {name!r} for MatrixFactorization; "
-                                   f"valid: {', '.join(_PARAM_NAMES)}")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self):
-        defaults = MatrixFactorization().get_params()
-        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if v != defaults[k]]
-        return f"MatrixFactorization({', '.join(changed)})"
 
     # -- training --------------------------------------------------------------------
 

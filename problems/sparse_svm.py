@@ -17,9 +17,10 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
+from hogwild.conflicts import Supports
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, choose
-from hogwild.conflicts import Supports
+from hogwild.estimator import Params
 from hogwild.objective import Objective
 
 LOSSES = ("hinge", "logistic")
@@ -224,11 +225,9 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None):
 
 # --- estimator --------------------------------------------------------------------
 
-_PARAM_NAMES = ("loss", "reg", "epochs", "step", "decay", "step_schedule", "workers",
-                "scheduler", "shuffle_block", "seed")
 
 
-class SparseSVM:
+class SparseSVM(Params):
     """Linear classifier on sparse data trained with Hogwild! SGD.
 
     scikit-learn compatible (fit / predict / decision_function / score,
@@ -269,28 +268,12 @@ class SparseSVM:
         self.shuffle_block = shuffle_block
         self.seed = seed
 
-    def get_params(self, deep=True):
-        return {name: getattr(self, name) for name in _PARAM_NAMES}
-
-    def set_params(self, **params):
-        for name, value in params.items():
-            if name not in _PARAM_NAMES:
-                raise HogwildError(f"unknown parameter {name!r} for SparseSVM; valid: "
-                                   f"{', '.join(_PARAM_NAMES)}")
-            setattr(self, name, value)
-        return self
-
     def __sklearn_tags__(self):
         """What scikit-learn (>= 1.6) asks of an estimator it meets in a pipeline."""
         from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
         return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
                     classifier_tags=ClassifierTags(multi_class=False),
                     input_tags=InputTags(sparse=True), non_deterministic=True)
-
-    def __repr__(self):
-        defaults = SparseSVM().get_params()
-        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if v != defaults[k]]
-        return f"SparseSVM({', '.join(changed)})"
 
     def fit(self, X, y, eval_set=None, callback=None):
         """Train on X (n x d, sparse or dense) and binary labels y.

@@ -21,7 +21,6 @@ computed the same way for all (unclipped predictions, the training mean for ids
 unseen in training) except Surprise, whose predictions are clipped to [1, 5] by
 its own test().
 """
-import argparse
 import os
 import statistics
 import sys
@@ -33,7 +32,8 @@ import numpy as np
 from hogwild.datasets.jumbo import make_jumbo
 from hogwild.datasets.ratings import split_ratings
 from hogwild.datasets.registry import RATINGS_DATASETS, load_ratings
-from hogwild.machine import compute_ceiling, describe_machine, publish
+from hogwild.machine import (benchmark_arguments, compute_ceiling, describe_machine,
+                             machine_lines, publish)
 from hogwild.peers import libmf_fit, libmf_predict, load_libmf
 from hogwild.problems.matrix_completion import IdIndex, MatrixFactorization, rmse
 
@@ -155,11 +155,7 @@ def bench(name, train, test, rank, epochs, rounds, seed, peers, libmf_timeout=60
 
 
 def markdown(report):
-    m = report["machine"]
-    lines = [f"Machine: {m['cpu']}, {m['usable_cores']} usable cores, {m['memory_gib']} GiB; "
-             f"{', '.join(f'{k} {v}' for k, v in m['versions'].items())}.",
-             f"Pure-compute ceiling for 2 threads vs 1 on this machine: "
-             f"{report['compute_ceiling_2_over_1']:.2f}x.", ""]
+    lines = machine_lines(report)
     for d in report["datasets"]:
         lines += [f"### {d['dataset']} ({d['n_train']:,} training / {d['n_test']:,} test "
                   f"ratings, {d['n_users']:,} users x {d['n_items']:,} items; rank {d['rank']}, "
@@ -174,13 +170,7 @@ def markdown(report):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a smoke run on small data")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", help="also write the JSON document to this file")
-    parser.add_argument("--markdown", help="also write the results as Markdown tables here")
-    args = parser.parse_args(argv)
+    args = benchmark_arguments(__doc__.split("\n")[0], "a smoke run on small data").parse_args(argv)
     peers = ["libmf"]
     try:
         import pandas  # noqa: F401

@@ -15,7 +15,6 @@ leaves out its one-off input conversion (each fit is timed twice and the faster
 kept). A pure-compute loop on 1 and 2 threads gives the machine's own ceiling for a
 2-worker speedup.
 """
-import argparse
 import statistics
 import sys
 import time
@@ -25,7 +24,8 @@ import numpy as np
 
 from hogwild.datasets.registry import SVM_DATASETS, load_svm_data
 from hogwild.datasets.synthetic import make_sparse_classification
-from hogwild.machine import compute_ceiling, describe_machine, publish
+from hogwild.machine import (benchmark_arguments, compute_ceiling, describe_machine,
+                             machine_lines, publish)
 from hogwild.problems.sparse_svm import SparseSVM, as_csr, binary_labels, error_rate
 
 # (name, scheduler, workers, shuffle_block)
@@ -139,11 +139,7 @@ def synthetic(n_samples, n_features, seed):
 
 def markdown(report):
     """The report as Markdown tables: one row per configuration and dataset."""
-    m = report["machine"]
-    lines = [f"Machine: {m['cpu']}, {m['usable_cores']} usable cores, {m['memory_gib']} GiB; "
-             f"{', '.join(f'{k} {v}' for k, v in m['versions'].items())}.",
-             f"Pure-compute ceiling for 2 threads vs 1 on this machine: "
-             f"{report['compute_ceiling_2_over_1']:.2f}x.", ""]
+    lines = machine_lines(report)
     for d in report["datasets"]:
         lines += [f"### {d['dataset']} ({d['n_samples']:,} x {d['n_features']:,}, "
                   f"{d['nnz']:,} nonzeros; reg {d['reg']:g}, step {d['step']}, "
@@ -162,13 +158,7 @@ def markdown(report):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a one-minute smoke run")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", help="also write the JSON document to this file")
-    parser.add_argument("--markdown", help="also write the results as Markdown tables here")
-    args = parser.parse_args(argv)
+    args = benchmark_arguments(__doc__.split("\n")[0], "a one-minute smoke run").parse_args(argv)
     try:
         import sklearn  # noqa: F401
         with_peer = True

@@ -1,4 +1,9 @@
-"""Shared fixtures: the real datasets in the shared data folder ($HOGWILD_DATA)."""
+"""Shared fixtures: the real datasets in the shared data folder ($HOGWILD_DATA), and
+quick runs of the benchmark scripts."""
+import importlib.util
+import json
+from pathlib import Path
+
 import pytest
 
 from hogwild.datasets.ratings import split_ratings
@@ -47,3 +52,20 @@ def ml100k():
 def ml1m_split():
     """MovieLens 1M, random 80/20 split of the ratings with seed 0."""
     return split_ratings(shared_ratings("ml-1m"), test_fraction=0.2, seed=0)
+
+
+@pytest.fixture
+def quick_benchmark(tmp_path, capsys):
+    """run(name) -> (module, report, markdown): scripts/<name>.py --quick, checking
+    that the JSON it prints is the JSON it writes."""
+    def run(name):
+        path = Path(__file__).resolve().parent.parent / "scripts" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        out, table = tmp_path / "report.json", tmp_path / "report.md"
+        module.main(["--quick", "--out", str(out), "--markdown", str(table)])
+        report = json.loads(out.read_text())
+        assert json.loads(capsys.readouterr().out) == report
+        return module, report, table.read_text()
+    return run

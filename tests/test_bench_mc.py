@@ -1,27 +1,10 @@
 """scripts/bench_mc.py --quick writes a complete, well-formed report (no timing
 thresholds: speed goals are checked by reading the full run, not by tests)."""
-import importlib.util
-import json
-from pathlib import Path
-
 from hogwild.peers import load_libmf
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench_mc.py"
 
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("bench_mc", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_quick_run_reports_every_configuration(tmp_path, capsys):
-    bench = load_script()
-    out, table = tmp_path / "report.json", tmp_path / "report.md"
-    bench.main(["--quick", "--out", str(out), "--markdown", str(table)])
-    report = json.loads(out.read_text())
-    assert json.loads(capsys.readouterr().out) == report
+def test_quick_run_reports_every_configuration(quick_benchmark):
+    bench, report, table = quick_benchmark("bench_mc")
     assert report["quick"] is True and report["machine"]["usable_cores"] >= 1
     (dataset,) = report["datasets"]
     assert dataset["dataset"] == "jumbo-2000x1500x100000" and dataset["n_train"] == 100_000
@@ -34,7 +17,7 @@ def test_quick_run_reports_every_configuration(tmp_path, capsys):
     for result in dataset["results"].values():
         assert result["ratings_per_s"] > 0 and 0 < result["test_rmse"] < 2
     assert {"hogwild_2_over_1", "blocked_2_over_1"} <= set(dataset["ratios"])
-    assert "| blocked-2 |" in table.read_text()
+    assert "| blocked-2 |" in table
 
 
 def test_a_stalled_libmf_fit_is_abandoned_not_waited_for():
