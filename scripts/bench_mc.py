@@ -110,6 +110,7 @@ def bench(name, train, test, rank, epochs, rounds, seed, peers, libmf_timeout=60
               file=sys.stderr)
     X, test_u, test_i = dense_triples(train, test)
     runs = {}
+    stalls = []  # peer runs that did not finish in time (left out of the medians)
     for round_ in range(rounds):
         for label, scheduler, workers in OUR_CONFIGS:
             runs.setdefault(label, []).append(ours(train, test, scheduler, workers, rank,
@@ -120,6 +121,8 @@ def bench(name, train, test, rank, epochs, rounds, seed, peers, libmf_timeout=60
                                       libmf_timeout)
                 if measured is not None:
                     runs.setdefault(f"libmf-{threads}", []).append(measured)
+                else:
+                    stalls.append(f"libmf-{threads} in round {round_ + 1}")
         if "surprise" in peers:
             runs.setdefault("surprise-svd", []).append(
                 surprise_peer(train, test, rank, epochs, seed + round_))
@@ -147,7 +150,7 @@ def bench(name, train, test, rank, epochs, rounds, seed, peers, libmf_timeout=60
         for label in ("hogwild-1", "hogwild-2", "blocked-2"):
             ratios[f"rmse_{label.replace('-', '_')}_minus_libmf"] = \
                 results[label]["test_rmse"] - results["libmf-1"]["test_rmse"]
-    return {"dataset": name, "n_train": len(train), "n_test": len(test),
+    return {"dataset": name, "n_train": len(train), "n_test": len(test), "peer_stalls": stalls,
             "n_users": int(np.unique(train.users).size),
             "n_items": int(np.unique(train.items).size), "rank": rank, "epochs": epochs,
             "rounds": rounds, "libmf_library": libmf_library, "results": results,
@@ -189,7 +192,7 @@ def main(argv=None):
                                     folder=None)
         report["datasets"].append(bench("jumbo-2000x1500x100000", train, test, rank=8,
                                         epochs=3, rounds=1, seed=args.seed, peers=peers,
-                                        libmf_timeout=60))
+                                        libmf_timeout=15))
     elif RATINGS_DATASETS["ml-1m"].locate() is None:
         print("ml-1m: not in the shared data folder or the download cache (hogwild download "
               "ml-1m)", file=sys.stderr)

@@ -12,8 +12,10 @@ def test_quick_run_reports_every_configuration(quick_benchmark):
     peers = set(dataset["results"]) - ours
     assert ours <= set(dataset["results"])
     assert peers <= {"libmf-1", "libmf-2", "surprise-svd"}
-    if load_libmf()[0] is not None:
-        assert {"libmf-1", "libmf-2"} <= peers and "hogwild_1_over_libmf_1" in dataset["ratios"]
+    if load_libmf()[0] is not None:  # each LIBMF run is measured or reported as stalled
+        for label in ("libmf-1", "libmf-2"):
+            stalled = any(s.startswith(label) for s in dataset["peer_stalls"])
+            assert (label in peers) != stalled, (label, dataset["peer_stalls"])
     for result in dataset["results"].values():
         assert result["ratings_per_s"] > 0 and 0 < result["test_rmse"] < 2
     assert {"hogwild_2_over_1", "blocked_2_over_1"} <= set(dataset["ratios"])
