@@ -43,6 +43,12 @@ class Graph:
     def degrees(self):
         return np.diff(self.indptr)
 
+    def edges(self):
+        """(u, v): every edge once, with u < v (int64 arrays)."""
+        u = np.repeat(np.arange(self.n_vertices), np.diff(self.indptr))
+        keep = u < self.indices
+        return u[keep], self.indices[keep].astype(np.int64)
+
     @classmethod
     def from_edges(cls, n_vertices, u, v):
         """The simple undirected graph of the edge list (u[k], v[k]): directions,

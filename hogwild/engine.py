@@ -31,7 +31,8 @@ def usable_cores():
 
 @dataclass
 class EpochRecord:
-    """One epoch: ``seconds`` is the update phase alone (evaluation is excluded)."""
+    """One epoch: ``seconds`` is the update phase alone; drawing the epoch's plan
+    (``plan_seconds``: batches, components) and evaluation are excluded."""
 
     epoch: int
     step: float
@@ -40,6 +41,7 @@ class EpochRecord:
     updates_per_s: float
     objective: float
     metrics: dict = field(default_factory=dict)
+    plan_seconds: float = 0.0
 
 
 @dataclass
@@ -118,7 +120,9 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
         _compile(runner, loops, objective, params, sched)
         for epoch in range(epochs):
             step_now = schedule(epoch)
+            start = time.perf_counter()
             plan = planner.plan(rng, shuffle_block)
+            plan_seconds = time.perf_counter() - start
             start = time.perf_counter()
             updates = runner.run_epoch(loops, plan, params, data, step_now, epoch)
             seconds = time.perf_counter() - start
@@ -131,7 +135,8 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
                                  updates=int(updates),
                                  updates_per_s=updates / seconds if seconds > 0 else math.inf,
                                  objective=float(value),
-                                 metrics=dict(evaluate(params)) if evaluate else {})
+                                 metrics=dict(evaluate(params)) if evaluate else {},
+                                 plan_seconds=plan_seconds)
             history.append(record)
             if callback is not None:
                 callback(record)

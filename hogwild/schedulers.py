@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from hogwild.conflicts import color_samples, components_by_batch
 from hogwild.errors import HogwildError, check_int, choose
 
 
@@ -39,6 +40,8 @@ class EpochPlan:
     locked: bool
     gates: int = 0  # > 0: spans are rows (lo, hi, limit, gate_a, gate_b, level); see
     # loops_template.run_gated_spans: a span starts once both gates reach its level
+    barriers: int = 0  # > 0: that many phases with compiled barriers between them, all in
+    # phases[0]: spans are rows (lo, hi, limit, phase), see loops_template.run_phased_spans
 
 
 @dataclass(frozen=True)
@@ -193,43 +196,52 @@ def _needs_supports(objective, name):
     return objective.supports
 
 
-def _phase_of_groups(samples, group_of, workers, n_samples):
-    """One phase in which each worker runs a contiguous share of ``samples``: whole
-    groups (colour-class pieces or components) dealt to workers, largest first to
-    the least loaded, each group keeping its samples' order. Returns (samples in
-    run order, the phase)."""
-    order, shares = _deal_groups(group_of, workers)
-    phase = tuple(np.array([(lo, hi, n_samples)], np.int64) for lo, hi in shares)
-    return samples[order], phase
-
-
 @njit(nogil=True, cache=True)
-def _deal_groups(group_of, workers):
-    """(permutation putting worker 0's groups first, then worker 1's..., spans)."""
-    n = group_of.size
-    size = np.zeros(n, np.int64)
-    for g in group_of:
-        size[g] += 1
-    by_size = np.argsort(-size, kind="mergesort")
-    worker_of_group = np.zeros(n, np.int64)
+def _deal_phases(order, phase_starts, groups, workers, limit):
+    """Share out phases of independent groups: phase p is positions
+    phase_starts[p]..phase_starts[p + 1]-1 of ``order`` (samples in serial order),
+    and groups[i] labels position i's group within its phase (0 .. phase size-1;
+    samples of different groups never conflict). Whole groups go to workers,
+    largest first to the least loaded; each worker runs its samples in their
+    ``order`` positions, so every group keeps its serial order and reads of the
+    data stay close together.
+
+    Returns (runs, spans): runs lists the samples phase by phase, worker 0's first;
+    spans[w, p] = (lo, hi, limit, p) is worker w's part of phase p.
+    """
+    n_phases = phase_starts.size - 1
+    runs = np.empty(order.size, np.int64)
+    spans = np.empty((workers, n_phases, 4), np.int64)
+    worker_of = np.full(order.size, -1, np.int64)
     load = np.zeros(workers, np.int64)
-    for g in by_size:
-        if size[g] == 0:
-            break
-        w = np.argmin(load)
-        worker_of_group[g] = w
-        load[w] += size[g]
-    key = np.empty(n, np.int64)
-    for i in range(n):
-        key[i] = worker_of_group[group_of[i]] * n + group_of[i]
-    order = np.argsort(key, kind="mergesort")
-    spans = np.empty((workers, 2), np.int64)
-    start = 0
-    for w in range(workers):
-        spans[w, 0] = start
-        start += load[w]
-        spans[w, 1] = start
-    return order, spans
+    for p in range(n_phases):
+        a, b = phase_starts[p], phase_starts[p + 1]
+        load[:] = 0
+        for i in range(a, b):
+            g = groups[i]
+            if worker_of[g] < 0:  # a group goes where the least work is, when it first
+                worker_of[g] = np.argmin(load)  # shows up; later members follow it
+            load[worker_of[g]] += 1
+        start = a
+        for w in range(workers):
+            spans[w, p, 0] = start
+            start += load[w]
+            spans[w, p, 1] = start
+            spans[w, p, 2] = limit
+            spans[w, p, 3] = p
+            load[w] = spans[w, p, 0]  # from here on: where worker w's next sample goes
+        for i in range(a, b):
+            w = worker_of[groups[i]]
+            runs[load[w]] = order[i]
+            load[w] += 1
+        for i in range(a, b):
+            worker_of[groups[i]] = -1
+    return runs, spans
+
+
+def _phased_plan(order, phase_starts, groups, workers, n_samples):
+    runs, spans = _deal_phases(order, phase_starts, groups, workers, n_samples)
+    return EpochPlan(runs, 1, (tuple(spans),), locked=False, barriers=phase_starts.size - 1)
 
 
 class ColoredScheduler:
@@ -245,14 +257,21 @@ class ColoredScheduler:
     gated = False
     phased = True  # one phase per colour class, barriers in compiled code
 
-    def prepare(self, objective, workers):
-        from hogwild.coloring import color_graph
-        from hogwild.conflicts import conflict_graph
+    min_class = 16  # refuse data whose colour classes would average fewer samples
 
+    def prepare(self, objective, workers):
         supports = _needs_supports(objective, self.name)
+        n = supports.n_samples
+        busiest = int(np.bincount(supports.indices, minlength=1).max())
+        if busiest * self.min_class > n:
+            raise HogwildError(
+                f"scheduler 'colored' needs at least {busiest} colours for these {n} samples "
+                f"(one coordinate is in {busiest / n:.0%} of them), so colour classes would "
+                f"average fewer than {self.min_class} samples and run nearly serially; use "
+                "scheduler='cyclades'")
         start = time.perf_counter()
-        colors = color_graph(conflict_graph(supports), "dsatur")
-        planner = _ColoredPlanner(colors, workers, objective.n_samples)
+        colors = color_samples(supports)
+        planner = _ColoredPlanner(colors, workers, n)
         planner.setup_seconds = time.perf_counter() - start
         return planner
 
@@ -260,75 +279,111 @@ class ColoredScheduler:
 class _ColoredPlanner:
     def __init__(self, colors, workers, n_samples):
         self.workers, self.n_samples = workers, n_samples
-        by_color = np.argsort(colors, kind="stable")
-        counts = np.bincount(colors)
-        self.classes = np.split(by_color, np.cumsum(counts)[:-1])
-        self.n_colors = counts.size
+        self.by_color = np.argsort(colors, kind="stable").astype(np.int64)
+        self.class_starts = np.concatenate([[0], np.cumsum(np.bincount(colors))]) \
+            .astype(np.int64)
 
     def plan(self, rng, run_length=1):
-        runs, phases = [], []
-        start = 0
-        for c in rng.permutation(self.n_colors):
-            members = self.classes[c][rng.permutation(self.classes[c].size)]
-            pieces = np.arange(members.size) * self.workers // max(members.size, 1)
-            ordered, phase = _phase_of_groups(members, pieces, self.workers, self.n_samples)
-            runs.append(ordered)
-            phases.append(tuple(share + np.array([start, start, 0]) for share in phase))
-            start += members.size
-        return EpochPlan(np.concatenate(runs).astype(np.int64), 1, tuple(phases), False)
+        class_order = rng.permutation(self.class_starts.size - 1).astype(np.int64)
+        order, starts, pieces = _shuffled_classes(self.by_color, self.class_starts,
+                                                  class_order, self.workers,
+                                                  rng.integers(2**62))
+        return _phased_plan(order, starts, pieces, self.workers, self.n_samples)
+
+
+@njit(nogil=True, cache=True)
+def _shuffled_classes(by_color, class_starts, class_order, workers, seed):
+    """The colour classes in ``class_order``, each in a random order (seeded):
+    returns (samples, phase starts, piece of each position: every class is cut
+    into one piece per worker, as its samples are independent)."""
+    np.random.seed(seed)
+    order = np.empty(by_color.size, np.int64)
+    starts = np.empty(class_order.size + 1, np.int64)
+    pieces = np.empty(by_color.size, np.int64)
+    at = 0
+    for p in range(class_order.size):
+        starts[p] = at
+        a, b = class_starts[class_order[p]], class_starts[class_order[p] + 1]
+        size = b - a
+        order[at:at + size] = by_color[a:b]
+        for i in range(size - 1, 0, -1):  # Fisher-Yates
+            j = np.random.randint(0, i + 1)
+            order[at + i], order[at + j] = order[at + j], order[at + i]
+        for i in range(size):
+            pieces[at + i] = i * workers // size
+        at += size
+    starts[class_order.size] = at
+    return order, starts, pieces
 
 
 class CycladesScheduler:
-    """CYCLADES (Pan et al., NIPS 2016): each epoch, a random permutation cut into
-    batches; the connected components of each batch's conflict graph (union-find
-    over shared coordinates) are dealt whole to workers, batches run one after
-    another. Components never conflict, so the run is serially equivalent and
-    bitwise reproducible for a seed with any number of workers, without ever
-    building the full conflict graph.
+    """CYCLADES (Pan et al., NIPS 2016): each epoch, the serial scheduler's order
+    cut into batches; the connected components of each batch's conflict graph
+    (union-find over shared coordinates) are dealt whole to workers, batches run
+    one after another. Components never conflict and keep their serial order, so
+    the result is bitwise identical to ``serial`` with the same seed and
+    shuffle_block, for any number of workers, without ever building the full
+    conflict graph.
 
-    Batch size: n / (2 (1 + d)), with d the mean number of other samples that
-    share a coordinate with a sample (counted with repeats), so that a batch's
-    conflict graph has about one edge per four samples and stays in small pieces
-    (at least 64 samples, at most n). Data with a coordinate in most samples
-    still forms one big component per batch, which runs on one worker.
+    Batch size: fewer, larger batches mean fewer barriers, as long as the
+    components still share out evenly. Starting from n / (2 (1 + d)), with d
+    the mean number of other samples that share a coordinate with a sample
+    (a batch conflict graph with about one edge per four samples), the batch
+    doubles while, measured on random batches of this data, the busiest worker
+    gets at most 5% more than an even share. Data with a coordinate in most
+    samples still forms one big component per batch, which runs on one worker.
     """
 
     name = "cyclades"
     locked = False
     gated = False
     phased = True  # one phase per batch, barriers in compiled code
+    balance_tolerance = 1.05
 
     def prepare(self, objective, workers):
         supports = _needs_supports(objective, self.name)
+        start = time.perf_counter()
         counts = np.bincount(supports.indices, minlength=supports.n_coordinates)
         n = supports.n_samples
         mean_conflicts = float(np.sum(counts.astype(np.float64) * (counts - 1))) / n
         batch = int(min(n, max(64, n / (2 * (1 + mean_conflicts)))))
-        return _CycladesPlanner(supports, workers, batch)
+        probe = np.random.default_rng(0).permutation(n).astype(np.int64)
+        while 2 * batch <= n and self._imbalance(supports, probe, 2 * batch, workers) \
+                <= self.balance_tolerance:
+            batch *= 2
+        planner = _CycladesPlanner(supports, workers, batch)
+        planner.setup_seconds = time.perf_counter() - start
+        return planner
+
+    @staticmethod
+    def _imbalance(supports, order, batch, workers):
+        """Busiest worker's samples over an even share, summed over up to 64 batches."""
+        order = order[:min(order.size, 64 * batch) // batch * batch]
+        groups = components_by_batch(supports.indptr, supports.indices,
+                                     supports.n_coordinates, order, batch)
+        starts = np.arange(0, order.size + 1, batch, dtype=np.int64)
+        _, spans = _deal_phases(order, starts, groups, workers, supports.n_samples)
+        return (spans[:, :, 1] - spans[:, :, 0]).max(axis=0).sum() * workers / order.size
 
 
 class _CycladesPlanner:
-    setup_seconds = 0.0
-
     def __init__(self, supports, workers, batch):
         self.supports, self.workers, self.batch = supports, workers, batch
-        self._owner = np.full(supports.n_coordinates, -1, np.int64)
-        self._parent = np.empty(batch, np.int64)
 
     def plan(self, rng, run_length=1):
-        from hogwild.conflicts import batch_components
-
+        """The serial order (runs of ``run_length`` consecutive samples, shuffled, as
+        for ``serial`` with the same seed) cut into batches of consecutive positions;
+        the result equals the serial run's bit for bit."""
         n = self.supports.n_samples
-        order = rng.permutation(n).astype(np.int64)
-        runs, phases = [], []
-        for start in range(0, n, self.batch):
-            batch = order[start:start + self.batch]
-            roots = batch_components(self.supports.indptr, self.supports.indices, batch,
-                                     self._owner, self._parent)
-            ordered, phase = _phase_of_groups(batch, roots, self.workers, n)
-            runs.append(ordered)
-            phases.append(tuple(share + np.array([start, start, 0]) for share in phase))
-        return EpochPlan(np.concatenate(runs), 1, tuple(phases), False)
+        order = (shuffled_runs(n, run_length, rng)[:, None] + np.arange(run_length)).ravel()
+        order = order[order < n]
+        if self.workers == 1:  # one worker runs the serial order as it is
+            return _phased_plan(order, np.array([0, n], np.int64), np.zeros(n, np.int64), 1, n)
+        supports = self.supports
+        groups = components_by_batch(supports.indptr, supports.indices,
+                                     supports.n_coordinates, order, self.batch)
+        starts = np.append(np.arange(0, n, self.batch, dtype=np.int64), n)
+        return _phased_plan(order, starts, groups, self.workers, n)
 
 
 SCHEDULERS = {

@@ -305,7 +305,8 @@ class MatrixFactorization(Params):
     Fitted attributes: user_factors_, item_factors_ (float32, one row per known id,
     in the order of user_ids_ / item_ids_), user_bias_, item_bias_ (zeros for
     "plain"), global_mean_, history_ (per-epoch records with test_rmse when an
-    eval_set is given), workers_.
+    eval_set is given), workers_, setup_seconds_ (the scheduler's preparation,
+    e.g. colouring).
     """
 
     def __init__(self, *, rank=32, model="biased", reg=None, bias_reg=None, epochs=20,
@@ -429,6 +430,7 @@ class MatrixFactorization(Params):
         self._seen = _group_by_user(users, items, n_users)
         self.history_ = result.history
         self.workers_ = result.workers
+        self.setup_seconds_ = result.setup_seconds
         self.step_ = step
         return self
 

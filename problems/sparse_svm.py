@@ -252,6 +252,10 @@ class SparseSVM(Params):
         a uniform permutation each epoch.
     seed: with "serial", a seed makes the fit bitwise reproducible; "hogwild" and
         "locked" with several workers are reproducible only in distribution.
+
+    Fitted attributes: coef_, classes_, n_features_in_, history_ (per-epoch
+    records), workers_, setup_seconds_ (the scheduler's preparation, e.g.
+    colouring), step_.
     """
 
     def __init__(self, *, loss="hinge", reg=1e-4, epochs=20, step="auto", decay=0.9,
@@ -309,6 +313,7 @@ class SparseSVM(Params):
         self.n_features_in_ = X.shape[1]
         self.history_ = result.history
         self.workers_ = result.workers
+        self.setup_seconds_ = result.setup_seconds
         return self
 
     def _check_fitted(self):

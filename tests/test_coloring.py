@@ -183,3 +183,38 @@ def test_snap_graphs_colour_properly(folder, name):
     assert (g.n_vertices, g.n_edges) == expected
     for algorithm in ALGORITHMS:
         check_coloring(g, color_graph(g, algorithm))
+
+
+def test_sample_colouring_without_the_graph_equals_greedy_on_it():
+    """Above the size limit, samples are coloured straight from their supports: the
+    same colours as greedy on the materialised conflict graph in the same order."""
+    from hogwild.coloring import _greedy
+    from hogwild.conflicts import Supports, check_sample_coloring, color_samples, conflict_graph
+
+    rng = np.random.default_rng(0)
+    supports = Supports.from_keys(rng.integers(0, 300, 5000), rng.integers(0, 200, 5000))
+    colors = color_samples(supports, max_pairs=0)
+    counts = np.bincount(supports.indices)
+    order = np.argsort(-counts[supports.indices].reshape(-1, 2).sum(axis=1), kind="stable")
+    graph = conflict_graph(supports)
+    np.testing.assert_array_equal(colors, _greedy(graph.indptr, graph.indices, order))
+    check_coloring(graph, colors)
+    assert colors.max() + 1 == counts.max()  # bipartite line graph: max degree colours
+    with pytest.raises(HogwildError, match=r"improper colouring: samples \d+ and \d+ share "
+                                           r"coordinate \d+ and colour 0"):
+        check_sample_coloring(supports, np.zeros(5000, np.int32))
+
+
+def test_edges_of_a_snap_graph_colour_with_max_degree_colours():
+    """Edge colouring of facebook (its line graph: 9.8M conflict pairs) from the
+    supports: at least max degree colours are needed, and greedy reaches it."""
+    from hogwild.conflicts import Supports, check_sample_coloring, color_samples
+
+    path = needs(shared_data_dir() / "snap-facebook-combined" / "facebook_combined.txt")
+    graph, _ = read_edge_list(path)
+    u, v = graph.edges()
+    supports = Supports(np.arange(0, 2 * u.size + 1, 2), np.stack([u, v], 1).ravel(),
+                        graph.n_vertices)
+    colors = color_samples(supports)
+    check_sample_coloring(supports, colors)
+    assert colors.max() + 1 == graph.degrees().max()

@@ -6,7 +6,7 @@ import hogwild
 from hogwild import DivergenceError, HogwildError, Objective, fit
 from hogwild.engine import usable_cores
 from hogwild.kernels.compiler import compile_loops, fingerprint
-from hogwild.conflicts import Supports
+from hogwild.conflicts import Supports, conflict_graph
 from hogwild.schedulers import block_layout, get_scheduler, shuffled_runs
 from hogwild.steps import StepSchedule
 
@@ -230,16 +230,18 @@ def test_conflict_free_plans_cover_every_sample_once_without_conflicts(scheduler
     plan = planner.plan(np.random.default_rng(0))
     assert plan.run_length == 1 and not plan.gates
     np.testing.assert_array_equal(np.sort(plan.runs), np.arange(3000))
-    for phase in plan.phases:
-        assert len(phase) == workers
-        touched = [set(keys[plan.runs[lo:hi]].ravel().tolist())
-                   for share in phase for lo, hi, _ in share]
+    (shares,) = plan.phases
+    assert len(shares) == workers and all(share.shape == (plan.barriers, 4) for share in shares)
+    for p in range(plan.barriers):
+        rows = [share[p] for share in shares]
+        assert all(row[3] == p and row[2] == 3000 for row in rows)
+        assert all(a[1] == b[0] for a, b in zip(rows, rows[1:]))  # phases tile the runs
+        touched = [set(keys[plan.runs[lo:hi]].ravel().tolist()) for lo, hi, _, _ in rows]
         for a in range(len(touched)):  # workers of one phase share no coordinate
             for b in range(a + 1, len(touched)):
                 assert not touched[a] & touched[b]
         if scheduler == "colored":  # within a colour class no two samples conflict
-            samples = np.concatenate([plan.runs[lo:hi] for share in phase
-                                      for lo, hi, _ in share])
+            samples = np.concatenate([plan.runs[lo:hi] for lo, hi, _, _ in rows])
             flat = keys[samples].ravel()
             assert np.unique(flat).size == flat.size
 
@@ -264,15 +266,38 @@ def test_conflict_free_schedulers_are_exact_and_bitwise_reproducible(scheduler):
     assert not np.array_equal(runs[0][0], runs[2][0])
 
 
+@pytest.mark.parametrize("shuffle_block", [1, 7])
+def test_cyclades_equals_serial_bit_for_bit(shuffle_block):
+    """CYCLADES runs the serial scheduler's order, only split into independent
+    components: its parameters equal serial's exactly, for any worker count."""
+    rng = np.random.default_rng(2)
+    r, c = rng.integers(0, 300, 5000), rng.integers(0, 200, 5000)
+    mf = Objective(pair_update, pair_loss, (np.zeros(300), np.zeros(200)),
+                   (r, c, rng.standard_normal(5000)), 5000, supports=Supports.from_keys(r, c))
+    serial = fit(mf, epochs=2, step=0.3, scheduler="serial", seed=8,
+                 shuffle_block=shuffle_block).params
+    for workers in (1, 2, 3):
+        cyclades = fit(mf, epochs=2, step=0.3, workers=workers, scheduler="cyclades", seed=8,
+                       shuffle_block=shuffle_block).params
+        for a, b in zip(serial, cyclades):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_colored_refuses_a_nearly_complete_conflict_graph():
     rng = np.random.default_rng(0)
     keys = np.zeros(8000, np.int64), rng.integers(0, 100, 8000)  # one coordinate in all
     objective = Objective(pair_update, pair_loss, (np.zeros(1), np.zeros(100)),
                           keys + (np.zeros(8000),), 8000, supports=Supports.from_keys(*keys))
+    with pytest.raises(HogwildError, match=r"^scheduler 'colored' needs at least 8000 colours "
+                                           r"for these 8000 samples \(one coordinate is in "
+                                           r"100% of them\), so colour classes would average "
+                                           r"fewer than 16 samples and run nearly serially; use "
+                                           r"scheduler='cyclades'$"):
+        fit(objective, scheduler="colored")
     with pytest.raises(HogwildError, match=r"would list [0-9,]+ sample pairs \(one coordinate "
                                            r"is in 8000 samples, 100%\); colouring it is "
                                            r"impractical, use scheduler='cyclades'"):
-        fit(objective, scheduler="colored")
+        conflict_graph(objective.supports)
     with pytest.raises(HogwildError, match="scheduler 'cyclades' needs the samples' supports"):
         fit(counting_objective(10), scheduler="cyclades")
 

@@ -35,7 +35,7 @@ class ThreadsBackend:
 
     def run_epoch(self, loops, plan, params, data, step, epoch):
         """Run one epoch's plan, phase after phase; returns the number of updates."""
-        if len(plan.phases) > 1 and not plan.locked:
+        if plan.barriers:
             return self._run_phased(loops, plan, params, data, step, epoch)
         runs, length = plan.runs, plan.run_length
         if plan.gates:
@@ -67,11 +67,9 @@ class ThreadsBackend:
     def _run_phased(self, loops, plan, params, data, step, epoch):
         """Many short phases (colour classes, batches) with the barriers in compiled
         code: one call per worker per epoch instead of one per worker per phase."""
-        workers = len(plan.phases[0])
+        (shares,) = plan.phases
+        workers = len(shares)
         gates = new_gates(workers)
-        shares = [np.concatenate([np.column_stack([phase[w], np.full(len(phase[w]), p)])
-                                  for p, phase in enumerate(plan.phases)]).astype(np.int64)
-                  for w in range(workers)]
 
         def run(w):
             try:
