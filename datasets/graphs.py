@@ -49,8 +49,17 @@ def read_edge_list(path):
     Vertex ids may be any non-negative integers; ids[i] is the file's id of vertex
     i. Lines with a single number before the first edge (a vertex or edge count,
     as some copies of SNAP files carry) are skipped."""
+    n, u, v, _, ids = read_weighted_edges(path)
+    return Graph.from_edges(n, u, v), ids
+
+
+def read_weighted_edges(path):
+    """(n_vertices, u, v, w, ids) of an edge list as read_edge_list reads it, each
+    undirected edge once (u < v; an edge listed again, e.g. in the other
+    direction, keeps its first weight; self loops are dropped). The weight is the
+    third column when every edge line has a number there, else 1."""
     path = Path(path)
-    u, v = [], []
+    u, v, w = [], [], []
     for number, line in enumerate(_lines(path), 1):
         fields = line.split()
         if not fields or fields[0].startswith(("#", "%")):
@@ -62,7 +71,24 @@ def read_edge_list(path):
                                   f"integer vertex ids: {line.strip()[:80]!r}")
         u.append(int(fields[0]))
         v.append(int(fields[1]))
+        w.append(_weight(fields, path, number) if len(fields) > 2 else None)
     if not u:
         raise DataFormatError(f"{path}: no edges")
     ids, dense = np.unique(np.concatenate([u, v]), return_inverse=True)
-    return Graph.from_edges(ids.size, dense[:len(u)], dense[len(u):]), ids
+    a, b = dense[:len(u)], dense[len(u):]
+    weights = np.ones(len(u)) if None in w else np.array(w, np.float64)
+    keep = a != b
+    low, high = np.minimum(a, b)[keep], np.maximum(a, b)[keep]
+    _, first = np.unique(low * ids.size + high, return_index=True)
+    return ids.size, low[first], high[first], weights[keep][first], ids
+
+
+def _weight(fields, path, number):
+    try:
+        weight = float(fields[2])
+    except ValueError:
+        return None  # not a weight column (e.g. a timestamp label): unweighted
+    if not np.isfinite(weight) or weight < 0:
+        raise DataFormatError(f"{path}, line {number}: edge weight must be a finite "
+                              f"number >= 0, got {fields[2]!r}")
+    return weight

@@ -157,3 +157,54 @@ def load_ratings(data):
         raise HogwildError(f"unknown dataset {data!r}; choose one of: "
                            f"{', '.join(RATINGS_DATASETS)}, or give a ratings file path")
     return read_ratings(path)
+
+
+# --- graphs (graph cuts, colouring) --------------------------------------------------
+
+GRAPH_DATASETS = {
+    "snap-facebook-combined": ("snap-facebook-combined/facebook_combined.txt",
+                               "SNAP ego-Facebook friendships, 4,039 vertices"),
+    "snap-email-Enron": ("snap-email-Enron/Email-Enron.txt.gz",
+                         "SNAP Enron e-mail network, 36,692 vertices"),
+    "snap-ca-GrQc": ("snap-ca-GrQc/CA-GrQc.txt",
+                     "SNAP arXiv GR-QC co-authorships, 5,242 vertices"),
+}
+
+
+def load_graph(data, seed=0):
+    """(n_vertices, u, v, w, ids) of a weighted undirected graph, each edge once:
+    a name of GRAPH_DATASETS (shared data folder), ``random:VERTICESxEDGES`` (a
+    uniform random graph, unit weights, seeded), a DIMACS file (.col, unit weights)
+    or an edge list 'u v [weight]' (see datasets.graphs.read_weighted_edges)."""
+    import numpy as np
+
+    from hogwild.datasets.graphs import read_dimacs, read_weighted_edges
+
+    if data.startswith("random:"):
+        try:
+            n, m = (int(part) for part in data[len("random:"):].lower().split("x"))
+        except ValueError:
+            n = m = 0
+        if n < 2 or m < 1:
+            raise HogwildError(f"expected random:VERTICESxEDGES with at least 2 vertices and "
+                               f"1 edge, got {data!r}")
+        rng = np.random.default_rng(seed)
+        a, b = rng.integers(0, n, m), rng.integers(0, n, m)
+        keep = a != b
+        pairs = np.unique(np.stack([np.minimum(a, b), np.maximum(a, b)], 1)[keep], axis=0)
+        return n, pairs[:, 0], pairs[:, 1], np.ones(len(pairs)), np.arange(n)
+    if data in GRAPH_DATASETS:
+        path = shared_data_dir() / GRAPH_DATASETS[data][0]
+        if not path.is_file():
+            raise HogwildError(f"graph {data!r} is in the shared data folder, which does not "
+                               f"have it: {path} is missing (set HOGWILD_DATA)")
+    else:
+        path = Path(data)
+        if not path.is_file():
+            raise HogwildError(f"no graph {data!r}: give one of {', '.join(GRAPH_DATASETS)}, "
+                               "random:VERTICESxEDGES, or a DIMACS / edge-list file")
+    if path.name.endswith((".col", ".col.gz")):
+        graph = read_dimacs(path)
+        u, v = graph.edges()
+        return graph.n_vertices, u, v, np.ones(u.size), np.arange(1, graph.n_vertices + 1)
+    return read_weighted_edges(path)

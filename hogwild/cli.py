@@ -2,6 +2,7 @@
 
     hogwild run svm [--data NAME|PATH] [--test PATH] [--workers N] ...
     hogwild run mc [--data ml-1m|ml-100k|PATH|jumbo:ROWSxCOLSxNNZ] [--rank K] ...
+    hogwild run cuts [--data GRAPH|IMAGE] [--labels D] [--terminals ...] [--out PATH] ...
     hogwild download NAME
     hogwild stats svm|mc [--data ...]
     hogwild datasets
@@ -70,6 +71,7 @@ def build_parser():
                      help="print one JSON result on stdout instead of the text report")
 
     _add_mc_parser(problems, usable_cores(), RATINGS_DATASETS)
+    _add_cuts_parser(problems, usable_cores())
 
     download = commands.add_parser(
         "download", help="download a rating dataset into the cache",
@@ -82,9 +84,10 @@ def build_parser():
         "stats", help="sparsity statistics (Omega, Delta, rho) of a problem's data",
         description="The Hogwild! paper's sparsity statistics of a problem's samples, and "
                     "what they predict for lock-free scaling.")
-    stats.add_argument("problem", help="svm or mc")
+    stats.add_argument("problem", help="svm, mc or cuts")
     stats.add_argument("--data", default=None,
-                       help="dataset name or file (default: a9a for svm, ml-1m for mc)")
+                       help="dataset name or file (default: a9a for svm, ml-1m for mc, "
+                            "snap-facebook-combined for cuts)")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
 
     commands.add_parser("datasets", help="list available datasets and their shapes")
@@ -135,6 +138,50 @@ def _add_mc_parser(problems, cores, rating_datasets):
                     help="print one JSON result on stdout instead of the text report")
 
 
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif")
+
+
+def _add_cuts_parser(problems, cores):
+    from hogwild.datasets.registry import GRAPH_DATASETS
+
+    cuts = problems.add_parser(
+        "cuts", help="graph cuts (multiway cut; image segmentation)",
+        description="Minimum multiway cut by Hogwild! SGD on the simplex relaxation, "
+                    "rounded to labels: on a graph, or on an image's pixel grid with seed "
+                    "pixels as terminals.")
+    cuts.add_argument("--data", default="snap-facebook-combined",
+                      help=f"graph name ({', '.join(GRAPH_DATASETS)}), random:VERTICESxEDGES, "
+                           "a DIMACS (.col) or edge-list ('u v [weight]') file, or an image "
+                           f"({', '.join(IMAGE_SUFFIXES)}; needs Pillow) "
+                           "(default: snap-facebook-combined)")
+    cuts.add_argument("--labels", type=int, default=2, help="number of labels D (default: 2)")
+    cuts.add_argument("--terminals", default=None,
+                      help="graphs: 'random' (default; one vertex per label drawn by "
+                           "--terminal-seed), 'random:K' (K per label) or 'ID:LABEL,ID:LABEL,...' "
+                           "with the file's vertex ids. Images: 'auto' (default; darkest "
+                           "pixels label 0 ... brightest the last) or a seed image of the same "
+                           "size (0 = free, other gray levels = labels in increasing order)")
+    cuts.add_argument("--terminal-seed", type=int, default=0,
+                      help="seed of random terminals and auto seeds (default: 0)")
+    cuts.add_argument("--connectivity", type=int, default=4, help="images: 4 or 8 (default: 4)")
+    cuts.add_argument("--unary", type=float, default=1.0,
+                      help="images: weight of the seed intensity model against the boundary "
+                           "(default: 1; 0 = boundary only)")
+    cuts.add_argument("--workers", type=int, default=None,
+                      help=f"worker threads (default: usable cores, here {cores})")
+    cuts.add_argument("--scheduler", default="hogwild",
+                      help="hogwild, colored, cyclades, serial or locked (default: hogwild)")
+    cuts.add_argument("--epochs", type=int, default=200, help="passes over the edges (default: 200)")
+    cuts.add_argument("--step", type=float, default=0.1, help="initial step (default: 0.1)")
+    cuts.add_argument("--decay", type=float, default=0.98,
+                      help="per-epoch step decay (default: 0.98)")
+    cuts.add_argument("--seed", type=int, default=None, help="random seed of the training")
+    cuts.add_argument("--out", help="write the labels: a PNG for an image, 'id label' lines "
+                                    "for a graph")
+    cuts.add_argument("--json", action="store_true",
+                      help="print one JSON result on stdout instead of the text report")
+
+
 def _progress(total, enabled):
     """A tqdm bar over epochs on stderr when tqdm is installed (pip install hogwild[cli])."""
     if not enabled:
@@ -151,6 +198,8 @@ def _epoch_line(record, epochs, unit="updates"):
     test_text = f"  test error {100 * test:6.2f}%" if test is not None else ""
     if "test_rmse" in record.metrics:
         test_text = f"  test RMSE {record.metrics['test_rmse']:.4f}"
+    if "rounded_cut" in record.metrics:
+        test_text = f"  rounded cut {record.metrics['rounded_cut']:.6g}"
     return (f"epoch {record.epoch:>3}/{epochs}  objective {record.objective:.6f}{test_text}"
             f"  {record.updates_per_s / 1e6:7.3f} M {unit}/s  ({record.seconds:.3f} s)")
 
@@ -281,21 +330,125 @@ def run_mc(args):
           (f"; model saved to {args.save}" if args.save else ""))
 
 
+def _graph_terminals(spec, n_labels, ids, seed):
+    """{vertex index: label} from --terminals for a graph (see its help)."""
+    spec = spec or "random"
+    if spec == "random" or spec.startswith("random:"):
+        per_label = 1
+        if spec != "random":
+            tail = spec[len("random:"):]
+            per_label = int(tail) if tail.isdigit() and int(tail) > 0 else 0
+            if per_label < 1:
+                raise HogwildError(f"--terminals {spec!r}: expected random:K with K >= 1")
+        if per_label * n_labels > ids.size:
+            raise HogwildError(f"--terminals {spec!r}: {per_label * n_labels} terminals but "
+                               f"the graph has {ids.size} vertices")
+        chosen = np.random.default_rng(seed).choice(ids.size, per_label * n_labels,
+                                                    replace=False)
+        return {int(v): k // per_label for k, v in enumerate(chosen)}
+    index = {int(vertex_id): i for i, vertex_id in enumerate(ids)}
+    terminals = {}
+    for item in spec.split(","):
+        vertex, _, label = item.strip().partition(":")
+        if not (vertex.strip().isdigit() and label.strip().isdigit()):
+            raise HogwildError(f"--terminals: expected ID:LABEL, got {item.strip()!r}")
+        if int(vertex) not in index:
+            raise HogwildError(f"--terminals: vertex {vertex.strip()} is not in the graph")
+        terminals[index[int(vertex)]] = int(label)
+    return terminals
+
+
+def run_cuts(args):
+    from hogwild.datasets.registry import load_graph
+    from hogwild.errors import check_int
+    from hogwild.problems.graph_cuts import (cut_weight, exact_two_label_cut, multiway_cut,
+                                             nearest_terminal_labels)
+    from hogwild.problems import segmentation
+
+    started = time.perf_counter()
+    n_labels = check_int("labels", args.labels, 2)
+    fit_options = dict(epochs=args.epochs, step=args.step, decay=args.decay,
+                       workers=args.workers, scheduler=args.scheduler, seed=args.seed)
+    result = {"problem": "cuts", "data": str(args.data), "labels": n_labels,
+              "scheduler": args.scheduler, "epochs": args.epochs, "seed": args.seed}
+    image_input = str(args.data).lower().endswith(IMAGE_SUFFIXES)
+    if image_input:
+        image = segmentation.read_gray(args.data)
+        if args.terminals in (None, "auto"):
+            seeds = segmentation.auto_seeds(image, n_labels, seed=args.terminal_seed)
+        else:
+            seeds = segmentation.read_seeds(args.terminals, image.shape)
+        holder = {}
+        _train_with_progress(args, lambda report: holder.update(zip(
+            ("labels", "fit"), segmentation.segment(
+                image, seeds, connectivity=args.connectivity, unary=args.unary,
+                callback=report, **fit_options))), unit="edges")
+        labels, fit = holder["labels"], holder["fit"]
+        n_edges = fit.history[0].updates  # pixel links and intensity links
+        result.update(width=image.shape[1], height=image.shape[0],
+                      seed_pixels=int((seeds >= 0).sum()))
+        if args.out:
+            segmentation.write_labels(labels, args.out)
+    else:
+        n, u, v, w, ids = load_graph(args.data, seed=args.terminal_seed)
+        terminals = _graph_terminals(args.terminals, n_labels, ids, args.terminal_seed)
+        holder = {}
+        _train_with_progress(args, lambda report: holder.update(fit=multiway_cut(
+            n, u, v, w, terminals, n_labels, callback=report, **fit_options)), unit="edges")
+        fit = holder["fit"]
+        n_edges = u.size
+        result.update(vertices=n, terminals=len(terminals), baseline_cut=cut_weight(
+            u, v, w.astype(np.float32), nearest_terminal_labels(n, u, v, terminals)))
+        if n_labels == 2:
+            result["exact_min_cut"] = exact_two_label_cut(n, u, v, w, terminals)
+        if args.out:
+            with open(args.out, "w") as out:
+                out.writelines(f"{vertex_id} {label}\n"
+                               for vertex_id, label in zip(ids.tolist(), fit.labels.tolist()))
+    history = fit.history
+    update_seconds = sum(r.seconds for r in history)
+    result.update(edges=int(n_edges), workers=fit.workers, cut=fit.cut,
+                  relaxation=fit.relaxation, setup_seconds=fit.setup_seconds,
+                  update_seconds=update_seconds,
+                  edges_per_s=sum(r.updates for r in history) / update_seconds,
+                  wall_seconds=time.perf_counter() - started, out=args.out,
+                  history=_history(history))
+    if args.json:
+        print(json.dumps(result))
+        return
+    references = []
+    if result.get("exact_min_cut") is not None:
+        references.append(f"exact minimum cut {result['exact_min_cut']:.6g} (SciPy maximum flow)")
+    if "baseline_cut" in result:
+        references.append(f"nearest-terminal baseline {result['baseline_cut']:.6g}")
+    print(f"done: {args.scheduler} x {fit.workers} workers, {n_labels} labels on {args.data} "
+          f"({n_edges:,} edges): rounded cut {fit.cut:.6g}"
+          + (f" ({'; '.join(references)})" if references else "")
+          + f", relaxation {fit.relaxation:.6g}; {result['edges_per_s'] / 1e6:.2f} M edges/s "
+          f"in the update phase ({update_seconds:.2f} s), {result['wall_seconds']:.2f} s wall"
+          + (f"; labels written to {args.out}" if args.out else ""))
+
+
 def sparsity(args):
     from hogwild.conflicts import Supports, reading, sparsity_stats
     from hogwild.errors import choose
 
-    choose(("svm", "mc"), args.problem, "problem")
+    choose(("svm", "mc", "cuts"), args.problem, "problem")
     if args.problem == "svm":
         from hogwild.datasets.registry import DEFAULT_SVM_DATASET, load_svm_data
         data = args.data or DEFAULT_SVM_DATASET
         supports = Supports.from_csr(load_svm_data(data)[0].X)
-    else:
+    elif args.problem == "mc":
         from hogwild.datasets.registry import load_ratings
         data = args.data or "ml-1m"
         ratings = load_ratings(data)
         supports = Supports.from_keys(np.unique(ratings.users, return_inverse=True)[1],
                                       np.unique(ratings.items, return_inverse=True)[1])
+    else:
+        from hogwild.datasets.registry import load_graph
+        data = args.data or "snap-facebook-combined"
+        n, u, v, _, _ = load_graph(data)
+        supports = Supports.from_edges(n, u, v)
     stats = sparsity_stats(supports)
     stats.update(problem=args.problem, data=data, reading=reading(stats))
     if args.json:
@@ -382,6 +535,8 @@ def _dispatch(args):
             sparsity(args)
         elif args.problem == "mc":
             run_mc(args)
+        elif args.problem == "cuts":
+            run_cuts(args)
         else:
             run_svm(args)
     except HogwildError as exc:

@@ -34,6 +34,12 @@ class Supports:
                    int(matrix.shape[1]))
 
     @classmethod
+    def from_edges(cls, n_vertices, u, v):
+        """Sample k is an edge touching vertices u[k] and v[k] (one id space)."""
+        indices = np.stack([np.asarray(u, np.int64), np.asarray(v, np.int64)], axis=1).ravel()
+        return cls(np.arange(0, indices.size + 1, 2, dtype=np.int64), indices, int(n_vertices))
+
+    @classmethod
     def from_keys(cls, *keys):
         """Each sample touches one coordinate per key array (e.g. a rating's user row
         and item row); key arrays get disjoint id ranges."""

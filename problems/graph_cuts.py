@@ -214,10 +214,9 @@ def multiway_cut(n_vertices, u, v, w, terminals, n_labels, *, epochs=200, step=0
         fixed[vertex] = 1
         fixed_labels[vertex] = label
     update, loss = cut_kernels(n_labels)
-    supports = Supports(np.arange(0, 2 * len(u) + 1, 2, dtype=np.int64),
-                        np.stack([u, v], axis=1).ravel().astype(np.int64), n_vertices)
     objective = Objective(update, loss, (X,), (u, v, w, fixed), len(u),
-                          name=f"multiway-cut-{n_labels}", supports=supports)
+                          name=f"multiway-cut-{n_labels}",
+                          supports=Supports.from_edges(n_vertices, u, v))
     best = {"cut": np.inf, "labels": None}
     if n_labels == 2:
         adjacency = csr_matrix((np.concatenate([w, w]), (np.concatenate([u, v]),
@@ -259,3 +258,23 @@ def nearest_terminal_labels(n_vertices, u, v, terminals):
     label_of = np.zeros(n_vertices, np.int64)
     label_of[sources] = [terminals[int(t)] for t in sources]
     return np.where(nearest >= 0, label_of[np.maximum(nearest, 0)], 0)
+
+
+def exact_two_label_cut(n_vertices, u, v, w, terminals):
+    """The minimum cut separating the label-0 terminals from the label-1 ones, by
+    SciPy's maximum flow (integer weights only; None otherwise): the exact answer
+    that a two-label relaxation's rounding is measured against."""
+    from scipy.sparse.csgraph import maximum_flow
+
+    w = np.asarray(w, np.float64)
+    if np.any(w != np.round(w)) or w.sum() >= 2**30:
+        return None
+    sources = np.array([t for t, label in terminals.items() if label == 0], np.int64)
+    sinks = np.array([t for t, label in terminals.items() if label == 1], np.int64)
+    big = int(w.sum()) + 1  # terminal links can never be in a minimum cut
+    rows = np.concatenate([u, v, np.full(sources.size, n_vertices), sinks])
+    cols = np.concatenate([v, u, sources, np.full(sinks.size, n_vertices + 1)])
+    capacity = np.concatenate([w, w, np.full(sources.size + sinks.size, big)])
+    graph = csr_matrix((capacity.astype(np.int32), (rows, cols)),
+                       shape=(n_vertices + 2, n_vertices + 2))
+    return float(maximum_flow(graph, n_vertices, n_vertices + 1).flow_value)

@@ -207,3 +207,70 @@ def test_stats_reports_the_papers_sparsity_statistics(capsys):
     assert out.splitlines()[2].startswith("  Delta (most samples on one coordinate) 0.95")
     status, _, err = run(capsys, "stats", "graph")
     assert status == 2 and err == "hogwild: error: unknown problem 'graph'; choose one of: svm, mc\n"
+
+
+def test_run_cuts_on_a_weighted_edge_list_matches_the_exact_cut(capsys, tmp_path):
+    """Two 6-cliques (weight 5) joined by edges of weight 1 and 2: the minimum cut is
+    3 (SciPy's maximum flow agrees), and the rounded relaxation finds it."""
+    lines = ["# two 6-cliques joined by a weight-1 and a weight-2 edge"]
+    for base in (0, 10):
+        lines += [f"{base + a} {base + b} 5" for a in range(6) for b in range(a + 1, 6)]
+    lines += ["0 10 1", "3 13 2"]
+    graph = tmp_path / "graph.txt"
+    graph.write_text("\n".join(lines) + "\n")
+    out_path = tmp_path / "labels.txt"
+    status, out, err = run(capsys, "run", "cuts", "--data", str(graph), "--terminals",
+                           "5:0,15:1", "--workers", "2", "--scheduler", "cyclades", "--seed",
+                           "0", "--out", str(out_path), "--json")
+    assert status == 0, err
+    result = json.loads(out)
+    assert result["edges"] == 32 and result["vertices"] == 12 and result["workers"] == 2
+    assert result["exact_min_cut"] == 3.0 and result["cut"] == 3.0
+    labels = dict(line.split() for line in out_path.read_text().splitlines())
+    assert {labels[str(v)] for v in range(6)} == {"0"}
+    assert {labels[str(v)] for v in range(10, 16)} == {"1"}
+
+
+def test_run_cuts_text_report_on_a_random_graph(capsys):
+    status, out, _ = run(capsys, "run", "cuts", "--data", "random:500x3000", "--labels", "4",
+                         "--epochs", "3", "--scheduler", "colored", "--seed", "0")
+    assert status == 0
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("epoch   1/3  objective ") and "rounded cut" in lines[0]
+    assert lines[-1].startswith("done: colored x ") and "4 labels on random:500x3000 " in lines[-1]
+    assert "nearest-terminal baseline" in lines[-1] and "M edges/s" in lines[-1]
+
+
+def test_run_cuts_segments_an_image(capsys, tmp_path):
+    pytest.importorskip("PIL", reason="Pillow reads and writes the PNGs")
+    from hogwild.problems.segmentation import read_gray, write_labels
+
+    image = np.zeros((40, 60), np.int64)
+    image[10:30, 15:45] = 1  # a bright rectangle on a dark background
+    picture = tmp_path / "picture.png"
+    write_labels(image, picture)
+    out_path = tmp_path / "labels.png"
+    status, out, err = run(capsys, "run", "cuts", "--data", str(picture), "--epochs", "40",
+                           "--seed", "0", "--out", str(out_path), "--json")
+    assert status == 0, err
+    result = json.loads(out)
+    assert (result["width"], result["height"]) == (60, 40) and result["seed_pixels"] == 60
+    np.testing.assert_array_equal(read_gray(out_path) > 127, image == 1)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--data", "random:9x0"], "expected random:VERTICESxEDGES with at least 2 vertices and "
+                               "1 edge, got 'random:9x0'"),
+    (["--data", "nope"], "no graph 'nope': give one of snap-facebook-combined, "),
+    (["--data", "random:20x40", "--terminals", "3-1"], "--terminals: expected ID:LABEL, got "
+                                                        "'3-1'"),
+    (["--data", "random:20x40", "--terminals", "99:0"], "--terminals: vertex 99 is not in "
+                                                         "the graph"),
+    (["--data", "random:20x40", "--terminals", "random:0"], "--terminals 'random:0': expected "
+                                                             "random:K with K >= 1"),
+    (["--data", "random:20x40", "--labels", "1"], "labels must be an integer >= 2, got 1"),
+])
+def test_cuts_bad_input_prints_one_line(capsys, argv, message):
+    status, _, err = run(capsys, "run", "cuts", "--epochs", "1", *argv)
+    assert status == 2
+    assert err.startswith("hogwild: error: " + message) and err.count("\n") == 1

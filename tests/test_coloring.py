@@ -213,8 +213,7 @@ def test_edges_of_a_snap_graph_colour_with_max_degree_colours():
     path = needs(shared_data_dir() / "snap-facebook-combined" / "facebook_combined.txt")
     graph, _ = read_edge_list(path)
     u, v = graph.edges()
-    supports = Supports(np.arange(0, 2 * u.size + 1, 2), np.stack([u, v], 1).ravel(),
-                        graph.n_vertices)
+    supports = Supports.from_edges(graph.n_vertices, u, v)
     colors = color_samples(supports)
     check_sample_coloring(supports, colors)
     assert colors.max() + 1 == graph.degrees().max()

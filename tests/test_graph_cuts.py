@@ -3,13 +3,12 @@ s-t cut (SciPy's maximum flow) on a real graph, and bad input."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.sparse.csgraph import maximum_flow
 
 from hogwild import HogwildError
 from hogwild.datasets.graphs import read_edge_list
 from hogwild.paths import shared_data_dir
-from hogwild.problems.graph_cuts import (cut_weight, multiway_cut, nearest_terminal_labels,
-                                         simplex_projector)
+from hogwild.problems.graph_cuts import (cut_weight, exact_two_label_cut, multiway_cut,
+                                         nearest_terminal_labels, simplex_projector)
 
 
 def reference_projection(y):
@@ -32,16 +31,6 @@ def test_projection_matches_the_reference(labels):
     simplex_projector(labels)(X)
     np.testing.assert_allclose(X, expected, atol=2e-6)
     np.testing.assert_allclose(X.sum(axis=1), 1, atol=1e-5)
-
-
-def exact_min_cut(n, u, v, sources, sinks):
-    """Unit-weight minimum cut separating two vertex sets (SciPy maximum flow)."""
-    big = 10 ** 8
-    rows = np.concatenate([u, v, np.full(len(sources), n), sinks])
-    cols = np.concatenate([v, u, sources, np.full(len(sinks), n + 1)])
-    cap = np.concatenate([np.ones(2 * len(u)), np.full(len(sources) + len(sinks), big)])
-    graph = sp.csr_matrix((cap.astype(np.int32), (rows, cols)), shape=(n + 2, n + 2))
-    return maximum_flow(graph, n, n + 1).flow_value
 
 
 SNAP = {"facebook": ("snap-facebook-combined", "facebook_combined.txt"),
@@ -73,7 +62,7 @@ def test_two_terminal_cut_matches_the_exact_minimum_cut(graph, scheduler, worker
     n, u, v = snap_edges(graph)
     chosen = np.random.default_rng(0).choice(n, 10, replace=False)
     terminals = {int(c): int(i >= 5) for i, c in enumerate(chosen)}
-    exact = exact_min_cut(n, u, v, chosen[:5], chosen[5:])
+    exact = exact_two_label_cut(n, u, v, np.ones(u.size), terminals)
     result = multiway_cut(n, u, v, np.ones(u.size), terminals, 2, workers=workers,
                           scheduler=scheduler, seed=0)
     assert result.cut <= 1.02 * exact, (result.cut, exact)
@@ -131,3 +120,11 @@ def test_two_label_threshold_sweep_finds_the_best_cut_that_keeps_the_terminals()
     cut, threshold = _best_threshold(score, adj.indptr, adj.indices, adj.data, fixed,
                                      fixed_labels)
     assert (cut, threshold) == (5.0, 1.0)
+
+
+def test_exact_two_label_cut_on_a_small_graph():
+    # path 0 - 1 - 2 - 3 (weights 5, 1, 5) plus a chord 0 - 2 (weight 2)
+    u, v, w = np.array([0, 1, 2, 0]), np.array([1, 2, 3, 2]), np.array([5.0, 1.0, 5.0, 2.0])
+    assert exact_two_label_cut(4, u, v, w, {0: 0, 3: 1}) == 3.0  # cut (1, 2) and (0, 2)
+    assert exact_two_label_cut(4, u, v, w, {0: 0, 1: 1}) == 6.0
+    assert exact_two_label_cut(4, u, v, w + 0.5, {0: 0, 3: 1}) is None  # not integers
