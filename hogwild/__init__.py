@@ -9,8 +9,9 @@ from hogwild.errors import DataFormatError, DivergenceError, HogwildError
 from hogwild.objective import Objective
 from hogwild.schedulers import SCHEDULERS
 from hogwild.steps import STEP_SCHEDULES
+from hogwild.vertex_programs import vertex_program
 
 __version__ = "0.1.0"
 
 __all__ = ["Objective", "fit", "FitResult", "EpochRecord", "usable_cores", "HogwildError",
-           "DataFormatError", "DivergenceError", "SCHEDULERS", "STEP_SCHEDULES", "__version__"]
+           "DataFormatError", "DivergenceError", "SCHEDULERS", "STEP_SCHEDULES", "vertex_program", "__version__"]

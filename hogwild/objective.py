@@ -12,7 +12,11 @@ A sparse separable objective f(x) = (1/n) * sum_e f_e(x_e) is given by
   - optionally ``blocks``, a hogwild.schedulers.BlockLayout saying which samples
     never conflict (used by the ``blocked`` scheduler), ``supports``, a
     hogwild.conflicts.Supports listing the coordinates each sample touches (used
-    by ``colored`` and ``cyclades``), and ``fastmath=True`` to
+    by ``colored`` and ``cyclades``), ``conflicts``, a hogwild.coloring.Graph on
+    the samples for when two samples that share a coordinate may still run
+    together (GraphLab's edge consistency: only a vertex's own state is written,
+    so neighbours conflict but vertices two apart do not; ``colored`` colours this
+    graph instead of the supports'), and ``fastmath=True`` to
     let LLVM reassociate floating-point sums and vectorise short fixed-length
     loops (SIMD dot products) in the compiled loops (see
     hogwild.kernels.compiler.slp_vectorizer).
@@ -28,6 +32,7 @@ import numpy as np
 
 from hogwild.errors import HogwildError
 from hogwild.kernels.compiler import python_function
+from hogwild.coloring import Graph
 from hogwild.conflicts import Supports
 from hogwild.schedulers import BlockLayout
 
@@ -60,6 +65,7 @@ class Objective:
     blocks: Optional[BlockLayout] = None
     supports: Optional[Supports] = None
     fastmath: bool = False
+    conflicts: Optional[Graph] = None
 
     def __post_init__(self):
         object.__setattr__(self, "params", _as_array_tuple(self.params, "params"))
@@ -80,3 +86,6 @@ class Objective:
             if fn.__code__.co_argcount not in arities:
                 raise HogwildError(f"{fn_name} must take {shape}; {fn.__name__} takes "
                                    f"{fn.__code__.co_argcount} arguments")
+        if self.conflicts is not None and self.conflicts.n_vertices != self.n_samples:
+            raise HogwildError(f"the conflict graph has {self.conflicts.n_vertices} vertices "
+                               f"for {self.n_samples} samples")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from hogwild.coloring import color_graph
 from hogwild.conflicts import color_samples, components_by_batch
 from hogwild.errors import HogwildError, check_int, choose
 
@@ -260,7 +261,16 @@ class ColoredScheduler:
     min_class = 16  # refuse data whose colour classes would average fewer samples
 
     def prepare(self, objective, workers):
-        supports = _needs_supports(objective, self.name)
+        start = time.perf_counter()
+        if objective.conflicts is not None:  # e.g. GraphLab's edge consistency
+            colors = color_graph(objective.conflicts, "dsatur")
+        else:
+            colors = self._color_supports(_needs_supports(objective, self.name))
+        planner = _ColoredPlanner(colors, workers, objective.n_samples)
+        planner.setup_seconds = time.perf_counter() - start
+        return planner
+
+    def _color_supports(self, supports):
         n = supports.n_samples
         busiest = int(np.bincount(supports.indices, minlength=1).max())
         if busiest * self.min_class > n:
@@ -269,11 +279,7 @@ class ColoredScheduler:
                 f"(one coordinate is in {busiest / n:.0%} of them), so colour classes would "
                 f"average fewer than {self.min_class} samples and run nearly serially; use "
                 "scheduler='cyclades'")
-        start = time.perf_counter()
-        colors = color_samples(supports)
-        planner = _ColoredPlanner(colors, workers, n)
-        planner.setup_seconds = time.perf_counter() - start
-        return planner
+        return color_samples(supports)
 
 
 class _ColoredPlanner:

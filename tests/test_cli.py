@@ -206,7 +206,13 @@ def test_stats_reports_the_papers_sparsity_statistics(capsys):
     assert out.splitlines()[0] == "svm on a9a: 32,561 samples, 123 coordinates"
     assert out.splitlines()[2].startswith("  Delta (most samples on one coordinate) 0.95")
     status, _, err = run(capsys, "stats", "graph")
-    assert status == 2 and err == "hogwild: error: unknown problem 'graph'; choose one of: svm, mc\n"
+    assert status == 2 and err == ("hogwild: error: unknown problem 'graph'; choose one of: "
+                                   "svm, mc, cuts\n")
+    status, out, _ = run(capsys, "stats", "cuts", "--data", "random:200x100", "--json")
+    stats = json.loads(out)  # a random sparse graph: edges touch two vertices each
+    from hogwild.datasets.registry import load_graph
+    _, u, _, _, _ = load_graph("random:200x100")
+    assert status == 0 and stats["omega"] == 2 and stats["samples"] == u.size
 
 
 def test_run_cuts_on_a_weighted_edge_list_matches_the_exact_cut(capsys, tmp_path):
