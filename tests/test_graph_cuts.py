@@ -23,7 +23,7 @@ def reference_projection(y):
     return np.maximum(y - (lo + hi) / 2, 0)
 
 
-@pytest.mark.parametrize("labels", [2, 3, 8, 16])
+@pytest.mark.parametrize("labels", [2, 3, 8, 16, 33, 64])
 def test_projection_matches_the_reference(labels):
     rng = np.random.default_rng(labels)
     X = rng.normal(0, 1, (200, labels)).astype(np.float32)
@@ -31,6 +31,24 @@ def test_projection_matches_the_reference(labels):
     simplex_projector(labels)(X)
     np.testing.assert_allclose(X, expected, atol=2e-6)
     np.testing.assert_allclose(X.sum(axis=1), 1, atol=1e-5)
+
+
+def test_sorting_networks_sort_every_zero_one_input():
+    """The 0-1 principle: a comparator network sorts every input iff it sorts
+    every sequence of zeros and ones."""
+    import itertools
+
+    from hogwild.problems.graph_cuts import sorting_network
+    for size in range(1, 13):
+        first, second = sorting_network(size)
+        assert np.all(first < second) and np.all(second < size)
+        for bits in itertools.product((0, 1), repeat=size):
+            x = list(bits)
+            for a, b in zip(first, second):
+                if x[a] > x[b]:
+                    x[a], x[b] = x[b], x[a]
+            assert x == sorted(bits), (size, bits)
+    assert sorting_network(8)[0].size == 19  # Batcher's count for 8 items
 
 
 SNAP = {"facebook": ("snap-facebook-combined", "facebook_combined.txt"),
