@@ -9,14 +9,14 @@ graph cuts (snap-facebook-combined, snap-email-Enron). Prints one JSON document
 
 Method. ``updates_per_s`` is the update phase only (the engine's per-epoch timer);
 ``end_to_end_per_s`` also counts drawing each epoch's plan (CYCLADES' batch
-components, colour-class shuffles), and ``setup_seconds`` is the scheduler's one-off
+components in the first epoch, batch and colour-class shuffles), and ``setup_seconds`` is the scheduler's one-off
 preparation (colouring the conflict graph). This machine's virtual cores drift, so
 every configuration runs once per round, rounds interleave the configurations, and
 each figure is the median over rounds; ratios compare medians of the same run. The
 objective after each epoch comes from the first round (same seed for every
 configuration): a conflict-free schedule is serially equivalent, so its objective
-per epoch is that of a serial run in its own order (cyclades uses serial's order
-and matches it bit for bit).
+per epoch is that of a serial run in its own order (cyclades' first epoch is
+serial's, bit for bit).
 """
 import statistics
 import sys
