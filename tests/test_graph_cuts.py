@@ -72,9 +72,10 @@ def facebook():
 
 
 @pytest.mark.parametrize("graph,scheduler,workers", [
-    ("facebook", "serial", 1), ("facebook", "hogwild", 2), ("facebook", "cyclades", 2),
-    ("grqc", "serial", 1), ("grqc", "hogwild", 2), ("enron", "serial", 1),
-    ("enron", "hogwild", 2)])
+    ("facebook", "serial", 1), ("facebook", "hogwild", 2), ("facebook", "colored", 2),
+    ("facebook", "cyclades", 2), ("grqc", "serial", 1), ("grqc", "hogwild", 2),
+    ("grqc", "colored", 2), ("enron", "serial", 1), ("enron", "hogwild", 2),
+    ("enron", "colored", 2)])
 def test_two_terminal_cut_matches_the_exact_minimum_cut(graph, scheduler, workers):
     """Two terminal sets of 5 vertices drawn by seed; the default settings."""
     n, u, v = snap_edges(graph)
@@ -99,11 +100,12 @@ def test_eight_label_cut_beats_the_nearest_terminal_baseline(facebook):
     assert result.cut < baseline
 
 
-def test_conflict_free_cut_is_bitwise_reproducible_across_workers(facebook):
+@pytest.mark.parametrize("scheduler", ["colored", "cyclades"])
+def test_conflict_free_cut_is_bitwise_reproducible_across_workers(facebook, scheduler):
     n, u, v = facebook
     terminals = {0: 0, 1: 1, 2: 2}
     runs = [multiway_cut(n, u, v, np.ones(u.size), terminals, 3, epochs=3, workers=w,
-                         scheduler="cyclades", seed=1).x for w in (1, 2)]
+                         scheduler=scheduler, seed=1).x for w in (1, 2)]
     np.testing.assert_array_equal(runs[0], runs[1])
 
 
