@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from hogwild.errors import HogwildError
+from hogwild.errors import HogwildError, Interrupted
 
 
 def _positive_or_auto(text):
@@ -69,6 +69,7 @@ def build_parser():
     svm.add_argument("--seed", type=int, default=None, help="random seed")
     svm.add_argument("--json", action="store_true",
                      help="print one JSON result on stdout instead of the text report")
+    _add_run_options(svm, "svm")
 
     _add_mc_parser(problems, usable_cores(), RATINGS_DATASETS)
     _add_cuts_parser(problems, usable_cores())
@@ -92,6 +93,26 @@ def build_parser():
 
     commands.add_parser("datasets", help="list available datasets and their shapes")
     return parser
+
+
+def _add_run_options(parser, problem):
+    """Backend and checkpoint options, the same for every problem."""
+    parser.add_argument("--backend", default="threads",
+                        help="threads (default) or processes (workers in separate "
+                             "processes over shared memory)")
+    parser.add_argument("--checkpoint", default=f"hogwild-{problem}-checkpoint.npz",
+                        help="checkpoint file, written on Ctrl-C and every --checkpoint-every "
+                             f"epochs (default: hogwild-{problem}-checkpoint.npz)")
+    parser.add_argument("--checkpoint-every", type=int, default=None,
+                        help="also checkpoint every this many epochs and at the end")
+    parser.add_argument("--resume", default=None,
+                        help="continue the run saved in this checkpoint (same data and "
+                             "--seed); --epochs is the total")
+
+
+def _fit_options(args):
+    return {"checkpoint": args.checkpoint, "checkpoint_every": args.checkpoint_every,
+            "resume": args.resume}
 
 
 def _add_mc_parser(problems, cores, rating_datasets):
@@ -136,6 +157,7 @@ def _add_mc_parser(problems, cores, rating_datasets):
     mc.add_argument("--save", help="write the fitted model to this .npz file")
     mc.add_argument("--json", action="store_true",
                     help="print one JSON result on stdout instead of the text report")
+    _add_run_options(mc, "mc")
 
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif")
@@ -180,6 +202,7 @@ def _add_cuts_parser(problems, cores):
                                     "for a graph")
     cuts.add_argument("--json", action="store_true",
                       help="print one JSON result on stdout instead of the text report")
+    _add_run_options(cuts, "cuts")
 
 
 def _progress(total, enabled):
@@ -236,10 +259,11 @@ def run_svm(args):
     train, test = load_svm_data(args.data, args.test)
     model = SparseSVM(loss=args.loss, reg=args.reg, epochs=args.epochs, step=args.step,
                       decay=args.decay, step_schedule=args.schedule, workers=args.workers,
-                      scheduler=args.scheduler, shuffle_block=args.shuffle_block,
-                      seed=args.seed)
+                      scheduler=args.scheduler, backend=args.backend,
+                      shuffle_block=args.shuffle_block, seed=args.seed)
     _train_with_progress(args, lambda report: model.fit(
-        train.X, train.y, eval_set=(test.X, test.y) if test else None, callback=report))
+        train.X, train.y, eval_set=(test.X, test.y) if test else None, callback=report,
+        **_fit_options(args)))
     history = model.history_
     update_seconds = sum(r.seconds for r in history)
     updates = sum(r.updates for r in history)
@@ -298,9 +322,10 @@ def run_mc(args):
     model = MatrixFactorization(
         rank=args.rank, model="biased" if args.biased else "plain", reg=args.reg,
         bias_reg=args.bias_reg, epochs=args.epochs, step=args.step, decay=args.decay,
-        workers=args.workers, scheduler=args.scheduler, grid=args.grid,
+        workers=args.workers, scheduler=args.scheduler, backend=args.backend, grid=args.grid,
         shuffle_ratings=not stored_random, seed=args.seed)
-    _train_with_progress(args, lambda report: model.fit(train, eval_set=test, callback=report),
+    _train_with_progress(args, lambda report: model.fit(train, eval_set=test, callback=report,
+                                                        **_fit_options(args)),
                          unit="ratings")
     if args.save:
         model.save(args.save)
@@ -368,7 +393,8 @@ def run_cuts(args):
     started = time.perf_counter()
     n_labels = check_int("labels", args.labels, 2)
     fit_options = dict(epochs=args.epochs, step=args.step, decay=args.decay,
-                       workers=args.workers, scheduler=args.scheduler, seed=args.seed)
+                       workers=args.workers, scheduler=args.scheduler, backend=args.backend,
+                       seed=args.seed, **_fit_options(args))
     result = {"problem": "cuts", "data": str(args.data), "labels": n_labels,
               "scheduler": args.scheduler, "epochs": args.epochs, "seed": args.seed}
     image_input = str(args.data).lower().endswith(IMAGE_SUFFIXES)
@@ -542,6 +568,11 @@ def _dispatch(args):
     except HogwildError as exc:
         print(f"hogwild: error: {exc}", file=sys.stderr)
         return 2
+    except Interrupted as stop:
+        where = (f"; checkpoint written to {stop.checkpoint} (continue with --resume "
+                 f"{stop.checkpoint})") if stop.checkpoint else ""
+        print(f"hogwild: interrupted after epoch {stop.epoch}{where}", file=sys.stderr)
+        return 130
     except KeyboardInterrupt:
         print("hogwild: interrupted", file=sys.stderr)
         return 130

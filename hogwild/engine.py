@@ -4,18 +4,23 @@ It owns *when* things happen: the step schedule, one plan per epoch, timing of
 the update phase only, evaluation between epochs, the finiteness check and the
 single per-epoch callback.
 """
+import contextlib
 import math
 import os
 import re
+import signal
+import sys
+import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
 from numba.core.errors import NumbaError
 
 from hogwild.backends import get_backend
-from hogwild.errors import DivergenceError, HogwildError, check_int
+from hogwild.checkpoint import Checkpoint, check_compatible, load_checkpoint, save_checkpoint
+from hogwild.errors import DivergenceError, HogwildError, Interrupted, check_int
 from hogwild.kernels.compiler import compile_loops, slp_vectorizer
 from hogwild.objective import Objective
 from hogwild.schedulers import get_scheduler
@@ -83,9 +88,34 @@ def _compile(runner, loops, objective, params, scheduler):
             from None
 
 
+@contextlib.contextmanager
+def _stop_after_epoch():
+    """While training: the first Ctrl-C asks to stop after the current epoch (the
+    returned flag's ``is_set``), a second one interrupts at once. Only the main
+    thread can install signal handlers; elsewhere Ctrl-C keeps its usual effect."""
+    requested = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield requested
+        return
+
+    def handler(signum, frame):
+        if requested.is_set():
+            raise KeyboardInterrupt
+        requested.set()
+        print("hogwild: stopping after this epoch (Ctrl-C again to abandon it)",
+              file=sys.stderr, flush=True)
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield requested
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="geometric",
         workers=None, scheduler="hogwild", backend="threads", seed=None, shuffle_block=1,
-        evaluate: Optional[Callable] = None, callback: Optional[Callable] = None) -> FitResult:
+        evaluate: Optional[Callable] = None, callback: Optional[Callable] = None,
+        checkpoint=None, checkpoint_every=1, resume=None) -> FitResult:
     """Train ``objective`` with lock-free parallel SGD.
 
     The objective's params are copied; the trained copies are in ``result.params``.
@@ -95,30 +125,60 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     ``evaluate(params) -> dict`` adds metrics (e.g. test error) to each epoch's
     record; ``callback(record)`` is called once after each epoch.
 
-    Reproducibility: with a seed, ``serial`` is bitwise reproducible, and so is
-    ``blocked`` (for the objective's block layout) with any number of workers;
-    ``hogwild`` and ``locked`` with several workers are reproducible only in
-    distribution.
+    Checkpoints (see hogwild.checkpoint): with ``checkpoint=PATH`` the state after
+    every ``checkpoint_every`` epochs and after the last one (``None``: neither)
+    and after a Ctrl-C is written there atomically. ``resume=PATH`` continues a checkpointed run up to
+    ``epochs`` in total; for the deterministic schedulers (serial, blocked,
+    colored, cyclades) the result is bitwise that of an uninterrupted run. The
+    first Ctrl-C during a fit stops it after the current epoch (checkpointed,
+    then hogwild.errors.Interrupted is raised); a second one abandons the epoch.
+
+    Reproducibility: with a seed, ``serial`` is bitwise reproducible, and so are
+    ``blocked`` (for the objective's block layout), ``colored`` and ``cyclades``
+    with any number of workers; ``hogwild`` and ``locked`` with several workers are
+    reproducible only in distribution.
     """
     if not isinstance(objective, Objective):
         raise HogwildError(f"objective must be a hogwild.Objective, got {type(objective).__name__}")
     check_int("epochs", epochs, 1)
     shuffle_block = check_int("shuffle_block", shuffle_block, 1)
+    if checkpoint_every is not None:
+        checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
     schedule = StepSchedule(step_schedule, step, decay)
     sched = get_scheduler(scheduler)
     backend_cls = get_backend(backend)
     planner = sched.prepare(objective, check_workers(workers))
     n_workers = planner.workers
     rng = np.random.default_rng(seed)
+    settings = {"scheduler": sched.name, "step": step, "decay": decay,
+                "step_schedule": step_schedule, "shuffle_block": shuffle_block,
+                "seed": seed if seed is None or isinstance(seed, int) else repr(seed)}
 
     params = tuple(p.copy() for p in objective.params)
+    history = []
+    if resume is not None:
+        saved = load_checkpoint(resume)
+        check_compatible(saved, resume, objective, epochs)
+        params = tuple(p.copy() for p in saved.params)
+        rng.bit_generator.state = saved.rng_state
+        history = [EpochRecord(**record) for record in saved.history]
+        if saved.planner:
+            planner.restore(saved.planner)
+
+    def save(epochs_done):
+        save_checkpoint(checkpoint, Checkpoint(
+            epoch=epochs_done, params=params, rng_state=rng.bit_generator.state,
+            step=schedule(epochs_done), history=[asdict(r) for r in history],
+            objective=objective.name, n_samples=objective.n_samples, settings=settings,
+            planner=getattr(planner, "state", dict)()))
+
     data = objective.data
     n = objective.n_samples
     loops = compile_loops(objective.update, objective.loss, objective.fastmath)
-    history = []
-    with backend_cls(n_workers) as runner:
+    with backend_cls(n_workers) as runner, _stop_after_epoch() as stop_requested:
+        params, data = runner.share(params, data)
         _compile(runner, loops, objective, params, sched)
-        for epoch in range(epochs):
+        for epoch in range(len(history), epochs):
             step_now = schedule(epoch)
             start = time.perf_counter()
             plan = planner.plan(rng, shuffle_block)
@@ -140,5 +200,13 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
             history.append(record)
             if callback is not None:
                 callback(record)
+            done = epoch + 1
+            periodic = checkpoint_every is not None and (done % checkpoint_every == 0
+                                                         or done == epochs)
+            if checkpoint is not None and (periodic or stop_requested.is_set()):
+                save(done)
+            if stop_requested.is_set() and done < epochs:
+                raise Interrupted(done, checkpoint)
+        params = runner.export(params)
     return FitResult(params=params, history=history, scheduler=sched.name, backend=backend,
                      workers=n_workers, seed=seed, setup_seconds=planner.setup_seconds)

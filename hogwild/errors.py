@@ -7,7 +7,6 @@ it without a traceback.
 import numpy as np
 
 
-
 class HogwildError(ValueError):
     """Bad input or configuration; the message says what and how to fix it."""
 
@@ -18,6 +17,16 @@ class DataFormatError(HogwildError):
 
 class DivergenceError(HogwildError, ArithmeticError):
     """The parameters became NaN or Inf during training."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped training after a whole epoch. ``epoch`` epochs are done and,
+    when the run had a checkpoint path, their state is in ``checkpoint``."""
+
+    def __init__(self, epoch, checkpoint=None):
+        super().__init__(f"interrupted after epoch {epoch}")
+        self.epoch = epoch
+        self.checkpoint = checkpoint
 
 
 def check_int(name, value, minimum):

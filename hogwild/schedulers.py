@@ -379,7 +379,8 @@ class CycladesScheduler:
 class _CycladesPlanner:
     def __init__(self, supports, workers, batch):
         self.supports, self.workers, self.batch = supports, workers, batch
-        self._batches = None  # (runs, spans, phase starts) of the first epoch
+        self._order = None    # the first epoch's order, cut into batches at _starts
+        self._batches = None  # (runs, spans, starts): the batches dealt to the workers
 
     def plan(self, rng, run_length=1):
         if self._batches is not None:
@@ -389,7 +390,10 @@ class _CycladesPlanner:
             return EpochPlan(runs, 1, (tuple(spans),), locked=False, barriers=starts.size - 1)
         n = self.supports.n_samples
         order = (shuffled_runs(n, run_length, rng)[:, None] + np.arange(run_length)).ravel()
-        order = order[order < n]
+        return self._deal(order[order < n])
+
+    def _deal(self, order):
+        n = order.size
         starts = np.append(np.arange(0, n, self.batch, dtype=np.int64), n)
         if self.workers == 1:  # one worker runs each batch in order: no components needed
             groups = np.zeros(n, np.int64)
@@ -398,8 +402,17 @@ class _CycladesPlanner:
             groups = components_by_batch(supports.indptr, supports.indices,
                                          supports.n_coordinates, order, self.batch)
         plan = _phased_plan(order, starts, groups, self.workers, n)
+        self._order = order
         self._batches = (plan.runs, np.stack(plan.phases[0]), starts)
         return plan
+
+    def state(self):
+        """What a checkpoint keeps so that a resumed run, with any number of workers,
+        draws the same batches: the first epoch's order."""
+        return {} if self._order is None else {"order": self._order}
+
+    def restore(self, state):
+        self._deal(state["order"])
 
 
 @njit(nogil=True, cache=True)

@@ -287,11 +287,12 @@ class MatrixFactorization(Params):
         (biased model; default reg).
     epochs, step, decay, step_schedule: SGD schedule (hogwild.steps); default step
         0.04 (biased) or 0.02 (plain), decay 0.9 per epoch.
-    workers: threads (default: all usable cores).
+    workers: threads or processes (default: all usable cores).
     scheduler: "hogwild" (lock-free), "blocked" (conflict-free grid blocks,
         bitwise reproducible for a seed and grid), "serial", "locked", "colored" or
-        "cyclades" (conflict-free, bitwise reproducible for a seed; colored colours
-        the rating conflict graph, practical only for small data).
+        "cyclades" (conflict-free, bitwise reproducible for a seed; colored needs as
+        many colour phases as the busiest item has ratings, so blocked is faster).
+    backend: "threads" or "processes" (see hogwild.backends).
     grid: blocks per side for "blocked" (default 8, or 2 x workers above 4).
     shuffle_block: "hogwild"/"serial"/"locked" visit random runs of this many
         consecutive ratings, which are stored in random order (shuffle_ratings).
@@ -311,8 +312,8 @@ class MatrixFactorization(Params):
 
     def __init__(self, *, rank=32, model="biased", reg=None, bias_reg=None, epochs=20,
                  step=None, decay=0.9, step_schedule="geometric", workers=None,
-                 scheduler="hogwild", grid=None, shuffle_block=256, shuffle_ratings=True,
-                 init_scale=0.1, seed=None):
+                 scheduler="hogwild", backend="threads", grid=None, shuffle_block=256,
+                 shuffle_ratings=True, init_scale=0.1, seed=None):
         self.rank = rank
         self.model = model
         self.reg = reg
@@ -323,6 +324,7 @@ class MatrixFactorization(Params):
         self.step_schedule = step_schedule
         self.workers = workers
         self.scheduler = scheduler
+        self.backend = backend
         self.grid = grid
         self.shuffle_block = shuffle_block
         self.shuffle_ratings = shuffle_ratings
@@ -351,12 +353,15 @@ class MatrixFactorization(Params):
         step = default_step if self.step is None else self.step
         return int(self.rank), float(reg), float(bias_reg), step
 
-    def fit(self, ratings, eval_set=None, callback=None):
+    def fit(self, ratings, eval_set=None, callback=None, checkpoint=None,
+            checkpoint_every=None, resume=None):
         """Train on ratings (see ratings_arrays for the accepted forms).
 
         eval_set: test ratings in the same forms; their RMSE is recorded after
         every epoch in history_ (ids unseen in training are predicted by the
         fallback, with one warning). callback(record) is called once per epoch.
+        checkpoint, checkpoint_every and resume are hogwild.fit's (resume with the
+        same ratings and seed).
         """
         rank, reg, bias_reg, step = self._settings()
         raw_users, raw_items, raw_values = ratings_arrays(ratings)
@@ -424,8 +429,10 @@ class MatrixFactorization(Params):
 
         result = engine_fit(objective, epochs=self.epochs, step=step, decay=self.decay,
                             step_schedule=self.step_schedule, workers=workers,
-                            scheduler=self.scheduler, shuffle_block=self.shuffle_block,
-                            seed=seeds[2], evaluate=evaluate, callback=callback)
+                            scheduler=self.scheduler, backend=self.backend,
+                            shuffle_block=self.shuffle_block, seed=seeds[2],
+                            evaluate=evaluate, callback=callback, checkpoint=checkpoint,
+                            checkpoint_every=checkpoint_every, resume=resume)
         self._set_factors(result.params)
         self._seen = _group_by_user(users, items, n_users)
         self.history_ = result.history

@@ -243,7 +243,8 @@ class SparseSVM(Params):
     epochs, step, decay, step_schedule: SGD schedule (see hogwild.steps); step="auto"
         is 0.2 / (mean squared row norm), which suits unit-norm TF-IDF rows and
         binary features alike (the chosen value is kept in ``step_``).
-    workers: threads (default: all usable cores); scheduler: hogwild | locked | serial |
+    workers: threads or processes (default: all usable cores); backend: "threads" or
+        "processes" (see hogwild.backends); scheduler: hogwild | locked | serial |
         colored | cyclades (the last two are conflict-free and bitwise reproducible for
         a seed with any number of workers; see hogwild.schedulers).
     shuffle_block: rows are shuffled once (by the seed), then each epoch visits them
@@ -260,7 +261,7 @@ class SparseSVM(Params):
 
     def __init__(self, *, loss="hinge", reg=1e-4, epochs=20, step="auto", decay=0.9,
                  step_schedule="geometric", workers=None, scheduler="hogwild",
-                 shuffle_block=16, seed=None):
+                 backend="threads", shuffle_block=16, seed=None):
         self.loss = loss
         self.reg = reg
         self.epochs = epochs
@@ -269,6 +270,7 @@ class SparseSVM(Params):
         self.step_schedule = step_schedule
         self.workers = workers
         self.scheduler = scheduler
+        self.backend = backend
         self.shuffle_block = shuffle_block
         self.seed = seed
 
@@ -279,11 +281,14 @@ class SparseSVM(Params):
                     classifier_tags=ClassifierTags(multi_class=False),
                     input_tags=InputTags(sparse=True), non_deterministic=True)
 
-    def fit(self, X, y, eval_set=None, callback=None):
+    def fit(self, X, y, eval_set=None, callback=None, checkpoint=None, checkpoint_every=None,
+            resume=None):
         """Train on X (n x d, sparse or dense) and binary labels y.
 
         eval_set=(X_test, y_test) records the test error after every epoch in
-        ``history_``; callback(record) is called once per epoch.
+        ``history_``; callback(record) is called once per epoch. checkpoint,
+        checkpoint_every and resume are hogwild.fit's (resume with the same X, y
+        and seed).
         """
         check_loss(self.loss)
         check_reg(self.reg)
@@ -306,8 +311,10 @@ class SparseSVM(Params):
         objective = svm_objective(X, labels, self.loss, self.reg, self.seed)
         result = engine_fit(objective, epochs=self.epochs, step=self.step_, decay=self.decay,
                             step_schedule=self.step_schedule, workers=self.workers,
-                            scheduler=self.scheduler, shuffle_block=self.shuffle_block,
-                            seed=self.seed, evaluate=evaluate, callback=callback)
+                            scheduler=self.scheduler, backend=self.backend,
+                            shuffle_block=self.shuffle_block, seed=self.seed,
+                            evaluate=evaluate, callback=callback, checkpoint=checkpoint,
+                            checkpoint_every=checkpoint_every, resume=resume)
         self.coef_ = result.params[0]
         self.classes_ = classes
         self.n_features_in_ = X.shape[1]

@@ -1,5 +1,6 @@
 """The hogwild command line: results, JSON, and one-line errors."""
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -94,18 +95,34 @@ def test_datasets_lists_the_shipped_default_and_the_cache(capsys, tmp_path, monk
         in cached[0]
 
 
-def test_ctrl_c_stops_cleanly_with_status_130():
+def test_ctrl_c_checkpoints_and_exits_130_and_the_run_resumes(tmp_path):
+    """The first Ctrl-C finishes the epoch, writes the checkpoint, says where, and
+    exits 130; --resume continues from it to the requested total of epochs."""
     exe = shutil.which("hogwild")
     if exe is None:
         pytest.fail("the hogwild console script is not on PATH; install the package")
-    proc = subprocess.Popen([exe, "run", "svm", "--epochs", "100000", "--workers", "1"],
+    proc = subprocess.Popen([exe, "run", "svm", "--epochs", "100000", "--workers", "1",
+                             "--seed", "0"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = proc.stdout.readline()  # training has started
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert first.startswith("epoch   1/100000")
     assert proc.returncode == 130
-    assert err.strip().splitlines()[-1] == "hogwild: interrupted"
+    last = err.strip().splitlines()[-1]
+    match = re.fullmatch(r"hogwild: interrupted after epoch (\d+); checkpoint written to "
+                         r"hogwild-svm-checkpoint.npz \(continue with --resume "
+                         r"hogwild-svm-checkpoint.npz\)", last)
+    assert match, last
+    from hogwild.checkpoint import load_checkpoint
+    saved = load_checkpoint(tmp_path / "hogwild-svm-checkpoint.npz")
+    assert saved.epoch == int(match.group(1)) and saved.objective == "sparse-svm-hinge"
+    done = subprocess.run([exe, "run", "svm", "--epochs", str(saved.epoch + 2), "--workers",
+                           "1", "--seed", "0", "--resume", "hogwild-svm-checkpoint.npz",
+                           "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert [r["epoch"] for r in json.loads(done.stdout)["history"]] == \
+        list(range(1, saved.epoch + 3))
 
 
 def test_console_script_is_installed():

@@ -17,6 +17,14 @@ class ThreadsBackend:
                                         thread_name_prefix="hogwild")
         self._lock = new_lock()
 
+    def share(self, params, data):
+        """The arrays the workers use: threads share the process's own memory."""
+        return params, data
+
+    def export(self, params):
+        """The trained parameters, valid after the backend is closed."""
+        return params
+
     def warm_up(self, loops, params, data, scheduler):
         """Compile (or load from cache) the kernel a run will use, outside the timed
         epochs."""

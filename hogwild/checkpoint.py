@@ -1,0 +1,136 @@
+"""Checkpoints: a run's state after a whole epoch, written so that nothing is lost.
+
+A checkpoint is an .npz file (no pickle) holding the parameter arrays, the
+scheduler's own state (CYCLADES' batches) and a JSON header: format and version,
+the objective's name and sample count, the parameters' shapes and dtypes, the
+epochs done, the random generator's state, the next step size, the fit settings
+and the history, and a SHA-256 of every array. It is written atomically: to a
+temporary file in the same folder, flushed and fsynced, then renamed over the old
+one (and the folder fsynced), so a crash at any moment leaves either the previous
+checkpoint or the new one, never a mixture; the next write removes temporary
+files that a killed writer left (one writer per checkpoint path). Loading refuses a truncated,
+corrupted or mismatched file with an error that names what is wrong.
+"""
+import hashlib
+import json
+import os
+import secrets
+import zipfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hogwild.errors import HogwildError
+
+FORMAT = "hogwild-checkpoint"
+VERSION = 1
+
+
+@dataclass
+class Checkpoint:
+    epoch: int                # epochs completed
+    params: tuple             # parameter arrays after that epoch
+    rng_state: dict           # numpy bit generator state for the next epoch's plan
+    step: float               # step size of the next epoch
+    history: list             # EpochRecord fields, one dict per epoch done
+    objective: str            # the objective's name
+    n_samples: int
+    settings: dict = field(default_factory=dict)   # fit settings, for the record
+    planner: dict = field(default_factory=dict)    # scheduler state arrays
+
+
+def _digest(array):
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
+
+
+def save_checkpoint(path, checkpoint):
+    """Write ``checkpoint`` to ``path`` atomically (see the module docstring)."""
+    path = Path(path)
+    arrays = {f"param_{i}": np.asarray(p) for i, p in enumerate(checkpoint.params)}
+    arrays.update({f"planner_{name}": np.asarray(a) for name, a in checkpoint.planner.items()})
+    header = {key: value for key, value in asdict(checkpoint).items()
+              if key not in ("params", "planner")}
+    header.update(format=FORMAT, version=VERSION,
+                  shapes=[list(p.shape) for p in checkpoint.params],
+                  dtypes=[str(p.dtype) for p in checkpoint.params],
+                  planner_names=sorted(checkpoint.planner),
+                  digests={name: _digest(a) for name, a in arrays.items()})
+    arrays["header"] = np.frombuffer(json.dumps(header).encode(), np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):  # a writer killed mid-write
+        stale.unlink(missing_ok=True)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    try:
+        with open(temporary, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    finally:
+        if temporary.exists():
+            temporary.unlink()
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def load_checkpoint(path):
+    """The Checkpoint in ``path``; a HogwildError if it is missing, truncated,
+    corrupted or not a hogwild checkpoint."""
+    path = Path(path)
+    if not path.is_file():
+        raise HogwildError(f"checkpoint {path} does not exist")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError) as exc:
+        raise HogwildError(f"checkpoint {path} is truncated or not a hogwild checkpoint "
+                           f"({type(exc).__name__}: {exc})") from None
+    try:
+        header = json.loads(arrays.pop("header").tobytes().decode())
+    except (KeyError, ValueError, UnicodeDecodeError):
+        raise HogwildError(f"checkpoint {path} has no readable header: not a hogwild "
+                           "checkpoint") from None
+    if header.get("format") != FORMAT:
+        raise HogwildError(f"{path} is not a hogwild checkpoint")
+    if header.get("version") != VERSION:
+        raise HogwildError(f"checkpoint {path} has format version {header.get('version')}; "
+                           f"this hogwild reads version {VERSION}")
+    digests = header["digests"]
+    if set(digests) != set(arrays):
+        raise HogwildError(f"checkpoint {path} is corrupted: it lists arrays "
+                           f"{sorted(digests)} but holds {sorted(arrays)}")
+    for name, array in arrays.items():
+        if _digest(array) != digests[name]:
+            raise HogwildError(f"checkpoint {path} is corrupted: array {name!r} does not "
+                               "match its checksum")
+    params = tuple(arrays[f"param_{i}"] for i in range(len(header["shapes"])))
+    return Checkpoint(epoch=header["epoch"], params=params, rng_state=header["rng_state"],
+                      step=header["step"], history=header["history"],
+                      objective=header["objective"], n_samples=header["n_samples"],
+                      settings=header["settings"],
+                      planner={name: arrays[f"planner_{name}"]
+                               for name in header["planner_names"]})
+
+
+def check_compatible(checkpoint, path, objective, epochs):
+    """Refuse to resume ``objective`` from a checkpoint of something else."""
+    if checkpoint.objective != objective.name:
+        raise HogwildError(f"checkpoint {path} is for objective {checkpoint.objective!r}, "
+                           f"not {objective.name!r}")
+    if checkpoint.n_samples != objective.n_samples:
+        raise HogwildError(f"checkpoint {path} has {checkpoint.n_samples} samples, this "
+                           f"objective {objective.n_samples}")
+    if len(checkpoint.params) != len(objective.params):
+        raise HogwildError(f"checkpoint {path} has {len(checkpoint.params)} parameter arrays, "
+                           f"this objective {len(objective.params)}")
+    for i, (saved, ours) in enumerate(zip(checkpoint.params, objective.params)):
+        if saved.shape != ours.shape or saved.dtype != ours.dtype:
+            raise HogwildError(f"checkpoint {path}: params[{i}] is {saved.dtype}{list(saved.shape)}"
+                               f" there, {ours.dtype}{list(ours.shape)} here")
+    if checkpoint.epoch > epochs:
+        raise HogwildError(f"checkpoint {path} is after epoch {checkpoint.epoch}, beyond "
+                           f"epochs={epochs}; ask for more epochs to continue it")

@@ -1,0 +1,170 @@
+"""Checkpoints: atomic writes, bitwise resume, and refusal of bad files."""
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import zipfile
+
+import numpy as np
+import pytest
+
+from hogwild import HogwildError, Objective, fit
+from hogwild.checkpoint import load_checkpoint
+from hogwild.conflicts import Supports
+from hogwild.errors import Interrupted
+
+
+def pair_update(e, params, data, step):
+    u, v, target = data[0][e], data[1][e], data[2][e]
+    residual = params[0][u] + params[1][v] - target
+    params[0][u] -= step * residual
+    params[1][v] -= step * residual
+
+
+def pair_loss(e, params, data):
+    residual = params[0][data[0][e]] + params[1][data[1][e]] - data[2][e]
+    return 0.5 * residual * residual
+
+
+def pair_objective(n=5000, seed=2, name="pairs"):
+    rng = np.random.default_rng(seed)
+    r, c = rng.integers(0, 300, n), rng.integers(0, 200, n)
+    return Objective(pair_update, pair_loss, (np.zeros(300), np.zeros(200)),
+                     (r, c, rng.standard_normal(n)), n, name=name,
+                     supports=Supports.from_keys(r, c))
+
+
+@pytest.mark.parametrize("scheduler,workers", [("serial", 1), ("cyclades", 2), ("colored", 2)])
+def test_resumed_run_is_bitwise_an_uninterrupted_one(tmp_path, scheduler, workers):
+    objective = pair_objective()
+    options = dict(step=0.3, decay=0.9, scheduler=scheduler, workers=workers, seed=5,
+                   shuffle_block=4)
+    whole = fit(objective, epochs=6, **options)
+    path = tmp_path / "run.npz"
+    first = fit(objective, epochs=3, checkpoint=path, **options)
+    assert load_checkpoint(path).epoch == 3
+    resumed = fit(objective, epochs=6, resume=path, **options)
+    for a, b in zip(whole.params, resumed.params):
+        np.testing.assert_array_equal(a, b)
+    assert [r.objective for r in resumed.history] == [r.objective for r in whole.history]
+    assert [r.epoch for r in resumed.history] == list(range(1, 7))
+    assert first.history == resumed.history[:3]
+
+
+def test_checkpoint_every_and_the_saved_state(tmp_path):
+    path = tmp_path / "run.npz"
+    seen = []
+    fit(pair_objective(), epochs=5, step=0.3, scheduler="serial", seed=1, checkpoint=path,
+        checkpoint_every=2, callback=lambda record: seen.append(load_checkpoint(path).epoch
+                                                                if path.exists() else 0))
+    assert seen == [0, 0, 2, 2, 4]  # read before each epoch's own checkpoint is written
+    saved = load_checkpoint(path)  # the last epoch is always saved
+    assert saved.epoch == 5 and len(saved.history) == 5 and saved.objective == "pairs"
+    assert saved.settings["scheduler"] == "serial" and saved.step == pytest.approx(0.3 * 0.1 ** 0)
+    assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left behind
+
+
+def test_bad_checkpoints_are_refused_naming_the_problem(tmp_path):
+    path = tmp_path / "run.npz"
+    fit(pair_objective(), epochs=2, step=0.3, scheduler="serial", seed=1, checkpoint=path)
+    raw = path.read_bytes()
+
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(raw[:len(raw) // 2])
+    with pytest.raises(HogwildError, match=r"checkpoint .*truncated.npz is truncated or not "
+                                           r"a hogwild checkpoint \(BadZipFile"):
+        load_checkpoint(truncated)
+
+    with np.load(path) as archive:  # flip one parameter value, keep the header
+        arrays = dict(archive)
+    arrays["param_0"][3] += 1.0
+    corrupted = tmp_path / "corrupted.npz"
+    np.savez(corrupted, **arrays)
+    with pytest.raises(HogwildError, match=r"corrupted.npz is corrupted: array 'param_0' "
+                                           r"does not match its checksum"):
+        load_checkpoint(corrupted)
+
+    header = json.loads(arrays.pop("header").tobytes())
+    for field, value, message in (
+            ("format", "other", r"is not a hogwild checkpoint"),
+            ("version", 99, r"has format version 99; this hogwild reads version 1")):
+        edited = dict(arrays, header=np.frombuffer(json.dumps({**header, field: value})
+                                                   .encode(), np.uint8))
+        np.savez(tmp_path / "edited.npz", **edited)
+        with pytest.raises(HogwildError, match=message):
+            load_checkpoint(tmp_path / "edited.npz")
+
+    with pytest.raises(HogwildError, match=r"checkpoint .*run.npz is for objective 'pairs', "
+                                           r"not 'other'"):
+        fit(pair_objective(name="other"), epochs=3, resume=path)
+    with pytest.raises(HogwildError, match=r"run.npz has 5000 samples, this objective 4000"):
+        fit(pair_objective(n=4000), epochs=3, resume=path)
+    wide = pair_objective()
+    wide = Objective(pair_update, pair_loss, (np.zeros(300), np.zeros(201)), wide.data,
+                     wide.n_samples, name="pairs")
+    with pytest.raises(HogwildError, match=r"run.npz: params\[1\] is float64\[200\] there, "
+                                           r"float64\[201\] here"):
+        fit(wide, epochs=3, resume=path)
+    with pytest.raises(HogwildError, match=r"run.npz is after epoch 2, beyond epochs=1"):
+        fit(pair_objective(), epochs=1, resume=path)
+    with pytest.raises(HogwildError, match=r"checkpoint .*missing.npz does not exist"):
+        fit(pair_objective(), epochs=3, resume=tmp_path / "missing.npz")
+
+
+KILLED_WRITER = textwrap.dedent("""
+    import hashlib, sys
+    import numpy as np
+    from hogwild import Objective, fit
+
+    def update(e, params, data, step):
+        params[0][e % 1000] += step
+
+    def loss(e, params, data):
+        return 0.0
+
+    log = open(sys.argv[2], "a")
+
+    def record(r):  # logged before the engine writes that epoch's checkpoint
+        log.write(f"{r.epoch} {hashlib.sha256(state[0].tobytes()).hexdigest()}\\n")
+        log.flush()
+
+    state = [None]
+    big = np.zeros(8_000_000)  # 64 MB per write: a wide window to be killed in
+    objective = Objective(update, loss, (np.zeros(1000), big), (np.zeros(1),), 5000,
+                          name="killed")
+    fit(objective, epochs=10_000, step=1.0, scheduler="serial", seed=0,
+        checkpoint=sys.argv[1], evaluate=lambda params: state.__setitem__(0, params[0]) or {},
+        callback=record)
+""")
+
+
+def test_killing_the_writer_at_random_times_never_loses_the_checkpoint(tmp_path):
+    """SIGKILL the whole run at random moments, often in the middle of writing a
+    checkpoint: the file left always loads and is a version that was written."""
+    script = tmp_path / "writer.py"
+    script.write_text(KILLED_WRITER)
+    path, log = tmp_path / "run.npz", tmp_path / "log.txt"
+    rng = np.random.default_rng(0)
+    interrupted_writes = 0
+    for _ in range(12):
+        process = subprocess.Popen([sys.executable, str(script), str(path), str(log)])
+        try:
+            process.wait(timeout=rng.uniform(1.0, 2.5))
+        except subprocess.TimeoutExpired:
+            pass
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        interrupted_writes += bool(list(tmp_path.glob(".run.npz.*.tmp")))
+        if not path.exists():
+            continue
+        saved = load_checkpoint(path)
+        written = dict(line.split() for line in log.read_text().splitlines()
+                       if len(line.split()) == 2)  # the last line may be cut short
+        digest = hashlib.sha256(saved.params[0].tobytes()).hexdigest()
+        assert written[str(saved.epoch)] == digest
+        assert saved.params[1].shape == (8_000_000,)
+    print(f"{interrupted_writes} of 12 kills interrupted a write")
+    assert path.exists() and interrupted_writes >= 1, interrupted_writes
