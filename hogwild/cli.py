@@ -205,15 +205,17 @@ def _add_cuts_parser(problems, cores):
     _add_run_options(cuts, "cuts")
 
 
-def _progress(total, enabled):
-    """A tqdm bar over epochs on stderr when tqdm is installed (pip install hogwild[cli])."""
+def _progress_bar(enabled, unit):
+    """A tqdm bar over updates on stderr when tqdm is installed (pip install
+    hogwild[cli]); the processes backend moves it during epochs too."""
     if not enabled:
         return None
     try:
         from tqdm import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, unit="epoch", file=sys.stderr, leave=False, disable=None)
+    return tqdm(total=None, unit=unit, unit_scale=True, file=sys.stderr, leave=False,
+                disable=None)
 
 
 def _epoch_line(record, epochs, unit="updates"):
@@ -228,19 +230,23 @@ def _epoch_line(record, epochs, unit="updates"):
 
 
 def _train_with_progress(args, train, unit="updates"):
-    """Run train(callback) under a progress bar over epochs with a line per epoch
-    (none with --json)."""
-    bar = _progress(args.epochs, enabled=not args.json)
+    """Run train(callback, progress) under a progress bar over updates, with a line
+    per epoch (none with --json)."""
+    bar = _progress_bar(enabled=not args.json, unit=unit)
 
     def report(record):
         if bar is not None:
-            bar.update(1)
             bar.write(_epoch_line(record, args.epochs, unit), file=sys.stdout)
         elif not args.json:
             print(_epoch_line(record, args.epochs, unit), flush=True)
 
+    def progress(done, total):
+        if bar is not None:
+            bar.total = total
+            bar.update(done - bar.n)
+
     try:
-        train(report)
+        train(report, progress)
     finally:
         if bar is not None:
             bar.close()
@@ -261,9 +267,9 @@ def run_svm(args):
                       decay=args.decay, step_schedule=args.schedule, workers=args.workers,
                       scheduler=args.scheduler, backend=args.backend,
                       shuffle_block=args.shuffle_block, seed=args.seed)
-    _train_with_progress(args, lambda report: model.fit(
+    _train_with_progress(args, lambda report, progress: model.fit(
         train.X, train.y, eval_set=(test.X, test.y) if test else None, callback=report,
-        **_fit_options(args)))
+        progress=progress, **_fit_options(args)))
     history = model.history_
     update_seconds = sum(r.seconds for r in history)
     updates = sum(r.updates for r in history)
@@ -324,9 +330,9 @@ def run_mc(args):
         bias_reg=args.bias_reg, epochs=args.epochs, step=args.step, decay=args.decay,
         workers=args.workers, scheduler=args.scheduler, backend=args.backend, grid=args.grid,
         shuffle_ratings=not stored_random, seed=args.seed)
-    _train_with_progress(args, lambda report: model.fit(train, eval_set=test, callback=report,
-                                                        **_fit_options(args)),
-                         unit="ratings")
+    _train_with_progress(args, lambda report, progress: model.fit(
+        train, eval_set=test, callback=report, progress=progress, **_fit_options(args)),
+        unit="ratings")
     if args.save:
         model.save(args.save)
     history = model.history_
@@ -405,10 +411,10 @@ def run_cuts(args):
         else:
             seeds = segmentation.read_seeds(args.terminals, image.shape)
         holder = {}
-        _train_with_progress(args, lambda report: holder.update(zip(
+        _train_with_progress(args, lambda report, progress: holder.update(zip(
             ("labels", "fit"), segmentation.segment(
                 image, seeds, connectivity=args.connectivity, unary=args.unary,
-                callback=report, **fit_options))), unit="edges")
+                callback=report, progress=progress, **fit_options))), unit="edges")
         labels, fit = holder["labels"], holder["fit"]
         n_edges = fit.history[0].updates  # pixel links and intensity links
         result.update(width=image.shape[1], height=image.shape[0],
@@ -419,8 +425,9 @@ def run_cuts(args):
         n, u, v, w, ids = load_graph(args.data, seed=args.terminal_seed)
         terminals = _graph_terminals(args.terminals, n_labels, ids, args.terminal_seed)
         holder = {}
-        _train_with_progress(args, lambda report: holder.update(fit=multiway_cut(
-            n, u, v, w, terminals, n_labels, callback=report, **fit_options)), unit="edges")
+        _train_with_progress(args, lambda report, progress: holder.update(fit=multiway_cut(
+            n, u, v, w, terminals, n_labels, callback=report, progress=progress,
+            **fit_options)), unit="edges")
         fit = holder["fit"]
         n_edges = u.size
         result.update(vertices=n, terminals=len(terminals), baseline_cut=cut_weight(

@@ -58,6 +58,7 @@ class FitResult:
     workers: int
     seed: Optional[int]
     setup_seconds: float = 0.0  # scheduler preparation, e.g. colouring the conflict graph
+    startup_seconds: float = 0.0  # starting worker processes (processes backend)
 
     @property
     def objective(self):
@@ -115,7 +116,8 @@ def _stop_after_epoch():
 def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="geometric",
         workers=None, scheduler="hogwild", backend="threads", seed=None, shuffle_block=1,
         evaluate: Optional[Callable] = None, callback: Optional[Callable] = None,
-        checkpoint=None, checkpoint_every=1, resume=None) -> FitResult:
+        checkpoint=None, checkpoint_every=1, resume=None,
+        progress: Optional[Callable] = None) -> FitResult:
     """Train ``objective`` with lock-free parallel SGD.
 
     The objective's params are copied; the trained copies are in ``result.params``.
@@ -124,6 +126,9 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     samples' stored order is already random.
     ``evaluate(params) -> dict`` adds metrics (e.g. test error) to each epoch's
     record; ``callback(record)`` is called once after each epoch.
+    ``progress(done, total)`` is called with the updates done so far in the run and
+    its total: after each epoch, and during epochs as the processes backend's
+    workers report (a progress bar).
 
     Checkpoints (see hogwild.checkpoint): with ``checkpoint=PATH`` the state after
     every ``checkpoint_every`` epochs and after the last one (``None``: neither)
@@ -175,10 +180,15 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     data = objective.data
     n = objective.n_samples
     loops = compile_loops(objective.update, objective.loss, objective.fastmath)
+    total_updates = epochs * n
     with backend_cls(n_workers) as runner, _stop_after_epoch() as stop_requested:
         params, data = runner.share(params, data)
         _compile(runner, loops, objective, params, sched)
         for epoch in range(len(history), epochs):
+            if progress is not None:
+                before = epoch * n
+                runner.on_progress = lambda done, before=before: progress(
+                    min(before + done, total_updates), total_updates)
             step_now = schedule(epoch)
             start = time.perf_counter()
             plan = planner.plan(rng, shuffle_block)
@@ -198,6 +208,8 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
                                  metrics=dict(evaluate(params)) if evaluate else {},
                                  plan_seconds=plan_seconds)
             history.append(record)
+            if progress is not None:
+                progress((epoch + 1) * n, total_updates)
             if callback is not None:
                 callback(record)
             done = epoch + 1
@@ -209,4 +221,5 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
                 raise Interrupted(done, checkpoint)
         params = runner.export(params)
     return FitResult(params=params, history=history, scheduler=sched.name, backend=backend,
-                     workers=n_workers, seed=seed, setup_seconds=planner.setup_seconds)
+                     workers=n_workers, seed=seed, setup_seconds=planner.setup_seconds,
+                     startup_seconds=getattr(runner, "startup_seconds", 0.0))

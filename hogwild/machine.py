@@ -89,6 +89,14 @@ def benchmark_arguments(description, quick_help):
     return parser
 
 
+def report_header(name, args, extra_packages=()):
+    """The opening of every benchmark report: its name, whether it was --quick, the
+    machine, and the machine's own 2-thread compute ceiling."""
+    return {"benchmark": name, "quick": args.quick,
+            "machine": describe_machine(extra_packages),
+            "compute_ceiling_2_over_1": compute_ceiling(0.3 if args.quick else 1.0)}
+
+
 def machine_lines(report):
     """Markdown lines naming the machine of a report and its 2-thread ceiling."""
     m = report["machine"]

@@ -307,7 +307,7 @@ class MatrixFactorization(Params):
     in the order of user_ids_ / item_ids_), user_bias_, item_bias_ (zeros for
     "plain"), global_mean_, history_ (per-epoch records with test_rmse when an
     eval_set is given), workers_, setup_seconds_ (the scheduler's preparation,
-    e.g. colouring).
+    e.g. colouring), startup_seconds_ (starting worker processes).
     """
 
     def __init__(self, *, rank=32, model="biased", reg=None, bias_reg=None, epochs=20,
@@ -354,14 +354,14 @@ class MatrixFactorization(Params):
         return int(self.rank), float(reg), float(bias_reg), step
 
     def fit(self, ratings, eval_set=None, callback=None, checkpoint=None,
-            checkpoint_every=None, resume=None):
+            checkpoint_every=None, resume=None, progress=None):
         """Train on ratings (see ratings_arrays for the accepted forms).
 
         eval_set: test ratings in the same forms; their RMSE is recorded after
         every epoch in history_ (ids unseen in training are predicted by the
         fallback, with one warning). callback(record) is called once per epoch.
-        checkpoint, checkpoint_every and resume are hogwild.fit's (resume with the
-        same ratings and seed).
+        checkpoint, checkpoint_every, resume and progress are hogwild.fit's (resume
+        with the same ratings and seed).
         """
         rank, reg, bias_reg, step = self._settings()
         raw_users, raw_items, raw_values = ratings_arrays(ratings)
@@ -432,12 +432,14 @@ class MatrixFactorization(Params):
                             scheduler=self.scheduler, backend=self.backend,
                             shuffle_block=self.shuffle_block, seed=seeds[2],
                             evaluate=evaluate, callback=callback, checkpoint=checkpoint,
-                            checkpoint_every=checkpoint_every, resume=resume)
+                            checkpoint_every=checkpoint_every, resume=resume,
+                            progress=progress)
         self._set_factors(result.params)
         self._seen = _group_by_user(users, items, n_users)
         self.history_ = result.history
         self.workers_ = result.workers
         self.setup_seconds_ = result.setup_seconds
+        self.startup_seconds_ = result.startup_seconds
         self.step_ = step
         return self
 

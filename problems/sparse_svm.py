@@ -256,7 +256,7 @@ class SparseSVM(Params):
 
     Fitted attributes: coef_, classes_, n_features_in_, history_ (per-epoch
     records), workers_, setup_seconds_ (the scheduler's preparation, e.g.
-    colouring), step_.
+    colouring), startup_seconds_ (starting worker processes), step_.
     """
 
     def __init__(self, *, loss="hinge", reg=1e-4, epochs=20, step="auto", decay=0.9,
@@ -282,13 +282,13 @@ class SparseSVM(Params):
                     input_tags=InputTags(sparse=True), non_deterministic=True)
 
     def fit(self, X, y, eval_set=None, callback=None, checkpoint=None, checkpoint_every=None,
-            resume=None):
+            resume=None, progress=None):
         """Train on X (n x d, sparse or dense) and binary labels y.
 
         eval_set=(X_test, y_test) records the test error after every epoch in
         ``history_``; callback(record) is called once per epoch. checkpoint,
-        checkpoint_every and resume are hogwild.fit's (resume with the same X, y
-        and seed).
+        checkpoint_every, resume and progress are hogwild.fit's (resume with the
+        same X, y and seed).
         """
         check_loss(self.loss)
         check_reg(self.reg)
@@ -314,13 +314,15 @@ class SparseSVM(Params):
                             scheduler=self.scheduler, backend=self.backend,
                             shuffle_block=self.shuffle_block, seed=self.seed,
                             evaluate=evaluate, callback=callback, checkpoint=checkpoint,
-                            checkpoint_every=checkpoint_every, resume=resume)
+                            checkpoint_every=checkpoint_every, resume=resume,
+                            progress=progress)
         self.coef_ = result.params[0]
         self.classes_ = classes
         self.n_features_in_ = X.shape[1]
         self.history_ = result.history
         self.workers_ = result.workers
         self.setup_seconds_ = result.setup_seconds
+        self.startup_seconds_ = result.startup_seconds
         return self
 
     def _check_fitted(self):

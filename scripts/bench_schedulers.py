@@ -32,8 +32,7 @@ from hogwild.datasets.registry import RATINGS_DATASETS, SVM_DATASETS, load_ratin
     load_svm_data
 from hogwild.datasets.synthetic import make_sparse_classification
 from hogwild.errors import HogwildError
-from hogwild.machine import (benchmark_arguments, compute_ceiling, describe_machine,
-                             machine_lines, publish)
+from hogwild.machine import benchmark_arguments, machine_lines, publish, report_header
 from hogwild.paths import shared_data_dir
 from hogwild.problems.graph_cuts import multiway_cut
 from hogwild.problems.matrix_completion import MatrixFactorization
@@ -216,12 +215,10 @@ def main(argv=None):
     args = benchmark_arguments(__doc__.split("\n")[0],
                                "a smoke run on small generated data").parse_args(argv)
     rounds = 1 if args.quick else args.rounds
-    report = {"benchmark": "bench_schedulers", "quick": args.quick,
-              "machine": describe_machine(),
-              "compute_ceiling_2_over_1": compute_ceiling(0.3 if args.quick else 1.0),
-              "workloads": [bench(name, description, run, schedulers, rounds, args.seed)
-                            for name, description, run, schedulers
-                            in workloads(args.quick, args.seed)]}
+    report = report_header("bench_schedulers", args)
+    report["workloads"] = [bench(name, description, run, schedulers, rounds, args.seed)
+                           for name, description, run, schedulers
+                           in workloads(args.quick, args.seed)]
     publish(report, markdown, args.out, args.markdown)
 
 

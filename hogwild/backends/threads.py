@@ -8,6 +8,23 @@ import numpy as np
 from hogwild.kernels.atomics import abort_gates, new_gates, new_lock
 
 
+def warm_up_loops(loops, params, data, scheduler):
+    """Compile (or load from cache) the loop a run will use, outside the timed
+    epochs, by calling it on no samples."""
+    runs = np.zeros(0, np.int64)
+    if scheduler.phased:
+        loops.run_phased_spans(runs, np.zeros((0, 4), np.int64), 1, params, data, 0.0, 0,
+                               new_gates(1), 0, 1)
+    elif scheduler.gated:
+        loops.run_gated_spans(runs, np.zeros((0, 6), np.int64), 1, params, data, 0.0, 0,
+                              new_gates(0))
+    elif scheduler.locked:
+        loops.run_spans_locked(runs, np.zeros((0, 3), np.int64), 1, params, data, 0.0, 0,
+                               new_lock())
+    else:
+        loops.run_spans(runs, np.zeros((0, 3), np.int64), 1, params, data, 0.0, 0)
+
+
 class ThreadsBackend:
     name = "threads"
 
@@ -16,6 +33,7 @@ class ThreadsBackend:
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers - 1),
                                         thread_name_prefix="hogwild")
         self._lock = new_lock()
+        self.on_progress = None  # threads report progress once per epoch (the engine)
 
     def share(self, params, data):
         """The arrays the workers use: threads share the process's own memory."""
@@ -26,20 +44,7 @@ class ThreadsBackend:
         return params
 
     def warm_up(self, loops, params, data, scheduler):
-        """Compile (or load from cache) the kernel a run will use, outside the timed
-        epochs."""
-        runs = np.zeros(0, np.int64)
-        if scheduler.phased:
-            loops.run_phased_spans(runs, np.zeros((0, 4), np.int64), 1, params, data, 0.0, 0,
-                                   new_gates(1), 0, 1)
-        elif scheduler.gated:
-            loops.run_gated_spans(runs, np.zeros((0, 6), np.int64), 1, params, data, 0.0, 0,
-                                  new_gates(0))
-        elif scheduler.locked:
-            loops.run_spans_locked(runs, np.zeros((0, 3), np.int64), 1, params, data, 0.0, 0,
-                                   self._lock)
-        else:
-            loops.run_spans(runs, np.zeros((0, 3), np.int64), 1, params, data, 0.0, 0)
+        warm_up_loops(loops, params, data, scheduler)
 
     def run_epoch(self, loops, plan, params, data, step, epoch):
         """Run one epoch's plan, phase after phase; returns the number of updates."""

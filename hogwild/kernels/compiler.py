@@ -40,6 +40,8 @@ class CompiledLoops(NamedTuple):
     run_gated_spans: Callable
     run_phased_spans: Callable
     sum_loss: Callable
+    source: tuple  # (update, loss, fastmath) they were compiled from: what a worker
+    # process needs to load the same loops from the cache
 
 
 def registered_functions(key):
@@ -211,6 +213,7 @@ def compile_loops(update, loss, fastmath=False) -> CompiledLoops:
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
     loops = CompiledLoops(module.run_spans, module.run_spans_locked, module.run_gated_spans,
-                          module.run_phased_spans, module.sum_loss)
+                          module.run_phased_spans, module.sum_loss,
+                          (functions[0], functions[1], fastmath))
     _loaded[key] = loops
     return loops

@@ -1,0 +1,206 @@
+"""The processes backend: the same results as threads, shared segments that only
+this run can use, and nothing leaked or lost when a worker dies, a worker raises
+or the parent gets Ctrl-C."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from hogwild import HogwildError, fit
+from hogwild.backends.shared_memory import PREFIX, SegmentSet, attach, segments_root
+from hogwild.checkpoint import load_checkpoint
+from test_checkpoint import pair_objective
+
+
+def our_segment_folders():
+    return {p.name for p in segments_root().glob(f"{PREFIX}*")}
+
+
+@pytest.mark.parametrize("scheduler", ["serial", "colored", "cyclades", "locked", "hogwild"])
+def test_processes_give_the_threads_results(scheduler):
+    before = our_segment_folders()
+    objective = pair_objective()
+    options = dict(epochs=3, step=0.3, scheduler=scheduler, workers=2, seed=1)
+    threads = fit(objective, **options)
+    processes = fit(objective, backend="processes", **options)
+    assert processes.backend == "processes" and processes.startup_seconds > 0
+    if scheduler in ("hogwild", "locked"):  # racy interleavings: equal in distribution
+        assert processes.objective == pytest.approx(threads.objective, rel=0.01)
+    else:
+        for a, b in zip(threads.params, processes.params):
+            np.testing.assert_array_equal(a, b)
+    assert [r.updates for r in processes.history] == [5000] * 3
+    assert our_segment_folders() == before  # the run's folder is gone
+
+
+def test_blocked_matrix_completion_matches_threads_bitwise():
+    from hogwild.datasets.jumbo import make_jumbo
+    from hogwild.problems.matrix_completion import MatrixFactorization
+
+    train, _, _ = make_jumbo(300, 200, 20_000, rank=3, seed=0, folder=None)
+    fits = [MatrixFactorization(rank=8, epochs=3, scheduler="blocked", workers=2, seed=0,
+                                backend=backend).fit(train).user_factors_
+            for backend in ("threads", "processes")]
+    np.testing.assert_array_equal(fits[0], fits[1])
+
+
+def test_a_worker_attaches_only_this_runs_segments(tmp_path):
+    segments = SegmentSet(root=tmp_path)
+    try:
+        array, spec = segments.share(np.arange(10.0))
+        shared, _ = attach(spec, segments.token)
+        np.testing.assert_array_equal(shared, np.arange(10.0))
+        assert oct(os.stat(spec.path).st_mode & 0o777) == "0o600"
+        assert oct(os.stat(segments.folder).st_mode & 0o777) == "0o700"
+        with pytest.raises(HogwildError, match=r"does not carry this run's token: refused"):
+            attach(spec, b"x" * 16)
+        from dataclasses import replace
+        with pytest.raises(HogwildError, match=r"has 144 bytes, expected 152: refused"):
+            attach(replace(spec, shape=(11,)), segments.token)
+        os.chmod(spec.path, 0o644)
+        with pytest.raises(HogwildError, match=r"is not owned by this user with mode 0600"):
+            attach(spec, segments.token)
+    finally:
+        segments.close()
+    assert not segments.folder.exists()
+
+
+def test_folders_of_dead_runs_are_removed(tmp_path):
+    stale = tmp_path / f"{PREFIX}999999999-abc"  # no such process
+    stale.mkdir()
+    (stale / "0-segment").write_bytes(b"x")
+    mine = tmp_path / f"{PREFIX}{os.getpid()}-def"  # a live run's folder stays
+    mine.mkdir()
+    SegmentSet(root=tmp_path).close()
+    assert not stale.exists() and mine.exists()
+
+
+RUN = textwrap.dedent("""
+    import multiprocessing, sys
+    import numpy as np
+    from hogwild import HogwildError, Objective, fit
+    from hogwild.conflicts import Supports
+    from hogwild.errors import Interrupted
+
+    def update(e, params, data, step, epoch):
+        if epoch == data[0][0] and e == 7:
+            raise ValueError("sample 7 is poisoned")
+        x = 0.0
+        for i in range(400):  # a slow update, so that an epoch lasts a while
+            x += np.sin(i * 0.001 + e)
+        params[0][e % 1000] += step * x * 1e-6
+
+    def loss(e, params, data):
+        return 0.0
+
+    def report(record):
+        pids = " ".join(str(p.pid) for p in multiprocessing.active_children())
+        print(f"epoch {record.epoch} pids {pids}", flush=True)
+
+    if __name__ == "__main__":
+        path, scheduler, poisoned = sys.argv[1], sys.argv[2], int(sys.argv[3])
+        n = 200_000
+        objective = Objective(update, loss, (np.zeros(1000),), (np.array([poisoned]),), n,
+                              name="slow", supports=Supports(np.arange(n + 1),
+                                                             np.arange(n) % 1000, 1000))
+        try:
+            fit(objective, epochs=1000, step=0.1, workers=2, scheduler=scheduler,
+                backend="processes", checkpoint=path, checkpoint_every=1, callback=report)
+        except Interrupted as stop:
+            print(f"interrupted after epoch {stop.epoch}; checkpoint {stop.checkpoint}",
+                  file=sys.stderr)
+            sys.exit(130)
+        except HogwildError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(2)
+""")
+
+
+def start_run(tmp_path, scheduler="hogwild", poisoned=-1):
+    script = tmp_path / "run.py"
+    script.write_text(RUN)
+    return subprocess.Popen([sys.executable, str(script), str(tmp_path / "run.npz"),
+                             scheduler, str(poisoned)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_epoch(process, epoch):
+    """The worker pids, once ``epoch`` epochs are done."""
+    for line in process.stdout:
+        fields = line.split()
+        if fields[:2] == ["epoch", str(epoch)]:
+            return [int(pid) for pid in fields[3:]]
+    raise AssertionError(f"the run ended before epoch {epoch}: {process.stderr.read()}")
+
+
+@pytest.mark.parametrize("scheduler", ["hogwild", "cyclades"])
+def test_a_killed_worker_stops_the_run_and_leaks_nothing(tmp_path, scheduler):
+    before = our_segment_folders()
+    process = start_run(tmp_path, scheduler)
+    pids = wait_for_epoch(process, 2)
+    assert len(pids) == 2
+    time.sleep(0.05)  # into epoch 3
+    killed_at = time.perf_counter()
+    os.kill(pids[1], signal.SIGKILL)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2, err
+    assert f"pid {pids[1]}) killed by signal SIGKILL in epoch 3" in err
+    assert "the run was stopped and its shared memory removed" in err
+    assert time.perf_counter() - killed_at < 10
+    assert our_segment_folders() == before
+    assert load_checkpoint(tmp_path / "run.npz").epoch == 2
+
+
+def test_an_exception_in_a_worker_reaches_the_parent(tmp_path):
+    before = our_segment_folders()
+    process = start_run(tmp_path, poisoned=2)  # raises in the third epoch
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 1, err
+    assert "ValueError: sample 7 is poisoned" in err
+    assert "raised in worker process" in err
+    assert our_segment_folders() == before
+    assert load_checkpoint(tmp_path / "run.npz").epoch == 2
+
+
+def test_ctrl_c_in_the_parent_checkpoints_and_cleans_up(tmp_path):
+    before = our_segment_folders()
+    process = start_run(tmp_path)
+    wait_for_epoch(process, 1)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "hogwild: stopping after this epoch" in err
+    epoch = int(err.split("interrupted after epoch ")[1].split(";")[0])
+    assert load_checkpoint(tmp_path / "run.npz").epoch == epoch >= 1
+    assert our_segment_folders() == before
+
+
+def slow_update(e, params, data, step):
+    x = 0.0
+    for i in range(300):
+        x += np.sin(i * 0.001 + e)
+    params[0][e % 100] += step * x * 1e-6
+
+
+def zero_loss(e, params, data):
+    return 0.0
+
+
+def test_progress_moves_during_epochs_from_the_workers_counters(monkeypatch):
+    from hogwild import Objective
+    from hogwild.backends import processes
+
+    monkeypatch.setattr(processes, "CHUNK_SAMPLES", 5_000)  # the workers report often
+    monkeypatch.setattr(processes, "POLL_SECONDS", 0.005)  # and the parent looks often
+    seen = []
+    objective = Objective(slow_update, zero_loss, (np.zeros(100),), (np.zeros(1),), 100_000)
+    fit(objective, epochs=2, workers=2, backend="processes", seed=0,
+        progress=lambda done, total: seen.append((done, total)))
+    assert all(total == 200_000 for _, total in seen) and seen[-1][0] == 200_000
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+    assert any(done % 100_000 for done, _ in seen), seen  # reports inside epochs
