@@ -1,17 +1,24 @@
-"""Processes backend: W worker processes (spawn start method) running the same
-compiled loops as the threads backend over parameters, data, plans and gates that
-live in shared memory (hogwild.backends.shared_memory), attached once per run, so
-nothing is copied or pickled per epoch but each worker's few span rows.
+"""Processes backend: W workers in W processes, the parent and W - 1 children
+started with the spawn method, running the same compiled loops as the threads
+backend over parameters, data, plans and gates that live in shared memory
+(hogwild.backends.shared_memory), attached once per run, so nothing is copied or
+pickled per epoch but each child's few span rows.
 
-Workers load the compiled loops from numba's on-disk cache (the parent compiles
-them first), so they start in about the time a Python process takes to import
-numpy and numba. The parent waits on the workers' pipes and process sentinels
-together: a worker that raises has its exception re-raised in the parent (with
-its traceback as a note); a worker that dies (SIGKILL, a crash) is noticed within
-0.1 s, the gates are opened so the others stop waiting, and the run fails with
-an error naming the worker and the signal. Every segment is deleted when the
-backend closes, however the run ended. Workers ignore SIGINT: Ctrl-C is the
-parent's (see hogwild.engine.fit).
+The parent runs worker 0's share itself, as the threads backend's calling thread
+does: an epoch then costs one hand-off to the children, and no process sleeps
+through it (waking a sleeping process costs a fraction of a millisecond on a
+virtual machine, which matters for epochs of a few milliseconds). Children load
+the compiled loops from numba's on-disk cache (the parent compiles them first),
+so they start in about the time a Python process takes to import numpy and numba.
+
+Failures: a child that raises sends its exception, re-raised in the parent with
+the child's traceback as a note. A watchdog thread in the parent waits on the
+children's process sentinels; when one dies (SIGKILL, a crash) it opens the gates
+at once, so no worker waits for it, and the parent stops the run between two
+pieces of its own share (pieces of about CHUNK_SAMPLES updates) with an error
+naming the worker and the signal. Every segment is deleted when the backend
+closes, however the run ended. Children ignore SIGINT: Ctrl-C is the parent's
+(see hogwild.engine.fit).
 """
 import importlib
 import multiprocessing
@@ -20,6 +27,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 import time
 import traceback
 
@@ -32,9 +40,9 @@ from hogwild.kernels.atomics import GATE_STRIDE, abort_gates, new_lock
 from hogwild.kernels.compiler import slp_vectorizer
 
 POLL_SECONDS = 0.1
+SPIN_SECONDS = 0.02  # a waiting process polls this long before it sleeps
 COUNTER_STRIDE = 8  # int64 words per 64-byte cache line: one progress counter per line
 CHUNK_SAMPLES = 1_000_000  # a worker reports progress after about this many updates
-SPIN_SECONDS = 0.02  # a worker polls this long for its next command before it sleeps
 
 
 def _dumps_functions(loops):
@@ -49,17 +57,20 @@ class ProcessesBackend:
     def __init__(self, workers):
         self.workers = workers
         self.startup_seconds = 0.0
+        self.on_progress = None  # on_progress(updates done so far in this epoch)
         self._segments = SegmentSet()
-        self._processes, self._pipes = [], []
+        self._processes, self._pipes = {}, {}  # children 1..workers-1
         self._runs = self._sync = None
         self._shared = []  # specs of params then data, in order
         self._counters = self._segments.create((workers * COUNTER_STRIDE,), np.int64)
-        self.on_progress = None  # on_progress(updates done so far in this epoch)
+        self._dead = None  # (worker, process) once the watchdog sees a child die
+        self._closing = threading.Event()
+        self._wake_watchdog = self._watchdog = None
 
     # -- set-up ---------------------------------------------------------------------
 
     def share(self, params, data):
-        """Shared copies of params and data (the workers attach the same files)."""
+        """Shared copies of params and data (the children attach the same files)."""
         shared = []
         for array in params + data:
             copy, spec = self._segments.share(array)
@@ -71,26 +82,40 @@ class ProcessesBackend:
         return tuple(np.array(p) for p in params)
 
     def warm_up(self, loops, params, data, scheduler):
-        """Compile the loops here (filling numba's cache), then start the workers,
+        """Compile the loops here (filling numba's cache), then start the children,
         which load them from the cache, and wait until each is ready."""
         warm_up_loops(loops, params, data, scheduler)
         self._ensure_buffers(1, 1)
         setup = pickle.dumps({"functions": _dumps_functions(loops), "token":
                               self._segments.token, "arrays": self._shared,
                               "n_params": len(params), "counters": self._counters[1],
-                              "chunk_samples": CHUNK_SAMPLES})
+                              "chunk_samples": CHUNK_SAMPLES, "scheduler": scheduler})
         context = multiprocessing.get_context("spawn")
         start = time.perf_counter()
-        for w in range(self.workers):
+        for w in range(1, self.workers):
             parent_end, child_end = context.Pipe()
             process = context.Process(target=_worker_main, args=(child_end, setup, w),
                                       name=f"hogwild-worker-{w}", daemon=True)
             process.start()
             child_end.close()
-            self._processes.append(process)
-            self._pipes.append(parent_end)
-        self._collect(set(range(self.workers)), "starting", None)
+            self._processes[w], self._pipes[w] = process, parent_end
+        self._collect(set(self._processes), None)
         self.startup_seconds = time.perf_counter() - start
+        if self._processes:
+            self._wake_watchdog, wake = context.Pipe()
+            self._watchdog = threading.Thread(target=self._watch, args=(wake,), daemon=True,
+                                              name="hogwild-watchdog")
+            self._watchdog.start()
+
+    def _watch(self, wake):
+        """Wait for a child to die (or the backend to close); on a death, record it
+        and open the gates so that no worker waits for the dead one."""
+        sentinels = {p.sentinel: w for w, p in self._processes.items()}
+        ready = multiprocessing.connection.wait(list(sentinels) + [wake])
+        dead = [sentinels[item] for item in ready if item in sentinels]
+        if dead and not self._closing.is_set():
+            self._dead = dead[0]
+            abort_gates(self._sync[0])
 
     def _ensure_buffers(self, n_runs, n_gates):
         """Shared plan buffers big enough for this epoch (grown when needed)."""
@@ -112,55 +137,101 @@ class ProcessesBackend:
             kind, n_gates = ("locked" if plan.locked else "spans"), 0
         self._ensure_buffers(runs.size, n_gates)
         self._runs[0][:runs.size] = runs
+        runs = self._runs[0][:runs.size]
         sync = self._sync[0]
         gate_words = GATE_STRIDE * (n_gates + 1)
+        gates = sync[:gate_words]
         updates = 0
         for phase in plan.phases:
             sync[:] = 0
             self._counters[0][:] = 0
+            self._check_alive(epoch)  # after clearing the gates: see _watch
             busy = set()
-            for w, spans in enumerate(phase):
-                if len(spans) or kind == "phased":  # every worker meets the barriers
-                    self._pipes[w].send(("run", kind, runs.size, np.asarray(spans, np.int64),
+            for w in range(1, len(phase)):
+                if len(phase[w]) or kind == "phased":  # every worker meets the barriers
+                    self._pipes[w].send(("run", kind, runs.size, np.asarray(phase[w], np.int64),
                                          plan.run_length, step, epoch, gate_words,
                                          self._runs[1], self._sync[1]))
                     busy.add(w)
-            updates += sum(self._collect(busy, "running", epoch, updates).values())
+            replies = {}
+            try:
+                with slp_vectorizer(loops.source[2]):
+                    mine = _run_share(loops, kind, runs, np.asarray(phase[0], np.int64),
+                                      plan.run_length, params, data, step, epoch, gates, sync,
+                                      gate_words, 0, self._counters[0], CHUNK_SAMPLES,
+                                      lambda: self._poll(busy, replies, epoch))
+            except BaseException:
+                self._fail()  # the children must not wait for this share
+                raise
+            replies.update(self._collect(busy - set(replies), epoch, updates))
+            updates += mine + sum(replies.values())
         return updates
 
-    def _collect(self, busy, doing, epoch, updates_before=0):
-        """Wait for a reply from each worker in ``busy``; {worker: result}. Raises
-        (after stopping every worker) if one fails or dies. Meanwhile, reports the
+    def _check_alive(self, epoch):
+        """Raise if a child has died: its own error if it sent one before exiting,
+        else how it died."""
+        if self._dead is None:
+            return
+        w = self._dead
+        try:
+            while self._pipes[w].poll():
+                message = self._pipes[w].recv()
+                if message[0] == "error":
+                    self._fail()
+                    _raise_remote(w, message)
+        except (EOFError, OSError):
+            pass
+        self._fail()
+        raise HogwildError(self._death(w, epoch))
+
+    def _poll(self, busy, replies, epoch):
+        """Between pieces of the parent's share: take any replies already in, and stop
+        (return False) if a child died or failed."""
+        if self._dead is not None:
+            return False
+        for w in busy - set(replies):
+            if self._pipes[w].poll():
+                replies.update(self._collect({w}, epoch))
+        self._report(epoch, 0)  # the counters hold every worker's updates in this phase
+        return True
+
+    def _collect(self, busy, epoch, updates_before=0):
+        """Wait for a reply from each child in ``busy``; {worker: result}. Raises
+        (after stopping every child) if one fails or dies. Meanwhile, reports the
         workers' shared progress counters to on_progress."""
         results = {}
-        sentinels = {self._processes[w].sentinel: w for w in busy}
-        pipes = {self._pipes[w]: w for w in busy}
+        spin_until = time.perf_counter() + SPIN_SECONDS
         while len(results) < len(busy):
+            self._check_alive(epoch)
+            waiting = [self._pipes[w] for w in busy if w not in results]
+            spinning = time.perf_counter() < spin_until  # replies often come at once
             ready = multiprocessing.connection.wait(
-                [p for p, w in pipes.items() if w not in results] +
-                [s for s, w in sentinels.items() if w not in results], POLL_SECONDS)
-            for item in ready:
-                w = pipes.get(item, sentinels.get(item))
-                if w in results:
+                waiting + [self._processes[w].sentinel for w in busy if w not in results],
+                0 if spinning else POLL_SECONDS)
+            for w in busy:
+                if w in results or self._pipes[w] not in ready:
+                    if w not in results and not self._processes[w].is_alive():
+                        self._dead = w
                     continue
-                if item in pipes:
-                    try:
-                        message = item.recv()
-                    except (EOFError, OSError):
-                        continue  # its sentinel tells how it ended
-                    if message[0] == "error":
-                        self._fail()
-                        _raise_remote(w, message)
-                    results[w] = message[1]
-                elif not self._processes[w].is_alive():
+                try:
+                    message = self._pipes[w].recv()
+                except (EOFError, OSError):
+                    self._dead = w
+                    continue
+                if message[0] == "error":
                     self._fail()
-                    raise HogwildError(self._death(w, doing, epoch))
-            if self.on_progress is not None and epoch is not None:
-                self.on_progress(updates_before + int(self._counters[0][::COUNTER_STRIDE].sum()))
+                    _raise_remote(w, message)
+                results[w] = message[1]
+            self._report(epoch, updates_before)
         return results
 
-    def _death(self, w, doing, epoch):
+    def _report(self, epoch, updates_before):
+        if self.on_progress is not None and epoch is not None:
+            self.on_progress(updates_before + int(self._counters[0][::COUNTER_STRIDE].sum()))
+
+    def _death(self, w, epoch):
         process = self._processes[w]
+        process.join(timeout=1)
         code = process.exitcode
         how = (f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
                else f"exited with status {code}")
@@ -169,31 +240,43 @@ class ProcessesBackend:
                 "shared memory removed")
 
     def _fail(self):
-        """Stop every worker now: open the gates so none waits, then terminate."""
+        """Stop every child now: open the gates so none waits, then terminate."""
         if self._sync is not None:
             abort_gates(self._sync[0])
-        for process in self._processes:
+        self._closing.set()
+        for process in self._processes.values():
             if process.is_alive():
                 process.terminate()
-        for process in self._processes:
+        for process in self._processes.values():
             process.join(timeout=5)
             if process.is_alive():
                 process.kill()
                 process.join()
 
     def close(self):
-        for pipe, process in zip(self._pipes, self._processes):
-            if process.is_alive():
+        """Stop the children and delete every segment, whatever happens on the way."""
+        try:
+            self._closing.set()
+            for w, process in self._processes.items():
+                if process.is_alive():
+                    try:
+                        self._pipes[w].send(("stop",))
+                    except (BrokenPipeError, OSError):
+                        pass
+            for process in self._processes.values():
+                process.join(timeout=5)
+            self._fail()
+            if self._watchdog is not None:
                 try:
-                    pipe.send(("stop",))
+                    self._wake_watchdog.send(None)
                 except (BrokenPipeError, OSError):
-                    pass
-        for process in self._processes:
-            process.join(timeout=5)
-        self._fail()
-        for pipe in self._pipes:
-            pipe.close()
-        self._segments.close()
+                    pass  # it has already returned, having seen the children exit
+                self._watchdog.join()
+                self._wake_watchdog.close()
+            for pipe in self._pipes.values():
+                pipe.close()
+        finally:
+            self._segments.close()
 
     def __enter__(self):
         return self
@@ -212,7 +295,50 @@ def _raise_remote(w, message):
     raise exc
 
 
-# -- the worker process ------------------------------------------------------------------
+def _run_share(loops, kind, runs, spans, run_length, params, data, step, epoch, gates, sync,
+               gate_words, me, counters, chunk_samples, keep_going=None):
+    """A worker's share of an epoch, piece by piece (see _pieces), its progress in
+    counters[me * COUNTER_STRIDE]; stops early when a piece is aborted or when
+    ``keep_going()`` says so. Returns the updates done."""
+    done = 0
+    for piece in _pieces(kind, spans, run_length, chunk_samples):
+        if kind == "phased":
+            updates = loops.run_phased_spans(runs, piece, run_length, params, data, step, epoch,
+                                             gates, me, gate_words // GATE_STRIDE - 1)
+        elif kind == "gated":
+            updates = loops.run_gated_spans(runs, piece, run_length, params, data, step, epoch,
+                                            gates)
+        elif kind == "locked":
+            lock = sync[gate_words:gate_words + new_lock().size]
+            updates = loops.run_spans_locked(runs, piece, run_length, params, data, step, epoch,
+                                             lock)
+        else:
+            updates = loops.run_spans(runs, piece, run_length, params, data, step, epoch)
+        if updates < 0:  # aborted: another worker failed
+            break
+        done += updates
+        counters[me * COUNTER_STRIDE] = done
+        if keep_going is not None and not keep_going():
+            break
+    return done
+
+
+def _pieces(kind, spans, run_length, chunk_samples):
+    """The share cut into kernel calls of about ``chunk_samples`` updates, so that
+    progress counters move and failures are seen during long epochs. Plain spans
+    split at any run; gated and phased rows (blocks, phases) are kept whole."""
+    runs_per_piece = max(1, chunk_samples // max(run_length, 1))
+    if kind in ("spans", "locked"):
+        for lo, hi, limit in spans:
+            for start in range(lo, hi, runs_per_piece):
+                yield np.array([[start, min(start + runs_per_piece, hi), limit]], np.int64)
+        return
+    rows = max(1, len(spans) // 32)
+    for start in range(0, len(spans), rows):
+        yield spans[start:start + rows]
+
+
+# -- the child process -------------------------------------------------------------------
 
 def _worker_main(pipe, setup, me):
     """Attach the run's arrays, load the loops, then run epochs on command."""
@@ -240,49 +366,14 @@ def _worker_main(pipe, setup, me):
         sync = view(sync_spec)
         gates = sync[:gate_words]
         try:
-            done = 0
             with slp_vectorizer(fastmath):  # as the parent compiled, should this compile
-                for piece in _pieces(kind, spans, run_length, chunk):
-                    updates = _run_command(loops, kind, runs, piece, run_length, params, data,
-                                           step, epoch, gates, sync, gate_words, me)
-                    if updates < 0:  # aborted: another worker failed
-                        break
-                    done += updates
-                    counters[me * COUNTER_STRIDE] = done
+                done = _run_share(loops, kind, runs, spans, run_length, params, data, step,
+                                  epoch, gates, sync, gate_words, me, counters, chunk)
         except BaseException as exc:  # noqa: BLE001 - reported to the parent
             abort_gates(gates)
             _send_error(pipe, exc)
             return
         pipe.send(("done", int(done)))
-
-
-def _run_command(loops, kind, runs, spans, run_length, params, data, step, epoch, gates,
-                 sync, gate_words, me):
-    """One epoch's share: the loop the parent's plan asks for (see loops_template)."""
-    if kind == "phased":
-        return loops.run_phased_spans(runs, spans, run_length, params, data, step, epoch,
-                                      gates, me, gate_words // GATE_STRIDE - 1)
-    if kind == "gated":
-        return loops.run_gated_spans(runs, spans, run_length, params, data, step, epoch, gates)
-    if kind == "locked":
-        lock = sync[gate_words:gate_words + new_lock().size]
-        return loops.run_spans_locked(runs, spans, run_length, params, data, step, epoch, lock)
-    return loops.run_spans(runs, spans, run_length, params, data, step, epoch)
-
-
-def _pieces(kind, spans, run_length, chunk_samples):
-    """The share cut into kernel calls of about ``chunk_samples`` updates, so that
-    the worker's progress counter moves during long epochs. Plain spans split at
-    any run; gated and phased rows (blocks, phases) are kept whole, in order."""
-    runs_per_piece = max(1, chunk_samples // max(run_length, 1))
-    if kind in ("spans", "locked"):
-        for lo, hi, limit in spans:
-            for start in range(lo, hi, runs_per_piece):
-                yield np.array([[start, min(start + runs_per_piece, hi), limit]], np.int64)
-        return
-    rows = max(1, len(spans) // 32)
-    for start in range(0, len(spans), rows):
-        yield spans[start:start + rows]
 
 
 def _await_command(pipe, spin_seconds=SPIN_SECONDS):
@@ -307,6 +398,8 @@ def _worker_setup(setup):
     arrays = [attach(spec, setup["token"])[0] for spec in setup["arrays"]]
     params, data = tuple(arrays[:setup["n_params"]]), tuple(arrays[setup["n_params"]:])
     loops = compile_loops(update, loss, fastmath)
+    with slp_vectorizer(fastmath):  # load the run's loop now, not in its first epoch
+        warm_up_loops(loops, params, data, setup["scheduler"])
     counters = attach(setup["counters"], setup["token"])[0]
     return loops, params, data, setup["token"], fastmath, counters, setup["chunk_samples"]
 
