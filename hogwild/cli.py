@@ -8,7 +8,7 @@
     hogwild datasets
 
 Errors caused by the input print one line, ``hogwild: error: ...``, and exit 2;
-Ctrl-C exits 130.
+Ctrl-C finishes the epoch, writes the checkpoint, says where, and exits 130.
 """
 import argparse
 import json
