@@ -509,3 +509,15 @@ def test_sparsity_statistics_by_hand():
     sampled = sparsity_stats(supports, max_exact=2, seed=0)
     assert not sampled["rho_exact"] and sampled["rho_samples"] == 2
     assert sampled["rho"] <= stats["rho"]
+
+
+def test_parameter_copies_start_on_a_cache_line():
+    from hogwild.engine import aligned_copy
+    for shape, dtype in (((6040, 32), np.float32), ((7,), np.float64), ((0, 3), np.int32)):
+        original = np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape)
+        copy = aligned_copy(original)
+        assert copy.ctypes.data % 64 == 0 and copy.flags.c_contiguous and copy.flags.writeable
+        np.testing.assert_array_equal(copy, original)
+        assert not np.shares_memory(copy, original)
+    result = fit(counting_objective(100), epochs=1, workers=1, seed=0)
+    assert all(p.ctypes.data % 64 == 0 for p in result.params)

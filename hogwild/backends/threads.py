@@ -1,11 +1,14 @@
 """Threads backend: W Python threads, each running a compiled nogil kernel over
 its span of the epoch's order, all writing the same numpy parameter arrays in
 place without locks (or under the spinlock for the ``locked`` scheduler)."""
-from concurrent.futures import ThreadPoolExecutor
+import threading
 
 import numpy as np
 
-from hogwild.kernels.atomics import abort_gates, new_gates, new_lock
+from hogwild.kernels.atomics import (abort_gates, new_gates, new_lock, raise_gate,
+                                     spin_for_gate)
+
+SPINS = 2_000_000  # about 10 ms of polling before a waiting thread sleeps
 
 
 def warm_up_loops(loops, params, data, scheduler):
@@ -25,13 +28,82 @@ def warm_up_loops(loops, params, data, scheduler):
         loops.run_spans(runs, np.zeros((0, 3), np.int64), 1, params, data, 0.0, 0)
 
 
+class _Crew:
+    """Persistent worker threads that take jobs from the calling thread. Both sides
+    poll for the hand-off (compiled, without the GIL) for about 10 ms before they
+    sleep on an Event: a sleeping thread wakes a fraction of a millisecond late on
+    a virtual machine, which is a tenth of a short epoch."""
+
+    def __init__(self, size):
+        self._flags = new_gates(2 * size)  # gate i: job ticket of thread i; size + i: done
+        self._tickets = [0] * size
+        self._jobs = [None] * size
+        self._results = [None] * size
+        self._wake = [threading.Event() for _ in range(size)]
+        self._finished = [threading.Event() for _ in range(size)]
+        self._threads = [threading.Thread(target=self._serve, args=(i,), daemon=True,
+                                          name=f"hogwild-{i + 1}") for i in range(size)]
+        for thread in self._threads:
+            thread.start()
+
+    @staticmethod
+    def _await(flags, gate, level, event):
+        while not spin_for_gate(flags, gate, level, SPINS):
+            event.wait()
+            event.clear()
+
+    def _serve(self, i):
+        ticket = 0
+        while True:
+            ticket += 1
+            self._await(self._flags, i, ticket, self._wake[i])
+            job = self._jobs[i]
+            if job is None:
+                return
+            try:
+                self._results[i] = (True, job())
+            except BaseException as exc:  # noqa: BLE001 - re-raised by the caller
+                self._results[i] = (False, exc)
+            raise_gate(self._flags, len(self._threads) + i, ticket)
+            self._finished[i].set()
+
+    def _hand(self, i, job):
+        self._jobs[i] = job
+        self._tickets[i] += 1
+        raise_gate(self._flags, i, self._tickets[i])
+        self._wake[i].set()
+
+    def run(self, own, jobs):
+        """[own(), *(job() for job in jobs)], the jobs on the crew's threads while
+        this thread runs ``own``; the first exception is re-raised after all end."""
+        for i, job in enumerate(jobs):
+            self._hand(i, job)
+        try:
+            results = [own()]
+        finally:
+            for i in range(len(jobs)):
+                self._await(self._flags, len(self._threads) + i, self._tickets[i],
+                            self._finished[i])
+        for i in range(len(jobs)):
+            ok, value = self._results[i]
+            if not ok:
+                raise value
+            results.append(value)
+        return results
+
+    def close(self):
+        for i in range(len(self._threads)):
+            self._hand(i, None)
+        for thread in self._threads:
+            thread.join()
+
+
 class ThreadsBackend:
     name = "threads"
 
     def __init__(self, workers):
         self.workers = workers
-        self._pool = ThreadPoolExecutor(max_workers=max(1, workers - 1),
-                                        thread_name_prefix="hogwild")
+        self._crew = _Crew(workers - 1)
         self._lock = new_lock()
         self.on_progress = None  # threads report progress once per epoch (the engine)
 
@@ -73,8 +145,8 @@ class ThreadsBackend:
         for phase in plan.phases:
             # The calling thread runs the first share itself: one thread hand-off
             # fewer, which matters when a phase lasts only a few milliseconds.
-            others = [self._pool.submit(run, spans) for spans in phase[1:] if len(spans)]
-            updates += run(phase[0]) + sum(f.result() for f in others)
+            others = [lambda spans=spans: run(spans) for spans in phase[1:] if len(spans)]
+            updates += sum(self._crew.run(lambda: run(phase[0]), others))
         return updates
 
     def _run_phased(self, loops, plan, params, data, step, epoch):
@@ -92,11 +164,11 @@ class ThreadsBackend:
                 abort_gates(gates)
                 raise
 
-        others = [self._pool.submit(run, w) for w in range(1, workers)]
-        return run(0) + sum(f.result() for f in others)
+        return sum(self._crew.run(lambda: run(0),
+                                  [lambda w=w: run(w) for w in range(1, workers)]))
 
     def close(self):
-        self._pool.shutdown(wait=True)
+        self._crew.close()
 
     def __enter__(self):
         return self
