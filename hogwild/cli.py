@@ -277,7 +277,8 @@ def run_svm(args):
         "problem": "svm", "data": str(args.data), "n_samples": train.X.shape[0],
         "n_features": train.X.shape[1], "nnz": int(train.X.nnz), "loss": args.loss,
         "reg": args.reg, "step": model.step_, "decay": args.decay, "schedule": args.schedule,
-        "scheduler": args.scheduler, "workers": model.workers_, "epochs": args.epochs,
+        "scheduler": args.scheduler, "backend": args.backend, "workers": model.workers_,
+        "startup_seconds": model.startup_seconds_, "epochs": args.epochs,
         "seed": args.seed, "objective": history[-1].objective,
         "train_error": 1.0 - model.score(train.X, train.y),
         "test_error": history[-1].metrics.get("test_error"),
@@ -342,7 +343,8 @@ def run_mc(args):
         "n_ratings": len(train), "n_test": len(test), "n_users": len(model.user_ids_),
         "n_items": len(model.item_ids_), "rank": args.rank, "model": model.model,
         "reg": model.reg if model.reg is not None else None, "step": model.step_,
-        "decay": args.decay, "scheduler": args.scheduler, "workers": model.workers_,
+        "decay": args.decay, "scheduler": args.scheduler, "backend": args.backend,
+        "workers": model.workers_, "startup_seconds": model.startup_seconds_,
         "epochs": args.epochs, "seed": args.seed, "objective": history[-1].objective,
         "test_rmse": history[-1].metrics["test_rmse"], "update_seconds": update_seconds,
         "ratings_per_s": sum(r.updates for r in history) / update_seconds,
@@ -402,7 +404,8 @@ def run_cuts(args):
                        workers=args.workers, scheduler=args.scheduler, backend=args.backend,
                        seed=args.seed, **_fit_options(args))
     result = {"problem": "cuts", "data": str(args.data), "labels": n_labels,
-              "scheduler": args.scheduler, "epochs": args.epochs, "seed": args.seed}
+              "scheduler": args.scheduler, "backend": args.backend, "epochs": args.epochs,
+              "seed": args.seed}
     image_input = str(args.data).lower().endswith(IMAGE_SUFFIXES)
     if image_input:
         image = segmentation.read_gray(args.data)

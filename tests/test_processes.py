@@ -202,3 +202,22 @@ def test_progress_moves_during_epochs_from_the_workers_counters(monkeypatch):
     assert all(total == 200_000 for _, total in seen) and seen[-1][0] == 200_000
     assert [done for done, _ in seen] == sorted(done for done, _ in seen)
     assert any(done % 100_000 for done, _ in seen), seen  # reports inside epochs
+
+
+def test_a_normal_cli_run_is_clean(tmp_path):
+    """No resource_tracker warning, no leftover segment, the same kind of result."""
+    import json
+    import shutil
+
+    before = our_segment_folders()
+    exe = shutil.which("hogwild")
+    done = subprocess.run([exe, "run", "svm", "--epochs", "2", "--workers", "2", "--backend",
+                           "processes", "--seed", "0", "--json"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "resource_tracker" not in done.stderr and "leaked" not in done.stderr
+    result = json.loads(done.stdout)
+    assert result["workers"] == 2 and result["backend"] == "processes"
+    assert result["startup_seconds"] > 0 and result["test_error"] < 0.2
+    assert our_segment_folders() <= before
+    assert not list(tmp_path.iterdir())  # no checkpoint without Ctrl-C or --checkpoint-every
