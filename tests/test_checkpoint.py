@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import zipfile
 
 import numpy as np
 import pytest
@@ -14,7 +13,6 @@ import pytest
 from hogwild import HogwildError, Objective, fit
 from hogwild.checkpoint import load_checkpoint
 from hogwild.conflicts import Supports
-from hogwild.errors import Interrupted
 
 
 def pair_update(e, params, data, step):
