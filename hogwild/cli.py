@@ -4,7 +4,8 @@
     hogwild run mc [--data ml-1m|ml-100k|PATH|jumbo:ROWSxCOLSxNNZ] [--rank K] ...
     hogwild run cuts [--data GRAPH|IMAGE] [--labels D] [--terminals ...] [--out PATH] ...
     hogwild download NAME
-    hogwild stats svm|mc [--data ...]
+    hogwild stats svm|mc|cuts [--data ...]
+    hogwild bench [--quick] [--problems ...] [--workers 1,2] ...
     hogwild datasets
 
 Errors caused by the input print one line, ``hogwild: error: ...``, and exit 2;
@@ -92,6 +93,13 @@ def build_parser():
     stats.add_argument("--json", action="store_true", help="print one JSON object")
 
     commands.add_parser("datasets", help="list available datasets and their shapes")
+
+    from hogwild.bench import add_arguments as add_bench_arguments
+    bench = commands.add_parser(
+        "bench", help="benchmark thread scaling, schedulers and backends",
+        description="Thread scaling, schedulers and backends on the three problems: JSON "
+                    "lines, a Markdown report and plots in --out-dir.")
+    add_bench_arguments(bench)
     return parser
 
 
@@ -565,6 +573,9 @@ def _dispatch(args):
     try:
         if args.command == "datasets":
             list_datasets(args)
+        elif args.command == "bench":
+            from hogwild.bench import main as run_bench
+            run_bench(args)
         elif args.command == "download":
             download(args)
         elif args.command == "stats":

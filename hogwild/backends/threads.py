@@ -35,12 +35,15 @@ class _Crew:
     a virtual machine, which is a tenth of a short epoch."""
 
     def __init__(self, size):
-        self._flags = new_gates(2 * size)  # gate i: job ticket of thread i; size + i: done
+        # gate i: job ticket of thread i; size + i: its done ticket; 2 size: scratch
+        self._flags = new_gates(2 * size + 1)
         self._tickets = [0] * size
         self._jobs = [None] * size
         self._results = [None] * size
         self._wake = [threading.Event() for _ in range(size)]
         self._finished = [threading.Event() for _ in range(size)]
+        raise_gate(self._flags, 2 * size, 0)  # load both from numba's cache now, not in
+        spin_for_gate(self._flags, 2 * size, 0, 1)  # the first timed epoch
         self._threads = [threading.Thread(target=self._serve, args=(i,), daemon=True,
                                           name=f"hogwild-{i + 1}") for i in range(size)]
         for thread in self._threads:

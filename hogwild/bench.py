@@ -1,0 +1,367 @@
+"""``hogwild bench``: thread scaling, schedulers and backends on the three problems,
+written as JSON lines, a Markdown report and plots (matplotlib, if installed).
+
+    hogwild bench --quick                       # one minute, small generated data
+    hogwild bench --problems svm,mc --workers 1,2 --schedulers hogwild,locked,serial
+
+Each configuration (problem, dataset, backend, scheduler, workers) runs once per
+round, rounds interleave the configurations, and every figure is the median over
+rounds, so slow drift of a shared machine hits every configuration alike; ratios
+are taken between medians of the same run. Throughput is the update phase (the
+engine's per-epoch timer).
+
+The report also says how close each run is to this machine's memory bandwidth: a
+STREAM-like triad measures it, and each problem's bytes per update (if nothing
+were cached) turn it into a bandwidth-bound rate.
+"""
+import json
+import math
+import resource
+import statistics
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from hogwild.engine import usable_cores
+from hogwild.errors import HogwildError, choose
+from hogwild.machine import compute_ceiling, describe_machine
+
+PROBLEMS = ("svm", "mc", "cuts")
+
+
+@dataclass
+class Workload:
+    problem: str
+    dataset: str
+    unit: str                  # what one update is: "samples", "ratings", "edges"
+    bytes_per_update: float    # memory traffic of one update if nothing were cached
+    run: Callable              # run(scheduler, workers, backend, seed) -> dict
+
+
+def _svm(quick):
+    from hogwild.datasets.registry import SVM_DATASETS, load_svm_data
+    from hogwild.datasets.synthetic import make_sparse_classification
+    from hogwild.problems.sparse_svm import SparseSVM
+
+    if quick or not SVM_DATASETS["imdb-aclimdb"].available():
+        X, y = make_sparse_classification(6000, 5000, nnz_per_row=30, seed=0)
+        name, X, y, X_test, y_test, epochs = "synthetic-6000x5000", X[:5000], y[:5000], \
+            X[5000:], y[5000:], 3
+    else:
+        train, test = load_svm_data("imdb-aclimdb")
+        name, X, y, X_test, y_test, epochs = "imdb-aclimdb", train.X, train.y, test.X, \
+            test.y, 20
+    nnz = X.nnz / X.shape[0]
+
+    def run(scheduler, workers, backend, seed):
+        model = SparseSVM(epochs=epochs, scheduler=scheduler, workers=workers,
+                          backend=backend, seed=seed).fit(X, y, eval_set=(X_test, y_test))
+        return _measured(model.history_, "test_error", nonzeros_per_update=nnz)
+    # per nonzero: index and value read, weight read and written (4 bytes each)
+    return Workload("svm", name, "samples", 16 * nnz + 16, run)
+
+
+def _mc(quick):
+    from hogwild.datasets.jumbo import make_jumbo
+    from hogwild.datasets.ratings import split_ratings
+    from hogwild.datasets.registry import RATINGS_DATASETS, load_ratings
+    from hogwild.problems.matrix_completion import MatrixFactorization
+
+    rank = 8 if quick else 32
+    if quick or RATINGS_DATASETS["ml-1m"].locate() is None:
+        train, test, _ = make_jumbo(2000, 1500, 100_000, rank=4, noise=0.5, seed=0,
+                                    folder=None)
+        name, epochs = "jumbo-2000x1500x100000", 3
+    else:
+        train, test = split_ratings(load_ratings("ml-1m"), 0.2, seed=0)
+        name, epochs = "ml-1m", 20
+
+    def run(scheduler, workers, backend, seed):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a few test ids unseen in training
+            model = MatrixFactorization(rank=rank, epochs=epochs, scheduler=scheduler,
+                                        workers=workers, backend=backend, seed=seed)
+            model.fit(train, eval_set=test)
+        return _measured(model.history_, "test_rmse")
+    # the rating (12 bytes), two factor rows and two biases read and written
+    return Workload("mc", name, "ratings", 12 + 2 * 2 * 4 * rank + 16, run)
+
+
+def _cuts(quick):
+    from hogwild.datasets.registry import load_graph
+    from hogwild.paths import shared_data_dir
+    from hogwild.problems.graph_cuts import multiway_cut
+
+    shared = (shared_data_dir() / "snap-facebook-combined").is_dir()
+    data = "random:3000x20000" if quick or not shared else "snap-facebook-combined"
+    n, u, v, w, _ = load_graph(data)
+    labels, epochs = 8, (3 if quick else 20)
+    chosen = np.random.default_rng(0).choice(n, labels, replace=False)
+    terminals = {int(c): k for k, c in enumerate(chosen)}
+
+    def run(scheduler, workers, backend, seed):
+        result = multiway_cut(n, u, v, w, terminals, labels, epochs=epochs, workers=workers,
+                              scheduler=scheduler, backend=backend, seed=seed)
+        return _measured(result.history, "rounded_cut")
+    # the edge (12 bytes + 2 flags), two rows of 8 labels read and written
+    return Workload("cuts", data, "edges", 14 + 2 * 2 * 4 * labels, run)
+
+
+BUILDERS = {"svm": _svm, "mc": _mc, "cuts": _cuts}
+
+
+def _measured(history, metric, nonzeros_per_update=None):
+    seconds = sum(r.seconds for r in history)
+    updates = sum(r.updates for r in history)
+    result = {"epochs": len(history), "update_seconds": seconds,
+              "updates_per_s": updates / seconds, "objective": history[-1].objective,
+              "metric": metric, "metric_value": history[-1].metrics[metric],
+              "objective_per_epoch": [r.objective for r in history],
+              "seconds_per_epoch": [r.seconds for r in history]}
+    if nonzeros_per_update is not None:
+        result["nonzeros_per_s"] = result["updates_per_s"] * nonzeros_per_update
+    return result
+
+
+def memory_bandwidth(threads=1, megabytes=256, repeats=3):
+    """STREAM-like triad a = b + 3 c over float64 arrays of ``megabytes`` in all,
+    split among ``threads`` nogil threads: the best of ``repeats``, in bytes/s,
+    counting 24 bytes per element (read b and c, write a)."""
+    from numba import njit
+
+    @njit(nogil=True)
+    def triad(a, b, c):
+        for i in range(a.size):
+            a[i] = b[i] + 3.0 * c[i]
+
+    n = megabytes * 2**20 // 24
+    a, b, c = np.zeros(n), np.ones(n), np.ones(n)
+    triad(a[:8], b[:8], c[:8])
+    edges = np.linspace(0, n, threads + 1).astype(int)
+    best = math.inf
+    for _ in range(repeats):
+        workers = [threading.Thread(target=triad, args=(a[lo:hi], b[lo:hi], c[lo:hi]))
+                   for lo, hi in zip(edges[:-1], edges[1:])]
+        start = time.perf_counter()
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        best = min(best, time.perf_counter() - start)
+    return 24 * n / best
+
+
+def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, seed=0,
+                  progress=True):
+    """(header, records): the machine and one record per configuration."""
+    header = {"type": "machine", "quick": quick, "machine": describe_machine(),
+              "compute_ceiling_2_over_1": compute_ceiling(0.3 if quick else 1.0),
+              "bandwidth_bytes_per_s": {str(t): memory_bandwidth(t, 64 if quick else 256)
+                                        for t in sorted({1, max(worker_counts)})}}
+    workloads = [BUILDERS[p](quick) for p in problems]
+    configs = [(w, s, b, k) for w in workloads for s in schedulers for b in backends
+               for k in (worker_counts if s != "serial" else [1])]
+    runs = {}
+    bar = _bar(len(configs) * rounds, progress)
+    for round_ in range(rounds):
+        for workload, scheduler, backend, workers in configs:
+            key = (workload.problem, scheduler, backend, workers)
+            runs.setdefault(key, []).append(workload.run(scheduler, workers, backend,
+                                                         seed + round_))
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    bandwidth = header["bandwidth_bytes_per_s"]
+    records = []
+    for workload, scheduler, backend, workers in configs:
+        values = runs[(workload.problem, scheduler, backend, workers)]
+        medians = {key: statistics.median(v[key] for v in values) for key in values[0]
+                   if isinstance(values[0][key], (int, float))}
+        bound = bandwidth[str(max(worker_counts))] / workload.bytes_per_update
+        records.append({
+            "type": "result", "problem": workload.problem, "dataset": workload.dataset,
+            "unit": workload.unit, "backend": backend, "scheduler": scheduler,
+            "workers": workers, "rounds": rounds, **medians,
+            "metric": values[0]["metric"],
+            "updates_per_s_per_round": [v["updates_per_s"] for v in values],
+            "objective_per_epoch": values[0]["objective_per_epoch"],
+            "seconds_per_epoch": values[0]["seconds_per_epoch"],
+            "bytes_per_update": workload.bytes_per_update,
+            "bandwidth_bound_updates_per_s": bound,
+            "fraction_of_bandwidth_bound": medians["updates_per_s"] / bound,
+            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024})
+    for record in records:
+        base = next((r for r in records if r["problem"] == record["problem"]
+                     and r["scheduler"] == record["scheduler"]
+                     and r["backend"] == record["backend"] and r["workers"] == 1), None)
+        record["speedup_over_1_worker"] = (record["updates_per_s"] / base["updates_per_s"]
+                                           if base else None)
+    return header, records
+
+
+def _bar(total, enabled):
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit="run", file=sys.stderr, leave=False, disable=None)
+
+
+def markdown(header, records):
+    m = header["machine"]
+    lines = [f"Machine: {m['cpu']}, {m['usable_cores']} usable cores, {m['memory_gib']} GiB; "
+             f"{', '.join(f'{k} {v}' for k, v in m['versions'].items())}.",
+             f"Pure-compute ceiling for 2 threads vs 1: "
+             f"{header['compute_ceiling_2_over_1']:.2f}x. Memory bandwidth (triad): " +
+             ", ".join(f"{b / 1e9:.1f} GB/s with {t} thread{'s' * (t != '1')}"
+                       for t, b in header["bandwidth_bytes_per_s"].items()) + ".", ""]
+    for problem in dict.fromkeys(r["problem"] for r in records):
+        rows = [r for r in records if r["problem"] == problem]
+        first = rows[0]
+        lines += [f"### {problem}: {first['dataset']} ({first['epochs']} epochs, median of "
+                  f"{first['rounds']} rounds)", "",
+                  f"| scheduler | backend | workers | {first['unit']}/s | speedup vs 1 | "
+                  f"of bandwidth bound | objective | {first['metric']} |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for r in rows:
+            speedup = f"{r['speedup_over_1_worker']:.2f}x" if r["speedup_over_1_worker"] \
+                else "-"
+            lines.append(f"| {r['scheduler']} | {r['backend']} | {r['workers']} | "
+                         f"{r['updates_per_s'] / 1e6:.2f} M | {speedup} | "
+                         f"{r['fraction_of_bandwidth_bound']:.0%} | {r['objective']:.6g} | "
+                         f"{r['metric_value']:.4g} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(records, folder):
+    """speedup.png, throughput.png and objective.png in ``folder``; [] without
+    matplotlib (pip install hogwild[plots])."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no plots (pip install 'hogwild[plots]')",
+              file=sys.stderr)
+        return []
+    problems = list(dict.fromkeys(r["problem"] for r in records))
+    written = []
+    for name, ylabel, value in (
+            ("speedup", "speedup over 1 worker",
+             lambda r: r["speedup_over_1_worker"]),
+            ("throughput", "updates per second (millions)",
+             lambda r: r["updates_per_s"] / 1e6)):
+        fig, axes = plt.subplots(1, len(problems), figsize=(5 * len(problems), 4),
+                                 squeeze=False)
+        for ax, problem in zip(axes[0], problems):
+            series = {}
+            for r in records:
+                if r["problem"] == problem and r["scheduler"] != "serial":
+                    series.setdefault(f"{r['scheduler']} ({r['backend']})", []).append(r)
+            for label, rows in series.items():
+                rows.sort(key=lambda r: r["workers"])
+                ax.plot([r["workers"] for r in rows], [value(r) for r in rows], marker="o",
+                        label=label)
+            ax.set_title(f"{problem}: {rows[0]['dataset']}" if series else problem)
+            ax.set_xticks(sorted({r["workers"] for r in records}))
+            ax.set_xlabel("workers")
+            ax.set_ylabel(ylabel)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = Path(folder) / f"{name}.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        written.append(path)
+    fig, axes = plt.subplots(1, len(problems), figsize=(5 * len(problems), 4), squeeze=False)
+    for ax, problem in zip(axes[0], problems):
+        for r in records:
+            if r["problem"] == problem:
+                ax.plot(np.cumsum(r["seconds_per_epoch"]), r["objective_per_epoch"],
+                        marker=".", label=f"{r['scheduler']} ({r['backend']}) x{r['workers']}")
+        ax.set_title(problem)
+        ax.set_xlabel("update-phase seconds")
+        ax.set_ylabel("training objective")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = Path(folder) / "objective.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    written.append(path)
+    return written
+
+
+def _names(text, allowed, what):
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    for name in names:
+        choose(allowed, name, what)
+    return names
+
+
+def _counts(text):
+    try:
+        counts = sorted({int(part) for part in text.split(",")})
+    except ValueError:
+        counts = []
+    if not counts or counts[0] < 1:
+        raise HogwildError(f"--workers: expected a comma-separated list of counts >= 1, "
+                           f"got {text!r}")
+    return counts
+
+
+def add_arguments(parser):
+    parser.add_argument("--quick", action="store_true",
+                        help="a one-minute smoke run on small generated data")
+    parser.add_argument("--problems", default="svm,mc,cuts",
+                        help="comma-separated: svm, mc, cuts (default: all)")
+    parser.add_argument("--schedulers", default="hogwild,locked,serial",
+                        help="comma-separated schedulers (default: hogwild,locked,serial)")
+    parser.add_argument("--backends", default="threads",
+                        help="comma-separated: threads, processes (default: threads)")
+    parser.add_argument("--workers", default=None,
+                        help="comma-separated worker counts (default: 1..usable cores)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="rounds per configuration (default: 3; 1 with --quick)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out-dir", default="bench-results",
+                        help="where results.jsonl, report.md and the plots go "
+                             "(default: bench-results)")
+
+
+def main(args):
+    """Run the benchmark described by parsed ``args``; returns the output folder."""
+    from hogwild.backends import BACKENDS
+    from hogwild.schedulers import SCHEDULERS
+
+    problems = _names(args.problems, PROBLEMS, "problem")
+    schedulers = _names(args.schedulers, SCHEDULERS, "scheduler")
+    backends = _names(args.backends, BACKENDS, "backend")
+    counts = _counts(args.workers) if args.workers else list(range(1, usable_cores() + 1))
+    if args.quick and not args.workers:
+        counts = [1, 2]
+    rounds = args.rounds or (1 if args.quick else 3)
+    header, records = run_benchmark(problems, schedulers, backends, counts, rounds,
+                                    args.quick, args.seed, progress=True)
+    folder = Path(args.out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "results.jsonl", "w") as out:
+        for line in [header] + records:
+            out.write(json.dumps(line) + "\n")
+    (folder / "report.md").write_text(markdown(header, records) + "\n")
+    plots = plot(records, folder)
+    print(markdown(header, records))
+    print(f"results: {folder / 'results.jsonl'}, {folder / 'report.md'}"
+          + "".join(f", {p}" for p in plots))
+    return folder
+

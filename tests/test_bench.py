@@ -1,0 +1,50 @@
+"""hogwild bench --quick: valid JSON lines, a Markdown report and real PNG plots (no
+timing thresholds: speed goals are read from full runs)."""
+import json
+
+import pytest
+
+from hogwild.cli import main
+
+
+def test_quick_bench_writes_json_lines_report_and_plots(tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="the plots need matplotlib (hogwild[plots])")
+    status = main(["bench", "--quick", "--out-dir", str(tmp_path)])
+    assert status == 0
+    lines = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text()
+             .splitlines()]
+    header, records = lines[0], lines[1:]
+    assert header["type"] == "machine" and header["machine"]["usable_cores"] >= 1
+    assert set(header["bandwidth_bytes_per_s"]) == {"1", "2"}
+    assert all(b > 1e8 for b in header["bandwidth_bytes_per_s"].values())  # > 0.1 GB/s
+    configs = {(r["problem"], r["scheduler"], r["workers"]) for r in records}
+    assert configs == {(p, s, w) for p in ("svm", "mc", "cuts")
+                       for s, w in (("hogwild", 1), ("hogwild", 2), ("locked", 1),
+                                    ("locked", 2), ("serial", 1))}
+    for r in records:
+        assert r["type"] == "result" and r["backend"] == "threads" and r["updates_per_s"] > 0
+        assert r["update_seconds"] > 0 and r["peak_rss_bytes"] > 0
+        assert 0 < r["fraction_of_bandwidth_bound"] and r["bytes_per_update"] > 0
+        assert len(r["objective_per_epoch"]) == r["epochs"] == 3
+        assert r["speedup_over_1_worker"] > 0
+        if r["workers"] == 1:
+            assert r["speedup_over_1_worker"] == 1
+    svm = [r for r in records if r["problem"] == "svm"]
+    assert all(r["nonzeros_per_s"] > r["updates_per_s"] for r in svm)
+    report = (tmp_path / "report.md").read_text()
+    assert "### svm: synthetic-6000x5000" in report and "| hogwild | threads | 2 |" in report
+    for name in ("speedup", "throughput", "objective"):
+        png = (tmp_path / f"{name}.png").read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    assert "results:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--problems", "svm,graphs"], "unknown problem 'graphs'; choose one of: svm, mc, cuts"),
+    (["--workers", "0,2"], "--workers: expected a comma-separated list of counts >= 1, got "
+                           "'0,2'"),
+    (["--backends", "gpu"], "unknown backend 'gpu'; choose one of: threads, processes"),
+])
+def test_bench_bad_options(capsys, argv, message):
+    assert main(["bench", "--quick", *argv]) == 2
+    assert capsys.readouterr().err == f"hogwild: error: {message}\n"
