@@ -31,6 +31,7 @@ import numpy as np
 from hogwild.engine import usable_cores
 from hogwild.errors import HogwildError, choose
 from hogwild.machine import compute_ceiling, describe_machine
+from hogwild.peers import liblinear_peer, sgd_classifier_peer, surprise_peer
 
 PROBLEMS = ("svm", "mc", "cuts")
 
@@ -42,6 +43,7 @@ class Workload:
     unit: str                  # what one update is: "samples", "ratings", "edges"
     bytes_per_update: float    # memory traffic of one update if nothing were cached
     run: Callable              # run(scheduler, workers, backend, seed) -> dict
+    peers: dict                # name -> peer(seed) -> dict with the same metric
 
 
 def _svm(quick):
@@ -63,8 +65,19 @@ def _svm(quick):
         model = SparseSVM(epochs=epochs, scheduler=scheduler, workers=workers,
                           backend=backend, seed=seed).fit(X, y, eval_set=(X_test, y_test))
         return _measured(model.history_, "test_error", nonzeros_per_update=nnz)
+
+    def peer(fit):
+        return lambda seed: _peer_result(fit(seed), "test_error", epochs)
+    peers = {}
+    if _installed("sklearn"):
+        peers["sgdclassifier-hinge"] = peer(lambda seed: sgd_classifier_peer(
+            X, y, X_test, y_test, "hinge", 1e-4, epochs, seed))
+        peers["sgdclassifier-log"] = peer(lambda seed: sgd_classifier_peer(
+            X, y, X_test, y_test, "log_loss", 1e-4, epochs, seed))
+    if _installed("liblinear"):
+        peers["liblinear"] = peer(lambda seed: liblinear_peer(X, y, X_test, y_test, 1e-4))
     # per nonzero: index and value read, weight read and written (4 bytes each)
-    return Workload("svm", name, "samples", 16 * nnz + 16, run)
+    return Workload("svm", name, "samples", 16 * nnz + 16, run, peers)
 
 
 def _mc(quick):
@@ -89,8 +102,13 @@ def _mc(quick):
                                         workers=workers, backend=backend, seed=seed)
             model.fit(train, eval_set=test)
         return _measured(model.history_, "test_rmse")
+
+    peers = {}
+    if _installed("surprise") and _installed("pandas"):
+        peers["surprise-svd"] = lambda seed: _peer_result(
+            surprise_peer(train, test, rank, epochs, seed), "test_rmse", epochs)
     # the rating (12 bytes), two factor rows and two biases read and written
-    return Workload("mc", name, "ratings", 12 + 2 * 2 * 4 * rank + 16, run)
+    return Workload("mc", name, "ratings", 12 + 2 * 2 * 4 * rank + 16, run, peers)
 
 
 def _cuts(quick):
@@ -110,10 +128,25 @@ def _cuts(quick):
                               scheduler=scheduler, backend=backend, seed=seed)
         return _measured(result.history, "rounded_cut")
     # the edge (12 bytes + 2 flags), two rows of 8 labels read and written
-    return Workload("cuts", data, "edges", 14 + 2 * 2 * 4 * labels, run)
+    return Workload("cuts", data, "edges", 14 + 2 * 2 * 4 * labels, run, {})
 
 
 BUILDERS = {"svm": _svm, "mc": _mc, "cuts": _cuts}
+
+
+def _installed(module):
+    """Peers run where installed (pip install hogwild[bench])."""
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def _peer_result(measured, metric, epochs):
+    """A peer's figures in the shape of ours (updates/s only for SGD peers)."""
+    return {"epochs": epochs, "update_seconds": measured["fit_seconds"],
+            "updates_per_s": measured.get("updates_per_s", math.nan), "objective": math.nan,
+            "metric": metric, "metric_value": measured[metric],
+            "objective_per_epoch": [], "seconds_per_epoch": []}
 
 
 def _measured(history, metric, nonzeros_per_update=None):
@@ -158,7 +191,7 @@ def memory_bandwidth(threads=1, megabytes=256, repeats=3):
 
 
 def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, seed=0,
-                  progress=True):
+                  progress=True, peers=False):
     """(header, records): the machine and one record per configuration."""
     header = {"type": "machine", "quick": quick, "machine": describe_machine(),
               "compute_ceiling_2_over_1": compute_ceiling(0.3 if quick else 1.0),
@@ -167,13 +200,16 @@ def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, 
     workloads = [BUILDERS[p](quick) for p in problems]
     configs = [(w, s, b, k) for w in workloads for s in schedulers for b in backends
                for k in (worker_counts if s != "serial" else [1])]
+    if peers:  # a peer is a "scheduler" of the "peer" backend, on one thread
+        configs += [(w, name, "peer", 1) for w in workloads for name in w.peers]
     runs = {}
     bar = _bar(len(configs) * rounds, progress)
     for round_ in range(rounds):
         for workload, scheduler, backend, workers in configs:
             key = (workload.problem, scheduler, backend, workers)
-            runs.setdefault(key, []).append(workload.run(scheduler, workers, backend,
-                                                         seed + round_))
+            run = workload.peers[scheduler] if backend == "peer" else \
+                lambda seed: workload.run(scheduler, workers, backend, seed)
+            runs.setdefault(key, []).append(run(seed + round_))
             if bar is not None:
                 bar.update(1)
     if bar is not None:
@@ -183,7 +219,8 @@ def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, 
     for workload, scheduler, backend, workers in configs:
         values = runs[(workload.problem, scheduler, backend, workers)]
         medians = {key: statistics.median(v[key] for v in values) for key in values[0]
-                   if isinstance(values[0][key], (int, float))}
+                   if isinstance(values[0][key], (int, float)) and not isinstance(
+                       values[0][key], bool)}
         bound = bandwidth[str(max(worker_counts))] / workload.bytes_per_update
         records.append({
             "type": "result", "problem": workload.problem, "dataset": workload.dataset,
@@ -195,14 +232,31 @@ def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, 
             "seconds_per_epoch": values[0]["seconds_per_epoch"],
             "bytes_per_update": workload.bytes_per_update,
             "bandwidth_bound_updates_per_s": bound,
-            "fraction_of_bandwidth_bound": medians["updates_per_s"] / bound,
+            "fraction_of_bandwidth_bound": (medians["updates_per_s"] / bound
+                                            if math.isfinite(medians["updates_per_s"])
+                                            else None),
             "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024})
     for record in records:
         base = next((r for r in records if r["problem"] == record["problem"]
                      and r["scheduler"] == record["scheduler"]
                      and r["backend"] == record["backend"] and r["workers"] == 1), None)
         record["speedup_over_1_worker"] = (record["updates_per_s"] / base["updates_per_s"]
-                                           if base else None)
+                                           if base and record["backend"] != "peer" else None)
+    for record in records:  # ours at the most workers against each peer of the problem
+        if record["backend"] != "peer":
+            continue
+        ours = max((r for r in records if r["problem"] == record["problem"]
+                    and r["scheduler"] == "hogwild" and r["backend"] == "threads"),
+                   key=lambda r: r["workers"], default=None)
+        if ours is not None:
+            record["hogwild"] = {
+                "workers": ours["workers"], "update_seconds": ours["update_seconds"],
+                "its_fit_seconds_over_our_update_seconds":
+                    record["update_seconds"] / ours["update_seconds"],
+                "our_updates_per_s_over_its": (ours["updates_per_s"] / record["updates_per_s"]
+                                               if math.isfinite(record["updates_per_s"])
+                                               else None),
+                "our_metric_minus_its": ours["metric_value"] - record["metric_value"]}
     return header, records
 
 
@@ -235,10 +289,23 @@ def markdown(header, records):
         for r in rows:
             speedup = f"{r['speedup_over_1_worker']:.2f}x" if r["speedup_over_1_worker"] \
                 else "-"
-            lines.append(f"| {r['scheduler']} | {r['backend']} | {r['workers']} | "
-                         f"{r['updates_per_s'] / 1e6:.2f} M | {speedup} | "
-                         f"{r['fraction_of_bandwidth_bound']:.0%} | {r['objective']:.6g} | "
-                         f"{r['metric_value']:.4g} |")
+            rate = f"{r['updates_per_s'] / 1e6:.2f} M" if math.isfinite(r["updates_per_s"]) \
+                else "-"
+            share = f"{r['fraction_of_bandwidth_bound']:.0%}" \
+                if r["fraction_of_bandwidth_bound"] is not None else "-"
+            objective = f"{r['objective']:.6g}" if math.isfinite(r["objective"]) else "-"
+            lines.append(f"| {r['scheduler']} | {r['backend']} | {r['workers']} | {rate} | "
+                         f"{speedup} | {share} | {objective} | {r['metric_value']:.4g} |")
+        peer_rows = [r for r in rows if "hogwild" in r]
+        if peer_rows:
+            ours = peer_rows[0]["hogwild"]
+            lines += ["", f"Peers against hogwild (threads, {ours['workers']} workers, update "
+                          f"phase {ours['update_seconds']:.3g} s): " + "; ".join(
+                f"{r['scheduler']}: whole fit {r['update_seconds']:.3g} s"
+                + (f", our updates/s {r['hogwild']['our_updates_per_s_over_its']:.2f}x its"
+                   if r["hogwild"]["our_updates_per_s_over_its"] else "")
+                + f", {first['metric']} ours minus its "
+                  f"{r['hogwild']['our_metric_minus_its']:+.4f}" for r in peer_rows) + "."]
         lines.append("")
     return "\n".join(lines)
 
@@ -333,6 +400,9 @@ def add_arguments(parser):
                         help="comma-separated worker counts (default: 1..usable cores)")
     parser.add_argument("--rounds", type=int, default=None,
                         help="rounds per configuration (default: 3; 1 with --quick)")
+    parser.add_argument("--peers", action="store_true",
+                        help="also run the installed peers: scikit-learn's SGDClassifier "
+                             "(hinge, log_loss) and LIBLINEAR for svm, Surprise's SVD for mc")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out-dir", default="bench-results",
                         help="where results.jsonl, report.md and the plots go "
@@ -352,7 +422,7 @@ def main(args):
         counts = [1, 2]
     rounds = args.rounds or (1 if args.quick else 3)
     header, records = run_benchmark(problems, schedulers, backends, counts, rounds,
-                                    args.quick, args.seed, progress=True)
+                                    args.quick, args.seed, progress=True, peers=args.peers)
     folder = Path(args.out_dir)
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "results.jsonl", "w") as out:

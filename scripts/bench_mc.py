@@ -24,7 +24,6 @@ its own test().
 import os
 import statistics
 import sys
-import time
 import warnings
 
 import numpy as np
@@ -34,7 +33,7 @@ from hogwild.datasets.ratings import split_ratings
 from hogwild.datasets.registry import RATINGS_DATASETS, load_ratings
 from hogwild.machine import (benchmark_arguments, compute_ceiling, describe_machine,
                              machine_lines, publish)
-from hogwild.peers import libmf_fit, libmf_predict, load_libmf
+from hogwild.peers import libmf_fit, libmf_predict, load_libmf, surprise_peer
 from hogwild.problems.matrix_completion import IdIndex, MatrixFactorization, rmse
 
 # (name, scheduler, workers)
@@ -80,29 +79,6 @@ def libmf_peer(X, test_u, test_i, test_values, threads, rank, epochs, timeout):
             "fit_seconds": full}
 
 
-def surprise_peer(train, test, rank, epochs, seed):
-    import pandas as pd
-    from surprise import SVD, Dataset, Reader
-
-    frame = pd.DataFrame({"user": train.users, "item": train.items, "rating": train.values})
-    low, high = float(train.values.min()), float(train.values.max())
-    trainset = Dataset.load_from_df(frame, Reader(rating_scale=(low, high))) \
-        .build_full_trainset()
-
-    def fit(n_epochs):
-        algo = SVD(n_factors=rank, n_epochs=n_epochs, random_state=seed)
-        start = time.perf_counter()
-        algo.fit(trainset)
-        return time.perf_counter() - start, algo
-
-    full, algo = fit(epochs)
-    one, _ = fit(1)
-    testset = list(zip(test.users.tolist(), test.items.tolist(), test.values.tolist()))
-    predictions = np.array([p.est for p in algo.test(testset)])
-    return {"ratings_per_s": len(train) * (epochs - 1) / max(full - one, 1e-9),
-            "test_rmse": rmse(predictions, test.values), "fit_seconds": full}
-
-
 def bench(name, train, test, rank, epochs, rounds, seed, peers, libmf_timeout=600):
     mf, libmf_library = load_libmf() if "libmf" in peers else (None, None)
     if "libmf" in peers and mf is None:
@@ -124,8 +100,10 @@ def bench(name, train, test, rank, epochs, rounds, seed, peers, libmf_timeout=60
                 else:
                     stalls.append(f"libmf-{threads} in round {round_ + 1}")
         if "surprise" in peers:
+            measured = surprise_peer(train, test, rank, epochs, seed + round_)
             runs.setdefault("surprise-svd", []).append(
-                surprise_peer(train, test, rank, epochs, seed + round_))
+                {"ratings_per_s": measured["updates_per_s"], "test_rmse": measured["test_rmse"],
+                 "fit_seconds": measured["fit_seconds"]})
         print(f"  {name}: round {round_ + 1}/{rounds} done", file=sys.stderr, flush=True)
     results = {}
     for label, values in runs.items():

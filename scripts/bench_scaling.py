@@ -17,16 +17,13 @@ kept). A pure-compute loop on 1 and 2 threads gives the machine's own ceiling fo
 """
 import statistics
 import sys
-import time
-import warnings
-
-import numpy as np
 
 from hogwild.datasets.registry import SVM_DATASETS, load_svm_data
 from hogwild.datasets.synthetic import make_sparse_classification
 from hogwild.machine import (benchmark_arguments, compute_ceiling, describe_machine,
                              machine_lines, publish)
-from hogwild.problems.sparse_svm import SparseSVM, as_csr, binary_labels, error_rate
+from hogwild.peers import sgd_classifier_peer
+from hogwild.problems.sparse_svm import SparseSVM, as_csr, binary_labels
 
 # (name, scheduler, workers, shuffle_block)
 OUR_CONFIGS = (
@@ -51,26 +48,10 @@ def ours(X, y, X_test, y_test, scheduler, workers, block, epochs, reg, step, see
             "test_error": history[-1].metrics["test_error"]}
 
 
-def sgd_classifier(X64, y, X_test, y_test, epochs, reg, seed):
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.linear_model import SGDClassifier
-
-    def timed_fit(max_iter):
-        model = SGDClassifier(loss="hinge", alpha=reg, max_iter=max_iter, tol=None,
-                              fit_intercept=False, random_state=seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            start = time.perf_counter()
-            model.fit(X64, y)
-            return time.perf_counter() - start, model
-
-    one = min(timed_fit(1)[0] for _ in range(2))  # the faster of two: less noise
-    fits = [timed_fit(epochs) for _ in range(2)]
-    full, model = min(fits, key=lambda fit: fit[0])
-    epoch_seconds = max(full - one, 1e-9) / (epochs - 1)
+def sgd_classifier(X, y, X_test, y_test, epochs, reg, seed):
     labels, _ = binary_labels(y_test, X_test.shape[0])
-    return {"samples_per_s": X64.shape[0] / epoch_seconds,
-            "test_error": error_rate(X_test @ model.coef_.ravel(), labels)}
+    measured = sgd_classifier_peer(X, y, X_test, labels, "hinge", reg, epochs, seed)
+    return {"samples_per_s": measured["updates_per_s"], "test_error": measured["test_error"]}
 
 
 def epochs_to_reach(X, y, X_test, y_test, target_error, max_epochs, reg, step, seed):
@@ -84,7 +65,6 @@ def epochs_to_reach(X, y, X_test, y_test, target_error, max_epochs, reg, step, s
 
 def bench_dataset(name, X, y, X_test, y_test, epochs, rounds, reg, step, seed, with_peer):
     X = as_csr(X)
-    X64 = X.astype(np.float64) if with_peer else None
     runs = {}
     for round_ in range(rounds):
         for label, scheduler, workers, block in OUR_CONFIGS:
@@ -93,7 +73,7 @@ def bench_dataset(name, X, y, X_test, y_test, epochs, rounds, reg, step, seed, w
                      seed + round_))
         if with_peer:
             runs.setdefault("sgdclassifier", []).append(
-                sgd_classifier(X64, y, X_test, y_test, epochs, reg, seed + round_))
+                sgd_classifier(X, y, X_test, y_test, epochs, reg, seed + round_))
         print(f"  {name}: round {round_ + 1}/{rounds} done", file=sys.stderr, flush=True)
     nnz_per_row = X.nnz / X.shape[0]
     results = {}

@@ -9,7 +9,7 @@ from hogwild.cli import main
 
 def test_quick_bench_writes_json_lines_report_and_plots(tmp_path, capsys):
     pytest.importorskip("matplotlib", reason="the plots need matplotlib (hogwild[plots])")
-    status = main(["bench", "--quick", "--out-dir", str(tmp_path)])
+    status = main(["bench", "--quick", "--peers", "--out-dir", str(tmp_path)])
     assert status == 0
     lines = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text()
              .splitlines()]
@@ -17,10 +17,18 @@ def test_quick_bench_writes_json_lines_report_and_plots(tmp_path, capsys):
     assert header["type"] == "machine" and header["machine"]["usable_cores"] >= 1
     assert set(header["bandwidth_bytes_per_s"]) == {"1", "2"}
     assert all(b > 1e8 for b in header["bandwidth_bytes_per_s"].values())  # > 0.1 GB/s
+    peers = [r for r in records if r["backend"] == "peer"]
+    records = [r for r in records if r["backend"] != "peer"]
     configs = {(r["problem"], r["scheduler"], r["workers"]) for r in records}
     assert configs == {(p, s, w) for p in ("svm", "mc", "cuts")
                        for s, w in (("hogwild", 1), ("hogwild", 2), ("locked", 1),
                                     ("locked", 2), ("serial", 1))}
+    # scikit-learn and LIBLINEAR are test dependencies: the SVM peers always run
+    assert {"sgdclassifier-hinge", "sgdclassifier-log", "liblinear"} <= \
+        {r["scheduler"] for r in peers if r["problem"] == "svm"}
+    for r in peers:
+        assert 0 <= r["metric_value"] and r["update_seconds"] > 0
+        assert r["hogwild"]["workers"] == 2 and r["hogwild"]["our_metric_minus_its"] < 0.1
     for r in records:
         assert r["type"] == "result" and r["backend"] == "threads" and r["updates_per_s"] > 0
         assert r["update_seconds"] > 0 and r["peak_rss_bytes"] > 0
@@ -33,6 +41,7 @@ def test_quick_bench_writes_json_lines_report_and_plots(tmp_path, capsys):
     assert all(r["nonzeros_per_s"] > r["updates_per_s"] for r in svm)
     report = (tmp_path / "report.md").read_text()
     assert "### svm: synthetic-6000x5000" in report and "| hogwild | threads | 2 |" in report
+    assert "| liblinear | peer | 1 | - |" in report and "Peers against hogwild" in report
     for name in ("speedup", "throughput", "objective"):
         png = (tmp_path / f"{name}.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
