@@ -28,6 +28,7 @@ from typing import Callable
 
 import numpy as np
 
+from hogwild.conflicts import Supports, sparsity_stats
 from hogwild.engine import usable_cores
 from hogwild.errors import HogwildError, choose
 from hogwild.machine import compute_ceiling, describe_machine
@@ -44,6 +45,7 @@ class Workload:
     bytes_per_update: float    # memory traffic of one update if nothing were cached
     run: Callable              # run(scheduler, workers, backend, seed) -> dict
     peers: dict                # name -> peer(seed) -> dict with the same metric
+    supports: object           # hogwild.conflicts.Supports, for the sparsity statistics
 
 
 def _svm(quick):
@@ -77,7 +79,8 @@ def _svm(quick):
     if _installed("liblinear"):
         peers["liblinear"] = peer(lambda seed: liblinear_peer(X, y, X_test, y_test, 1e-4))
     # per nonzero: index and value read, weight read and written (4 bytes each)
-    return Workload("svm", name, "samples", 16 * nnz + 16, run, peers)
+    return Workload("svm", name, "samples", 16 * nnz + 16, run, peers,
+                    Supports.from_csr(X))
 
 
 def _mc(quick):
@@ -108,7 +111,9 @@ def _mc(quick):
         peers["surprise-svd"] = lambda seed: _peer_result(
             surprise_peer(train, test, rank, epochs, seed), "test_rmse", epochs)
     # the rating (12 bytes), two factor rows and two biases read and written
-    return Workload("mc", name, "ratings", 12 + 2 * 2 * 4 * rank + 16, run, peers)
+    return Workload("mc", name, "ratings", 12 + 2 * 2 * 4 * rank + 16, run, peers,
+                    Supports.from_keys(np.unique(train.users, return_inverse=True)[1],
+                                       np.unique(train.items, return_inverse=True)[1]))
 
 
 def _cuts(quick):
@@ -128,7 +133,8 @@ def _cuts(quick):
                               scheduler=scheduler, backend=backend, seed=seed)
         return _measured(result.history, "rounded_cut")
     # the edge (12 bytes + 2 flags), two rows of 8 labels read and written
-    return Workload("cuts", data, "edges", 14 + 2 * 2 * 4 * labels, run, {})
+    return Workload("cuts", data, "edges", 14 + 2 * 2 * 4 * labels, run, {},
+                    Supports.from_edges(n, u, v))
 
 
 BUILDERS = {"svm": _svm, "mc": _mc, "cuts": _cuts}
@@ -198,6 +204,7 @@ def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, 
               "bandwidth_bytes_per_s": {str(t): memory_bandwidth(t, 64 if quick else 256)
                                         for t in sorted({1, max(worker_counts)})}}
     workloads = [BUILDERS[p](quick) for p in problems]
+    header["sparsity"] = {w.problem: sparsity_stats(w.supports) for w in workloads}
     configs = [(w, s, b, k) for w in workloads for s in schedulers for b in backends
                for k in (worker_counts if s != "serial" else [1])]
     if peers:  # a peer is a "scheduler" of the "peer" backend, on one thread
@@ -270,6 +277,27 @@ def _bar(total, enabled):
     return tqdm(total=total, unit="run", file=sys.stderr, leave=False, disable=None)
 
 
+def paper_table(header, records):
+    """The shape of the Hogwild! paper's Figure 2: per problem, the sparsity
+    statistics and the time of the run's epochs for hogwild and locked at the most
+    workers and for serial, with the objective and test metric of each."""
+    lines = ["| problem | data | Omega | rho | Delta | scheduler | workers | seconds | "
+             "objective | test metric |", "|---|---|---:|---:|---:|---|---:|---:|---:|---:|"]
+    for problem, stats in header["sparsity"].items():
+        rows = [r for r in records if r["problem"] == problem and r["backend"] == "threads"]
+        most = max((r["workers"] for r in rows), default=1)
+        for scheduler in ("hogwild", "locked", "serial"):
+            row = next((r for r in rows if r["scheduler"] == scheduler and
+                        r["workers"] == (1 if scheduler == "serial" else most)), None)
+            if row is None:
+                continue
+            lines.append(f"| {problem} | {row['dataset']} | {stats['omega']} | "
+                         f"{stats['rho']:.3g} | {stats['delta']:.3g} | {scheduler} | "
+                         f"{row['workers']} | {row['update_seconds']:.3g} | "
+                         f"{row['objective']:.6g} | {row['metric']} {row['metric_value']:.4g} |")
+    return lines
+
+
 def markdown(header, records):
     m = header["machine"]
     lines = [f"Machine: {m['cpu']}, {m['usable_cores']} usable cores, {m['memory_gib']} GiB; "
@@ -277,7 +305,9 @@ def markdown(header, records):
              f"Pure-compute ceiling for 2 threads vs 1: "
              f"{header['compute_ceiling_2_over_1']:.2f}x. Memory bandwidth (triad): " +
              ", ".join(f"{b / 1e9:.1f} GB/s with {t} thread{'s' * (t != '1')}"
-                       for t, b in header["bandwidth_bytes_per_s"].items()) + ".", ""]
+                       for t, b in header["bandwidth_bytes_per_s"].items()) + ".", "",
+             "### In the shape of the Hogwild! paper's Figure 2", ""]
+    lines += paper_table(header, records) + [""]
     for problem in dict.fromkeys(r["problem"] for r in records):
         rows = [r for r in records if r["problem"] == problem]
         first = rows[0]

@@ -17,6 +17,9 @@ def test_quick_bench_writes_json_lines_report_and_plots(tmp_path, capsys):
     assert header["type"] == "machine" and header["machine"]["usable_cores"] >= 1
     assert set(header["bandwidth_bytes_per_s"]) == {"1", "2"}
     assert all(b > 1e8 for b in header["bandwidth_bytes_per_s"].values())  # > 0.1 GB/s
+    assert set(header["sparsity"]) == {"svm", "mc", "cuts"}
+    assert header["sparsity"]["mc"]["omega"] == 2 and header["sparsity"]["cuts"]["omega"] == 2
+    assert 0 < header["sparsity"]["svm"]["delta"] <= 1
     peers = [r for r in records if r["backend"] == "peer"]
     records = [r for r in records if r["backend"] != "peer"]
     configs = {(r["problem"], r["scheduler"], r["workers"]) for r in records}
@@ -42,6 +45,8 @@ def test_quick_bench_writes_json_lines_report_and_plots(tmp_path, capsys):
     report = (tmp_path / "report.md").read_text()
     assert "### svm: synthetic-6000x5000" in report and "| hogwild | threads | 2 |" in report
     assert "| liblinear | peer | 1 | - |" in report and "Peers against hogwild" in report
+    assert "In the shape of the Hogwild! paper's Figure 2" in report
+    assert "| mc | jumbo-2000x1500x100000 | 2 |" in report
     for name in ("speedup", "throughput", "objective"):
         png = (tmp_path / f"{name}.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
