@@ -202,7 +202,7 @@ def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, 
     header = {"type": "machine", "quick": quick, "machine": describe_machine(),
               "compute_ceiling_2_over_1": compute_ceiling(0.3 if quick else 1.0),
               "bandwidth_bytes_per_s": {str(t): memory_bandwidth(t, 64 if quick else 256)
-                                        for t in sorted({1, max(worker_counts)})}}
+                                        for t in sorted({1, *worker_counts})}}
     workloads = [BUILDERS[p](quick) for p in problems]
     header["sparsity"] = {w.problem: sparsity_stats(w.supports) for w in workloads}
     configs = [(w, s, b, k) for w in workloads for s in schedulers for b in backends
@@ -228,7 +228,7 @@ def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, 
         medians = {key: statistics.median(v[key] for v in values) for key in values[0]
                    if isinstance(values[0][key], (int, float)) and not isinstance(
                        values[0][key], bool)}
-        bound = bandwidth[str(max(worker_counts))] / workload.bytes_per_update
+        bound = bandwidth[str(workers)] / workload.bytes_per_update
         records.append({
             "type": "result", "problem": workload.problem, "dataset": workload.dataset,
             "unit": workload.unit, "backend": backend, "scheduler": scheduler,
@@ -306,6 +306,9 @@ def markdown(header, records):
              f"{header['compute_ceiling_2_over_1']:.2f}x. Memory bandwidth (triad): " +
              ", ".join(f"{b / 1e9:.1f} GB/s with {t} thread{'s' * (t != '1')}"
                        for t, b in header["bandwidth_bytes_per_s"].items()) + ".", "",
+             "\"Of bandwidth bound\" is updates/s over this machine's triad bandwidth (at "
+             "the same thread count) divided by the bytes one update would move if none of "
+             "its parameters were in cache; above 100% they mostly are.", "",
              "### In the shape of the Hogwild! paper's Figure 2", ""]
     lines += paper_table(header, records) + [""]
     for problem in dict.fromkeys(r["problem"] for r in records):
@@ -363,7 +366,9 @@ def plot(records, folder):
         for ax, problem in zip(axes[0], problems):
             series = {}
             for r in records:
-                if r["problem"] == problem and r["scheduler"] != "serial":
+                shown = value(r)
+                if r["problem"] == problem and r["scheduler"] != "serial" and \
+                        shown is not None and math.isfinite(shown):
                     series.setdefault(f"{r['scheduler']} ({r['backend']})", []).append(r)
             for label, rows in series.items():
                 rows.sort(key=lambda r: r["workers"])
@@ -383,7 +388,7 @@ def plot(records, folder):
     fig, axes = plt.subplots(1, len(problems), figsize=(5 * len(problems), 4), squeeze=False)
     for ax, problem in zip(axes[0], problems):
         for r in records:
-            if r["problem"] == problem:
+            if r["problem"] == problem and r["objective_per_epoch"]:  # peers have none
                 ax.plot(np.cumsum(r["seconds_per_epoch"]), r["objective_per_epoch"],
                         marker=".", label=f"{r['scheduler']} ({r['backend']}) x{r['workers']}")
         ax.set_title(problem)
