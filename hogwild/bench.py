@@ -152,7 +152,7 @@ def _peer_result(measured, metric, epochs):
     return {"epochs": epochs, "update_seconds": measured["fit_seconds"],
             "updates_per_s": measured.get("updates_per_s", math.nan), "objective": math.nan,
             "metric": metric, "metric_value": measured[metric],
-            "objective_per_epoch": [], "seconds_per_epoch": []}
+            "objective_per_epoch": [], "metric_per_epoch": [], "seconds_per_epoch": []}
 
 
 def _measured(history, metric, nonzeros_per_update=None):
@@ -162,6 +162,7 @@ def _measured(history, metric, nonzeros_per_update=None):
               "updates_per_s": updates / seconds, "objective": history[-1].objective,
               "metric": metric, "metric_value": history[-1].metrics[metric],
               "objective_per_epoch": [r.objective for r in history],
+              "metric_per_epoch": [r.metrics[metric] for r in history],
               "seconds_per_epoch": [r.seconds for r in history]}
     if nonzeros_per_update is not None:
         result["nonzeros_per_s"] = result["updates_per_s"] * nonzeros_per_update
@@ -236,6 +237,7 @@ def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, 
             "metric": values[0]["metric"],
             "updates_per_s_per_round": [v["updates_per_s"] for v in values],
             "objective_per_epoch": values[0]["objective_per_epoch"],
+            "metric_per_epoch": values[0]["metric_per_epoch"],
             "seconds_per_epoch": values[0]["seconds_per_epoch"],
             "bytes_per_update": workload.bytes_per_update,
             "bandwidth_bound_updates_per_s": bound,
@@ -263,8 +265,23 @@ def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, 
                 "our_updates_per_s_over_its": (ours["updates_per_s"] / record["updates_per_s"]
                                                if math.isfinite(record["updates_per_s"])
                                                else None),
-                "our_metric_minus_its": ours["metric_value"] - record["metric_value"]}
+                "our_metric_minus_its": ours["metric_value"] - record["metric_value"],
+                "our_seconds_to_its_metric": _seconds_to_reach(ours, record["metric_value"])}
+            reach = record["hogwild"]["our_seconds_to_its_metric"]
+            record["hogwild"]["its_fit_seconds_over_our_seconds_to_its_metric"] = \
+                record["update_seconds"] / reach if reach else None
     return header, records
+
+
+def _seconds_to_reach(ours, target):
+    """Update-phase seconds until our metric (lower is better: error, RMSE, cut) is
+    at most ``target``: equal quality; None if our run never gets there."""
+    elapsed = 0.0
+    for seconds, value in zip(ours["seconds_per_epoch"], ours["metric_per_epoch"]):
+        elapsed += seconds
+        if value <= target + 1e-12:
+            return elapsed
+    return None
 
 
 def _bar(total, enabled):
@@ -338,7 +355,12 @@ def markdown(header, records):
                 + (f", our updates/s {r['hogwild']['our_updates_per_s_over_its']:.2f}x its"
                    if r["hogwild"]["our_updates_per_s_over_its"] else "")
                 + f", {first['metric']} ours minus its "
-                  f"{r['hogwild']['our_metric_minus_its']:+.4f}" for r in peer_rows) + "."]
+                  f"{r['hogwild']['our_metric_minus_its']:+.4f}"
+                + (f"; at equal quality (our time to its {first['metric']}): its fit "
+                   f"{r['hogwild']['its_fit_seconds_over_our_seconds_to_its_metric']:.2f}x "
+                   "ours" if r["hogwild"]["our_seconds_to_its_metric"] else
+                   f"; our run never reaches its {first['metric']}")
+                for r in peer_rows) + "."]
         lines.append("")
     return "\n".join(lines)
 

@@ -32,6 +32,10 @@ def test_quick_bench_writes_json_lines_report_and_plots(tmp_path, capsys):
     for r in peers:
         assert 0 <= r["metric_value"] and r["update_seconds"] > 0
         assert r["hogwild"]["workers"] == 2 and r["hogwild"]["our_metric_minus_its"] < 0.1
+        reach = r["hogwild"]["our_seconds_to_its_metric"]  # equal quality, when reached
+        ours = next(o for o in records if o["problem"] == r["problem"] and
+                    o["scheduler"] == "hogwild" and o["workers"] == 2)
+        assert reach is None or 0 < reach <= sum(ours["seconds_per_epoch"]) + 1e-9
     for r in records:
         assert r["type"] == "result" and r["backend"] == "threads" and r["updates_per_s"] > 0
         assert r["update_seconds"] > 0 and r["peak_rss_bytes"] > 0
@@ -62,3 +66,11 @@ def test_quick_bench_writes_json_lines_report_and_plots(tmp_path, capsys):
 def test_bench_bad_options(capsys, argv, message):
     assert main(["bench", "--quick", *argv]) == 2
     assert capsys.readouterr().err == f"hogwild: error: {message}\n"
+
+
+def test_equal_quality_is_the_first_epoch_at_or_below_the_peers_metric():
+    from hogwild.bench import _seconds_to_reach
+    ours = {"seconds_per_epoch": [0.5, 0.25, 0.25], "metric_per_epoch": [0.3, 0.2, 0.1]}
+    assert _seconds_to_reach(ours, 0.2) == 0.75
+    assert _seconds_to_reach(ours, 0.35) == 0.5
+    assert _seconds_to_reach(ours, 0.05) is None
