@@ -163,11 +163,11 @@ def load_ratings(data):
 
 GRAPH_DATASETS = {
     "snap-facebook-combined": ("snap-facebook-combined/facebook_combined.txt",
-                               "SNAP ego-Facebook friendships, 4,039 vertices"),
+                               "SNAP ego-Facebook friendships"),
     "snap-email-Enron": ("snap-email-Enron/Email-Enron.txt.gz",
-                         "SNAP Enron e-mail network, 36,692 vertices"),
+                         "SNAP Enron e-mail network"),
     "snap-ca-GrQc": ("snap-ca-GrQc/CA-GrQc.txt",
-                     "SNAP arXiv GR-QC co-authorships, 5,242 vertices"),
+                     "SNAP arXiv GR-QC co-authorships"),
 }
 
 

@@ -516,7 +516,8 @@ def download(args):
 
 def list_datasets(args):
     from hogwild.datasets.ratings import read_ratings
-    from hogwild.datasets.registry import RATINGS_DATASETS, SVM_DATASETS, load_svm_data
+    from hogwild.datasets.registry import (GRAPH_DATASETS, RATINGS_DATASETS, SVM_DATASETS,
+                                           load_graph, load_svm_data)
     from hogwild.datasets.svmlight import cached_files
     from hogwild.paths import cache_dir, shared_data_dir
 
@@ -546,6 +547,13 @@ def list_datasets(args):
         print(f"{spec.name:<15} {where:<10} {len(ratings):>11,} "
               f"{np.unique(ratings.users).size:>8,} {np.unique(ratings.items).size:>7,}  "
               f"{spec.description}")
+    print(f"\n{'graph':<23} {'where':<10} {'vertices':>9} {'edges':>9}  description")
+    for name, (relative, description) in GRAPH_DATASETS.items():
+        if not (shared_data_dir() / relative).is_file():
+            print(f"{name:<23} {'(absent)':<10} {'':>9} {'':>9}  {description}")
+            continue
+        n, u, _, _, _ = load_graph(name)
+        print(f"{name:<23} {'shared':<10} {n:>9,} {u.size:>9,}  {description}")
     print()
     entries = cached_files()
     size = sum(entry["bytes"] for entry in entries)

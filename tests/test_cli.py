@@ -93,6 +93,10 @@ def test_datasets_lists_the_shipped_default_and_the_cache(capsys, tmp_path, monk
     cached = [line for line in lines if line.strip().endswith("a9a.gz")]
     assert len(cached) == 1 and "32561 x 123" in cached[0] and "451592 nonzeros, one-based" \
         in cached[0]
+    monkeypatch.setenv("HOGWILD_DATA", str(tmp_path / "no-data-here"))
+    status, out, _ = run(capsys, "datasets")
+    graphs = [line for line in out.splitlines() if line.startswith("snap-")]
+    assert status == 0 and len(graphs) == 3 and all("(absent)" in line for line in graphs)
 
 
 def test_ctrl_c_checkpoints_and_exits_130_and_the_run_resumes(tmp_path):
