@@ -159,7 +159,7 @@ class ProcessesBackend:
                     mine = _run_share(loops, kind, runs, np.asarray(phase[0], np.int64),
                                       plan.run_length, params, data, step, epoch, gates, sync,
                                       gate_words, 0, self._counters[0], CHUNK_SAMPLES,
-                                      lambda: self._poll(busy, replies, epoch))
+                                      lambda: self._poll(busy, replies, epoch, updates))
             except BaseException:
                 self._fail()  # the children must not wait for this share
                 raise
@@ -184,7 +184,7 @@ class ProcessesBackend:
         self._fail()
         raise HogwildError(self._death(w, epoch))
 
-    def _poll(self, busy, replies, epoch):
+    def _poll(self, busy, replies, epoch, updates_before):
         """Between pieces of the parent's share: take any replies already in, and stop
         (return False) if a child died or failed."""
         if self._dead is not None:
@@ -192,7 +192,7 @@ class ProcessesBackend:
         for w in busy - set(replies):
             if self._pipes[w].poll():
                 replies.update(self._collect({w}, epoch))
-        self._report(epoch, 0)  # the counters hold every worker's updates in this phase
+        self._report(epoch, updates_before)  # counters: every worker's updates in this phase
         return True
 
     def _collect(self, busy, epoch, updates_before=0):
