@@ -20,7 +20,6 @@ naming the worker and the signal. Every segment is deleted when the backend
 closes, however the run ended. Children ignore SIGINT: Ctrl-C is the parent's
 (see hogwild.engine.fit).
 """
-import importlib
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -390,11 +389,6 @@ def _worker_setup(setup):
 
     setup = pickle.loads(setup)
     update, loss, fastmath = pickle.loads(setup["functions"])
-    for fn in (update, loss):  # closures arrive by value: import their modules, so
-        try:  # that the loops get the parent's cache key and load its machine code
-            importlib.import_module(fn.__module__)
-        except ImportError:
-            pass
     arrays = [attach(spec, setup["token"])[0] for spec in setup["arrays"]]
     params, data = tuple(arrays[:setup["n_params"]]), tuple(arrays[setup["n_params"]:])
     loops = compile_loops(update, loss, fastmath)

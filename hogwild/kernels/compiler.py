@@ -118,8 +118,15 @@ def takes_epoch(update):
 def _cacheable(fn):
     """numba can reload cached machine code only for functions of a module that a
     fresh process can import (a file, or the __main__ of a script); code made by
-    exec() or typed into a notebook is compiled afresh in each process instead."""
+    exec() or typed into a notebook is compiled afresh in each process instead.
+    The module is imported if this process has not yet: a function unpickled by
+    value in a worker process must get the cache key its parent used."""
     module = sys.modules.get(fn.__module__)
+    if module is None:
+        try:
+            module = importlib.import_module(fn.__module__)
+        except ImportError:
+            return False
     return getattr(module, "__file__", None) is not None
 
 
