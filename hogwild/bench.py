@@ -119,14 +119,13 @@ def _mc(quick):
 def _cuts(quick):
     from hogwild.datasets.registry import load_graph
     from hogwild.paths import shared_data_dir
-    from hogwild.problems.graph_cuts import multiway_cut
+    from hogwild.problems.graph_cuts import multiway_cut, random_terminals
 
     shared = (shared_data_dir() / "snap-facebook-combined").is_dir()
     data = "random:3000x20000" if quick or not shared else "snap-facebook-combined"
     n, u, v, w, _ = load_graph(data)
     labels, epochs = 8, (3 if quick else 20)
-    chosen = np.random.default_rng(0).choice(n, labels, replace=False)
-    terminals = {int(c): k for k, c in enumerate(chosen)}
+    terminals = random_terminals(n, labels)
 
     def run(scheduler, workers, backend, seed):
         result = multiway_cut(n, u, v, w, terminals, labels, epochs=epochs, workers=workers,

@@ -384,9 +384,8 @@ def _graph_terminals(spec, n_labels, ids, seed):
         if per_label * n_labels > ids.size:
             raise HogwildError(f"--terminals {spec!r}: {per_label * n_labels} terminals but "
                                f"the graph has {ids.size} vertices")
-        chosen = np.random.default_rng(seed).choice(ids.size, per_label * n_labels,
-                                                    replace=False)
-        return {int(v): k // per_label for k, v in enumerate(chosen)}
+        from hogwild.problems.graph_cuts import random_terminals
+        return random_terminals(ids.size, n_labels, per_label, seed)
     index = {int(vertex_id): i for i, vertex_id in enumerate(ids)}
     terminals = {}
     for item in spec.split(","):

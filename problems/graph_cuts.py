@@ -274,6 +274,13 @@ def multiway_cut(n_vertices, u, v, w, terminals, n_labels, *, epochs=200, step=0
                      setup_seconds=result.setup_seconds)
 
 
+def random_terminals(n_vertices, n_labels, per_label=1, seed=0):
+    """{vertex: label}: ``per_label`` distinct vertices drawn (seeded) for each label."""
+    chosen = np.random.default_rng(seed).choice(n_vertices, per_label * n_labels,
+                                                replace=False)
+    return {int(v): k // per_label for k, v in enumerate(chosen)}
+
+
 def nearest_terminal_labels(n_vertices, u, v, terminals):
     """The baseline: every vertex takes the label of its nearest terminal (fewest
     edges; vertices that reach no terminal take label 0)."""

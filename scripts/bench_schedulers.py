@@ -34,7 +34,7 @@ from hogwild.datasets.synthetic import make_sparse_classification
 from hogwild.errors import HogwildError
 from hogwild.machine import benchmark_arguments, machine_lines, publish, report_header
 from hogwild.paths import shared_data_dir
-from hogwild.problems.graph_cuts import multiway_cut
+from hogwild.problems.graph_cuts import multiway_cut, random_terminals
 from hogwild.problems.matrix_completion import MatrixFactorization
 from hogwild.problems.sparse_svm import SparseSVM
 
@@ -82,9 +82,7 @@ def mc_workload(train, test, rank, epochs):
 def cuts_workload(graph, n_labels, epochs, terminal_seed=0):
     u, v = graph.edges()
     w = np.ones(u.size, np.float32)
-    chosen = np.random.default_rng(terminal_seed).choice(graph.n_vertices, n_labels,
-                                                         replace=False)
-    terminals = {int(c): label for label, c in enumerate(chosen)}
+    terminals = random_terminals(graph.n_vertices, n_labels, seed=terminal_seed)
 
     def run(scheduler, workers, seed):
         result = multiway_cut(graph.n_vertices, u, v, w, terminals, n_labels, epochs=epochs,
