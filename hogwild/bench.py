@@ -32,7 +32,8 @@ from hogwild.conflicts import Supports, sparsity_stats
 from hogwild.engine import usable_cores
 from hogwild.errors import HogwildError, choose
 from hogwild.machine import compute_ceiling, describe_machine
-from hogwild.peers import liblinear_peer, sgd_classifier_peer, surprise_peer
+from hogwild.peers import (liblinear_peer, sgd_classifier_peer, surprise_peer, torch_mc_peer,
+                           torch_svm_peer)
 
 PROBLEMS = ("svm", "mc", "cuts")
 
@@ -44,14 +45,14 @@ class Workload:
     unit: str                  # what one update is: "samples", "ratings", "edges"
     bytes_per_update: float    # memory traffic of one update if nothing were cached
     run: Callable              # run(scheduler, workers, backend, seed) -> dict
-    peers: dict                # name -> peer(seed) -> dict with the same metric
+    peers: dict                # name -> (workers, peer(seed) -> dict, same metric)
     supports: object           # hogwild.conflicts.Supports, for the sparsity statistics
 
 
-def _svm(quick):
+def _svm(quick, workers):
     from hogwild.datasets.registry import SVM_DATASETS, load_svm_data
     from hogwild.datasets.synthetic import make_sparse_classification
-    from hogwild.problems.sparse_svm import SparseSVM
+    from hogwild.problems.sparse_svm import SparseSVM, as_csr, auto_step
 
     if quick or not SVM_DATASETS["imdb-aclimdb"].available():
         X, y = make_sparse_classification(6000, 5000, nnz_per_row=30, seed=0)
@@ -68,8 +69,8 @@ def _svm(quick):
                           backend=backend, seed=seed).fit(X, y, eval_set=(X_test, y_test))
         return _measured(model.history_, "test_error", nonzeros_per_update=nnz)
 
-    def peer(fit):
-        return lambda seed: _peer_result(fit(seed), "test_error", epochs)
+    def peer(fit, threads=1):
+        return threads, lambda seed: _peer_result(fit(seed), "test_error", epochs)
     peers = {}
     if _installed("sklearn"):
         peers["sgdclassifier-hinge"] = peer(lambda seed: sgd_classifier_peer(
@@ -78,12 +79,17 @@ def _svm(quick):
             X, y, X_test, y_test, "log_loss", 1e-4, epochs, seed))
     if _installed("liblinear"):
         peers["liblinear"] = peer(lambda seed: liblinear_peer(X, y, X_test, y_test, 1e-4))
+    if _installed("torch"):
+        step = auto_step(as_csr(X))
+        peers["pytorch-hogwild"] = peer(lambda seed: torch_svm_peer(
+            as_csr(X), y, as_csr(X_test), y_test, 1e-4, epochs, step, 0.9, workers, seed),
+            workers)
     # per nonzero: index and value read, weight read and written (4 bytes each)
     return Workload("svm", name, "samples", 16 * nnz + 16, run, peers,
                     Supports.from_csr(X))
 
 
-def _mc(quick):
+def _mc(quick, workers):
     from hogwild.datasets.jumbo import make_jumbo
     from hogwild.datasets.ratings import split_ratings
     from hogwild.datasets.registry import RATINGS_DATASETS, load_ratings
@@ -108,15 +114,21 @@ def _mc(quick):
 
     peers = {}
     if _installed("surprise") and _installed("pandas"):
-        peers["surprise-svd"] = lambda seed: _peer_result(
+        peers["surprise-svd"] = 1, lambda seed: _peer_result(
             surprise_peer(train, test, rank, epochs, seed), "test_rmse", epochs)
+    if _installed("torch"):
+        model = MatrixFactorization(rank=rank, epochs=epochs)
+        _, reg, bias_reg, step = model.settings()
+        peers["pytorch-hogwild"] = workers, lambda seed: _peer_result(torch_mc_peer(
+            train, test, rank, reg, bias_reg, model.init_scale, epochs, step, model.decay,
+            workers, seed), "test_rmse", epochs)
     # the rating (12 bytes), two factor rows and two biases read and written
     return Workload("mc", name, "ratings", 12 + 2 * 2 * 4 * rank + 16, run, peers,
                     Supports.from_keys(np.unique(train.users, return_inverse=True)[1],
                                        np.unique(train.items, return_inverse=True)[1]))
 
 
-def _cuts(quick):
+def _cuts(quick, workers):
     from hogwild.datasets.registry import load_graph
     from hogwild.paths import shared_data_dir
     from hogwild.problems.graph_cuts import multiway_cut, random_terminals
@@ -203,18 +215,19 @@ def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, 
               "compute_ceiling_2_over_1": compute_ceiling(0.3 if quick else 1.0),
               "bandwidth_bytes_per_s": {str(t): memory_bandwidth(t, 64 if quick else 256)
                                         for t in sorted({1, *worker_counts})}}
-    workloads = [BUILDERS[p](quick) for p in problems]
+    workloads = [BUILDERS[p](quick, max(worker_counts)) for p in problems]
     header["sparsity"] = {w.problem: sparsity_stats(w.supports) for w in workloads}
     configs = [(w, s, b, k) for w in workloads for s in schedulers for b in backends
                for k in (worker_counts if s != "serial" else [1])]
-    if peers:  # a peer is a "scheduler" of the "peer" backend, on one thread
-        configs += [(w, name, "peer", 1) for w in workloads for name in w.peers]
+    if peers:  # a peer is a "scheduler" of the "peer" backend
+        configs += [(w, name, "peer", threads) for w in workloads
+                    for name, (threads, _) in w.peers.items()]
     runs = {}
     bar = _bar(len(configs) * rounds, progress)
     for round_ in range(rounds):
         for workload, scheduler, backend, workers in configs:
             key = (workload.problem, scheduler, backend, workers)
-            run = workload.peers[scheduler] if backend == "peer" else \
+            run = workload.peers[scheduler][1] if backend == "peer" else \
                 lambda seed: workload.run(scheduler, workers, backend, seed)
             runs.setdefault(key, []).append(run(seed + round_))
             if bar is not None:
@@ -348,18 +361,21 @@ def markdown(header, records):
         peer_rows = [r for r in rows if "hogwild" in r]
         if peer_rows:
             ours = peer_rows[0]["hogwild"]
+            metric = first["metric"]
             lines += ["", f"Peers against hogwild (threads, {ours['workers']} workers, update "
-                          f"phase {ours['update_seconds']:.3g} s): " + "; ".join(
-                f"{r['scheduler']}: whole fit {r['update_seconds']:.3g} s"
-                + (f", our updates/s {r['hogwild']['our_updates_per_s_over_its']:.2f}x its"
-                   if r["hogwild"]["our_updates_per_s_over_its"] else "")
-                + f", {first['metric']} ours minus its "
-                  f"{r['hogwild']['our_metric_minus_its']:+.4f}"
-                + (f"; at equal quality (our time to its {first['metric']}): its fit "
-                   f"{r['hogwild']['its_fit_seconds_over_our_seconds_to_its_metric']:.2f}x "
-                   "ours" if r["hogwild"]["our_seconds_to_its_metric"] else
-                   f"; our run never reaches its {first['metric']}")
-                for r in peer_rows) + "."]
+                          f"phase {ours['update_seconds']:.3g} s). Equal quality: its whole "
+                          f"fit over our time to reach its final {metric}.", "",
+                      f"| peer | workers | its fit | our updates/s over its | {metric} ours "
+                      "minus its | at equal quality |", "|---|---:|---:|---:|---:|---:|"]
+            for r in peer_rows:
+                versus = r["hogwild"]
+                rate = f"{versus['our_updates_per_s_over_its']:.2f}x" \
+                    if versus["our_updates_per_s_over_its"] else "-"
+                equal = f"{versus['its_fit_seconds_over_our_seconds_to_its_metric']:.2f}x" \
+                    if versus["our_seconds_to_its_metric"] else "never reached"
+                lines.append(f"| {r['scheduler']} | {r['workers']} | "
+                             f"{r['update_seconds']:.3g} s | {rate} | "
+                             f"{versus['our_metric_minus_its']:+.4f} | {equal} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -458,7 +474,8 @@ def add_arguments(parser):
                         help="rounds per configuration (default: 3; 1 with --quick)")
     parser.add_argument("--peers", action="store_true",
                         help="also run the installed peers: scikit-learn's SGDClassifier "
-                             "(hinge, log_loss) and LIBLINEAR for svm, Surprise's SVD for mc")
+                             "(hinge, log_loss) and LIBLINEAR for svm, Surprise's SVD for mc, "
+                             "the PyTorch Hogwild! pattern for both (at the most workers)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out-dir", default="bench-results",
                         help="where results.jsonl, report.md and the plots go "

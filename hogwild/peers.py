@@ -151,3 +151,155 @@ def surprise_peer(train, test, rank, epochs, seed):
     predictions = np.array([p.est for p in algo.test(testset)])
     return {"updates_per_s": rate, "fit_seconds": seconds,
             "test_rmse": float(np.sqrt(np.mean((predictions - test.values) ** 2)))}
+
+
+
+# --- the PyTorch Hogwild! pattern --------------------------------------------------
+#
+# What a PyTorch user writes for Hogwild!: a model whose parameters are moved to
+# shared memory (share_memory()), W processes from torch.multiprocessing each
+# running torch.optim.SGD over its share of the mini-batches, sparse embedding
+# gradients so that a step touches only its rows. A batch's loss is summed, not
+# averaged, so one batch step is about ``batch`` of our per-sample steps at the
+# same step size and decay. Timed from a barrier passed once every process is set
+# up (imports and start-up excluded, as for ours) to the last process's end.
+
+def _torch_svm_loss(model, first, last, tensors):
+    """Hinge loss plus the degree-scaled L2 of the batch's features (our objective)."""
+    import torch
+    import torch.nn.functional as F
+
+    indptr, indices, values, labels, reg_scale = tensors
+    lo, hi = int(indptr[first]), int(indptr[last])
+    features = indices[lo:hi]
+    scores = F.embedding_bag(features, model.weight, indptr[first:last] - lo, mode="sum",
+                             per_sample_weights=values[lo:hi], sparse=True)[:, 0]
+    weights = F.embedding(features, model.weight, sparse=True)[:, 0]
+    hinge = torch.clamp(1 - labels[first:last] * scores, min=0).sum()
+    return hinge + 0.5 * (reg_scale[features] * weights * weights).sum()
+
+
+def _torch_mc_loss(model, first, last, tensors):
+    """Half the squared error plus the L2 of the rows touched (our biased model)."""
+    users, items, ratings, settings = tensors
+    u, v = users[first:last], items[first:last]
+    p, q = model[0](u), model[1](v)
+    bu, bi = model[2](u)[:, 0], model[3](v)[:, 0]
+    err = settings[2] + bu + bi + (p * q).sum(1) - ratings[first:last]
+    return 0.5 * ((err * err).sum() + settings[0] * ((p * p).sum() + (q * q).sum())
+                  + settings[1] * ((bu * bu).sum() + (bi * bi).sum()))
+
+
+_TORCH_LOSSES = {"svm": _torch_svm_loss, "mc": _torch_mc_loss}
+
+
+def _torch_worker(me, workers, kind, model, tensors, n, batch, epochs, step, decay, seed,
+                  barrier, times):
+    """One Hogwild! process: SGD on its share of each epoch's shuffled batches."""
+    import torch
+
+    torch.set_num_threads(1)
+    loss_of = _TORCH_LOSSES[kind]
+    optimizer = torch.optim.SGD(model.parameters(), lr=step)
+    starts = torch.arange(0, n, batch)
+    barrier.wait()
+    start = time.perf_counter()
+    for epoch in range(epochs):
+        for group in optimizer.param_groups:
+            group["lr"] = step * decay ** epoch
+        order = torch.randperm(starts.numel(),
+                               generator=torch.Generator().manual_seed(seed * 1000 + epoch))
+        for first in starts[order[me::workers]].tolist():
+            optimizer.zero_grad()
+            loss_of(model, first, min(first + batch, n), tensors).backward()
+            optimizer.step()
+    times.put((start, time.perf_counter()))
+
+
+def _torch_hogwild(kind, model, tensors, n, workers, batch, epochs, step, decay, seed):
+    """Run the W processes; returns the seconds from the barrier to the last end."""
+    import torch.multiprocessing as mp
+
+    model.share_memory()
+    context = mp.get_context("spawn")
+    barrier, times = context.Barrier(workers + 1), context.Queue()
+    processes = [context.Process(target=_torch_worker, daemon=True, args=(
+        me, workers, kind, model, tensors, n, batch, epochs, step, decay, seed, barrier,
+        times)) for me in range(workers)]
+    for process in processes:
+        process.start()
+    try:
+        barrier.wait(timeout=300)
+        spans = [times.get(timeout=3600) for _ in processes]
+    finally:
+        for process in processes:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
+    failed = [p.exitcode for p in processes if p.exitcode]
+    if failed:
+        raise RuntimeError(f"a PyTorch Hogwild! process exited with code {failed[0]}")
+    return max(end for _, end in spans) - min(start for start, _ in spans)
+
+
+def torch_svm_peer(X, y, X_test, y_test, reg, epochs, step, decay, workers, seed,
+                   batch=32):
+    """The PyTorch Hogwild! pattern on our hinge-loss SVM objective (an
+    EmbeddingBag of width 1 is the weight vector): updates/s and test error."""
+    import torch
+
+    torch.manual_seed(seed)
+    n, d = X.shape
+    degree = np.bincount(X.indices, minlength=d)
+    reg_scale = np.where(degree > 0, reg * n / np.maximum(degree, 1), 0).astype(np.float32)
+    tensors = (torch.from_numpy(X.indptr.astype(np.int64)),
+               torch.from_numpy(X.indices.astype(np.int64)),
+               torch.from_numpy(X.data.astype(np.float32)),
+               torch.from_numpy(np.where(y > 0, 1.0, -1.0).astype(np.float32)),
+               torch.from_numpy(reg_scale))
+    model = torch.nn.EmbeddingBag(d, 1, mode="sum", sparse=True)
+    torch.nn.init.zeros_(model.weight)
+    seconds = _torch_hogwild("svm", model, tensors, n, workers, batch, epochs, step,
+                             decay, seed)
+    w = model.weight.detach().numpy()[:, 0]
+    predicted = np.where(X_test @ w > 0, 1, -1)
+    return {"updates_per_s": n * epochs / seconds, "fit_seconds": seconds,
+            "test_error": float(np.mean(predicted != np.where(y_test > 0, 1, -1)))}
+
+
+def torch_mc_peer(train, test, rank, reg, bias_reg, init_scale, epochs, step, decay,
+                  workers, seed, batch=256):
+    """The PyTorch Hogwild! pattern on our biased matrix factorisation (sparse
+    Embeddings for the factors and biases): ratings/s and test RMSE."""
+    import torch
+
+    torch.manual_seed(seed)
+    user_ids, users = np.unique(train.users, return_inverse=True)
+    item_ids, items = np.unique(train.items, return_inverse=True)
+    order = np.random.default_rng(seed).permutation(users.size)
+    mean = float(np.mean(train.values, dtype=np.float64))
+    tensors = (torch.from_numpy(users[order].astype(np.int64)),
+               torch.from_numpy(items[order].astype(np.int64)),
+               torch.from_numpy(train.values[order].astype(np.float32)),
+               torch.tensor([reg, bias_reg, mean], dtype=torch.float32))
+    model = torch.nn.ModuleList([
+        torch.nn.Embedding(user_ids.size, rank, sparse=True),
+        torch.nn.Embedding(item_ids.size, rank, sparse=True),
+        torch.nn.Embedding(user_ids.size, 1, sparse=True),
+        torch.nn.Embedding(item_ids.size, 1, sparse=True)])
+    with torch.no_grad():
+        for table, scale in zip(model, (init_scale, init_scale, 0, 0)):
+            if scale:
+                table.weight.normal_(0, scale)
+            else:
+                table.weight.zero_()
+    seconds = _torch_hogwild("mc", model, tensors, users.size, workers, batch, epochs,
+                             step, decay, seed)
+    P, Q, bu, bi = (table.weight.detach().numpy() for table in model)
+    u = np.searchsorted(user_ids, test.users).clip(0, user_ids.size - 1)
+    v = np.searchsorted(item_ids, test.items).clip(0, item_ids.size - 1)
+    known_u, known_v = user_ids[u] == test.users, item_ids[v] == test.items
+    predicted = mean + np.where(known_u, bu[u, 0], 0) + np.where(known_v, bi[v, 0], 0) \
+        + np.where(known_u & known_v, (P[u] * Q[v]).sum(1), 0)
+    return {"updates_per_s": users.size * epochs / seconds, "fit_seconds": seconds,
+            "test_rmse": float(np.sqrt(np.mean((predicted - test.values) ** 2)))}

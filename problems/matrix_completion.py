@@ -333,8 +333,8 @@ class MatrixFactorization(Params):
 
     # -- training --------------------------------------------------------------------
 
-    def _settings(self):
-        """Validated (rank, reg, bias_reg, step)."""
+    def settings(self):
+        """Validated (rank, reg, bias_reg, step), defaults filled in."""
         choose(MODELS, self.model, "model")
         choose(SCHEDULERS, self.scheduler, "scheduler")
         if isinstance(self.rank, bool) or not isinstance(self.rank, (int, np.integer)) \
@@ -363,7 +363,7 @@ class MatrixFactorization(Params):
         checkpoint, checkpoint_every, resume and progress are hogwild.fit's (resume
         with the same ratings and seed).
         """
-        rank, reg, bias_reg, step = self._settings()
+        rank, reg, bias_reg, step = self.settings()
         raw_users, raw_items, raw_values = ratings_arrays(ratings)
         if not len(raw_users) == len(raw_items) == len(raw_values):
             raise HogwildError(f"users, items and values must have the same length, got "

@@ -74,3 +74,30 @@ def test_equal_quality_is_the_first_epoch_at_or_below_the_peers_metric():
     assert _seconds_to_reach(ours, 0.2) == 0.75
     assert _seconds_to_reach(ours, 0.35) == 0.5
     assert _seconds_to_reach(ours, 0.05) is None
+
+
+def test_pytorch_hogwild_peers_reach_our_quality():
+    """The PyTorch Hogwild! peers optimise our objectives: on small generated data,
+    with 2 processes, they reach our test error and RMSE within stated tolerances."""
+    pytest.importorskip("torch", reason="the PyTorch peer needs torch (hogwild[bench])")
+    from hogwild.datasets.jumbo import make_jumbo
+    from hogwild.datasets.synthetic import make_sparse_classification
+    from hogwild.peers import torch_mc_peer, torch_svm_peer
+    from hogwild.problems.matrix_completion import MatrixFactorization
+    from hogwild.problems.sparse_svm import SparseSVM, as_csr, auto_step
+
+    X, y = make_sparse_classification(6000, 5000, nnz_per_row=30, seed=0)
+    X = as_csr(X)
+    ours = SparseSVM(epochs=10, workers=1, seed=0).fit(X[:5000], y[:5000])
+    theirs = torch_svm_peer(X[:5000], y[:5000], X[5000:], y[5000:], 1e-4, 10,
+                            auto_step(X[:5000]), 0.9, 2, 0)
+    assert abs(theirs["test_error"] - (1 - ours.score(X[5000:], y[5000:]))) <= 0.02
+    assert theirs["fit_seconds"] > 0 and theirs["updates_per_s"] > 0
+
+    train, test, _ = make_jumbo(2000, 1500, 100_000, rank=4, noise=0.5, seed=0, folder=None)
+    model = MatrixFactorization(rank=8, epochs=10, workers=1, seed=0)
+    ours = model.fit(train, eval_set=test).history_[-1].metrics["test_rmse"]
+    _, reg, bias_reg, step = model.settings()
+    theirs = torch_mc_peer(train, test, 8, reg, bias_reg, model.init_scale, 10, step,
+                           model.decay, 2, 0)
+    assert theirs["test_rmse"] <= ours * 1.02
