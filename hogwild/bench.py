@@ -29,8 +29,10 @@ from typing import Callable
 import numpy as np
 
 from hogwild.conflicts import Supports, sparsity_stats
-from hogwild.engine import usable_cores
+from hogwild.engine import aligned_copy, usable_cores
 from hogwild.errors import HogwildError, choose
+from hogwild.kernels.compiler import compile_loops
+from hogwild.objective import Objective
 from hogwild.machine import compute_ceiling, describe_machine
 from hogwild.peers import (liblinear_peer, sgd_classifier_peer, surprise_peer, torch_mc_peer,
                            torch_svm_peer)
@@ -47,12 +49,14 @@ class Workload:
     run: Callable              # run(scheduler, workers, backend, seed) -> dict
     peers: dict                # name -> (workers, peer(seed) -> dict, same metric)
     supports: object           # hogwild.conflicts.Supports, for the sparsity statistics
+    objective: Callable        # () -> (Objective, step) of the hogwild kernel (sharing_cost)
 
 
 def _svm(quick, workers):
     from hogwild.datasets.registry import SVM_DATASETS, load_svm_data
     from hogwild.datasets.synthetic import make_sparse_classification
-    from hogwild.problems.sparse_svm import SparseSVM, as_csr, auto_step
+    from hogwild.problems.sparse_svm import (SparseSVM, as_csr, auto_step, binary_labels,
+                                             svm_objective)
 
     if quick or not SVM_DATASETS["imdb-aclimdb"].available():
         X, y = make_sparse_classification(6000, 5000, nnz_per_row=30, seed=0)
@@ -84,16 +88,20 @@ def _svm(quick, workers):
         peers["pytorch-hogwild"] = peer(lambda seed: torch_svm_peer(
             as_csr(X), y, as_csr(X_test), y_test, 1e-4, epochs, step, 0.9, workers, seed),
             workers)
+    def objective():
+        csr = as_csr(X)
+        labels, _ = binary_labels(y, csr.shape[0])
+        return svm_objective(csr, labels, "hinge", 1e-4, 0), auto_step(csr)
     # per nonzero: index and value read, weight read and written (4 bytes each)
     return Workload("svm", name, "samples", 16 * nnz + 16, run, peers,
-                    Supports.from_csr(X))
+                    Supports.from_csr(X), objective)
 
 
 def _mc(quick, workers):
     from hogwild.datasets.jumbo import make_jumbo
     from hogwild.datasets.ratings import split_ratings
     from hogwild.datasets.registry import RATINGS_DATASETS, load_ratings
-    from hogwild.problems.matrix_completion import MatrixFactorization
+    from hogwild.problems.matrix_completion import MatrixFactorization, factor_kernels
 
     rank = 8 if quick else 32
     if quick or RATINGS_DATASETS["ml-1m"].locate() is None:
@@ -122,16 +130,32 @@ def _mc(quick, workers):
         peers["pytorch-hogwild"] = workers, lambda seed: _peer_result(torch_mc_peer(
             train, test, rank, reg, bias_reg, model.init_scale, epochs, step, model.decay,
             workers, seed), "test_rmse", epochs)
+    users = np.unique(train.users, return_inverse=True)[1].astype(np.int32)
+    items = np.unique(train.items, return_inverse=True)[1].astype(np.int32)
+
+    def objective():  # the estimator's biased model, ratings shuffled, factors N(0, 0.01)
+        model = MatrixFactorization(rank=rank)
+        _, reg, bias_reg, step = model.settings()
+        order = np.random.default_rng(0).permutation(users.size)
+        values = train.values[order].astype(np.float32)
+        init = np.random.default_rng(1)
+        params = tuple(init.standard_normal(shape, np.float32) * scale for shape, scale in (
+            ((users.max() + 1, rank), model.init_scale), ((items.max() + 1, rank),
+                                                          model.init_scale),
+            (users.max() + 1, 0), (items.max() + 1, 0)))
+        data = (users[order], items[order], values,
+                np.array([reg, bias_reg, values.mean()], np.float32))
+        update, loss = factor_kernels(rank, "biased")
+        return Objective(update, loss, params, data, users.size, fastmath=True), step
     # the rating (12 bytes), two factor rows and two biases read and written
     return Workload("mc", name, "ratings", 12 + 2 * 2 * 4 * rank + 16, run, peers,
-                    Supports.from_keys(np.unique(train.users, return_inverse=True)[1],
-                                       np.unique(train.items, return_inverse=True)[1]))
+                    Supports.from_keys(users, items), objective)
 
 
 def _cuts(quick, workers):
     from hogwild.datasets.registry import load_graph
     from hogwild.paths import shared_data_dir
-    from hogwild.problems.graph_cuts import multiway_cut, random_terminals
+    from hogwild.problems.graph_cuts import cut_objective, multiway_cut, random_terminals
 
     shared = (shared_data_dir() / "snap-facebook-combined").is_dir()
     data = "random:3000x20000" if quick or not shared else "snap-facebook-combined"
@@ -145,7 +169,8 @@ def _cuts(quick, workers):
         return _measured(result.history, "rounded_cut")
     # the edge (12 bytes + 2 flags), two rows of 8 labels read and written
     return Workload("cuts", data, "edges", 14 + 2 * 2 * 4 * labels, run, {},
-                    Supports.from_edges(n, u, v))
+                    Supports.from_edges(n, u, v),
+                    lambda: (cut_objective(n, u, v, w, terminals, labels)[0], 0.1))
 
 
 BUILDERS = {"svm": _svm, "mc": _mc, "cuts": _cuts}
@@ -180,6 +205,52 @@ def _measured(history, metric, nonzeros_per_update=None):
     return result
 
 
+def sharing_cost(objective, step, seconds=1.0, rounds=3, run_length=16):
+    """What sharing one parameter copy costs the hogwild kernel, as updates/s of 1
+    worker, of 2 workers on one shared copy (Hogwild!) and of 2 workers on a private
+    copy each (no cache-line traffic between cores: a ceiling, not a valid fit);
+    medians of interleaved rounds of about ``seconds`` each. Measured after 2 serial
+    epochs, where updates look like a training run's rather than a cold start's."""
+    loops = compile_loops(objective.update, objective.loss, objective.fastmath)
+    n = objective.n_samples
+    runs = np.arange(0, n, run_length, dtype=np.int64)
+    np.random.default_rng(0).shuffle(runs)
+    whole = [np.array([[0, runs.size, n]], np.int64)]
+    halves = [np.array([[0, runs.size // 2, n]], np.int64),
+              np.array([[runs.size // 2, runs.size, n]], np.int64)]
+    trained = tuple(aligned_copy(p) for p in objective.params)
+    for epoch in range(2):
+        loops.run_spans(runs, whole[0], run_length, trained, objective.data, step, epoch)
+
+    def rate(spans, private, epochs):
+        copies = [tuple(aligned_copy(p) for p in trained)]
+        copies += [tuple(aligned_copy(p) for p in trained) if private else copies[0]
+                   for _ in spans[1:]]
+
+        def work(i):
+            for epoch in range(epochs):
+                loops.run_spans(runs, spans[i], run_length, copies[i], objective.data, step,
+                                2 + epoch)
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(len(spans))]
+        start = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return n * epochs / (time.perf_counter() - start)
+
+    epochs = max(1, round(seconds * rate(whole, False, 1) / n))
+    modes = {"1": (whole, False), "2 shared": (halves, False), "2 private": (halves, True)}
+    rates = {mode: [] for mode in modes}
+    for _ in range(rounds):
+        for mode, (spans, private) in modes.items():
+            rates[mode].append(rate(spans, private, epochs))
+    medians = {mode: statistics.median(values) for mode, values in rates.items()}
+    return {"updates_per_s": medians, "per_round": rates, "epochs_per_round": epochs,
+            "shared_2_over_1": medians["2 shared"] / medians["1"],
+            "private_2_over_1": medians["2 private"] / medians["1"]}
+
+
 def memory_bandwidth(threads=1, megabytes=256, repeats=3):
     """STREAM-like triad a = b + 3 c over float64 arrays of ``megabytes`` in all,
     split among ``threads`` nogil threads: the best of ``repeats``, in bytes/s,
@@ -212,19 +283,24 @@ def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, 
                   progress=True, peers=False):
     """(header, records): the machine and one record per configuration."""
     header = {"type": "machine", "quick": quick, "machine": describe_machine(),
-              "compute_ceiling_2_over_1": compute_ceiling(0.3 if quick else 1.0),
               "bandwidth_bytes_per_s": {str(t): memory_bandwidth(t, 64 if quick else 256)
                                         for t in sorted({1, *worker_counts})}}
     workloads = [BUILDERS[p](quick, max(worker_counts)) for p in problems]
     header["sparsity"] = {w.problem: sparsity_stats(w.supports) for w in workloads}
+    if max(worker_counts) >= 2:
+        header["sharing_cost"] = {
+            w.problem: sharing_cost(*w.objective(), seconds=0.1 if quick else 1.0,
+                                    rounds=1 if quick else rounds) for w in workloads}
     configs = [(w, s, b, k) for w in workloads for s in schedulers for b in backends
                for k in (worker_counts if s != "serial" else [1])]
     if peers:  # a peer is a "scheduler" of the "peer" backend
         configs += [(w, name, "peer", threads) for w in workloads
                     for name, (threads, _) in w.peers.items()]
     runs = {}
+    ceilings = []  # measured once a round: how much a second core gives right now
     bar = _bar(len(configs) * rounds, progress)
     for round_ in range(rounds):
+        ceilings.append(compute_ceiling(0.1 if quick else 0.5))
         for workload, scheduler, backend, workers in configs:
             key = (workload.problem, scheduler, backend, workers)
             run = workload.peers[scheduler][1] if backend == "peer" else \
@@ -234,6 +310,8 @@ def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, 
                 bar.update(1)
     if bar is not None:
         bar.close()
+    header["compute_ceiling_2_over_1"] = statistics.median(ceilings)
+    header["compute_ceiling_per_round"] = ceilings
     bandwidth = header["bandwidth_bytes_per_s"]
     records = []
     for workload, scheduler, backend, workers in configs:
@@ -331,14 +409,25 @@ def markdown(header, records):
     m = header["machine"]
     lines = [f"Machine: {m['cpu']}, {m['usable_cores']} usable cores, {m['memory_gib']} GiB; "
              f"{', '.join(f'{k} {v}' for k, v in m['versions'].items())}.",
-             f"Pure-compute ceiling for 2 threads vs 1: "
-             f"{header['compute_ceiling_2_over_1']:.2f}x. Memory bandwidth (triad): " +
+             f"Pure-compute ceiling for 2 threads vs 1 (a nogil loop on no shared data, once "
+             f"a round; median): {header['compute_ceiling_2_over_1']:.2f}x, rounds "
+             f"{', '.join(f'{c:.2f}' for c in header['compute_ceiling_per_round'])}. "
+             "Memory bandwidth (triad): " +
              ", ".join(f"{b / 1e9:.1f} GB/s with {t} thread{'s' * (t != '1')}"
                        for t, b in header["bandwidth_bytes_per_s"].items()) + ".", "",
              "\"Of bandwidth bound\" is updates/s over this machine's triad bandwidth (at "
              "the same thread count) divided by the bytes one update would move if none of "
-             "its parameters were in cache; above 100% they mostly are.", "",
-             "### In the shape of the Hogwild! paper's Figure 2", ""]
+             "its parameters were in cache; above 100% they mostly are.", ""]
+    if "sharing_cost" in header:
+        lines += ["What sharing one parameter copy costs (the hogwild kernel alone, 2 workers "
+                  "over 1; \"private\" gives each worker its own copy, so no cache line moves "
+                  "between cores: a ceiling, not a valid fit):", "",
+                  "| problem | 2 workers, shared | 2 workers, private copies |",
+                  "|---|---:|---:|"]
+        lines += [f"| {problem} | {cost['shared_2_over_1']:.2f}x | "
+                  f"{cost['private_2_over_1']:.2f}x |"
+                  for problem, cost in header["sharing_cost"].items()] + [""]
+    lines += ["### In the shape of the Hogwild! paper's Figure 2", ""]
     lines += paper_table(header, records) + [""]
     for problem in dict.fromkeys(r["problem"] for r in records):
         rows = [r for r in records if r["problem"] == problem]
@@ -380,7 +469,7 @@ def markdown(header, records):
     return "\n".join(lines)
 
 
-def plot(records, folder):
+def plot(header, records, folder):
     """speedup.png, throughput.png and objective.png in ``folder``; [] without
     matplotlib (pip install hogwild[plots])."""
     try:
@@ -392,52 +481,74 @@ def plot(records, folder):
               file=sys.stderr)
         return []
     problems = list(dict.fromkeys(r["problem"] for r in records))
+    counts = sorted({r["workers"] for r in records if r["backend"] != "peer"})
     written = []
-    for name, ylabel, value in (
-            ("speedup", "speedup over 1 worker",
-             lambda r: r["speedup_over_1_worker"]),
-            ("throughput", "updates per second (millions)",
-             lambda r: r["updates_per_s"] / 1e6)):
+
+    def panels():
         fig, axes = plt.subplots(1, len(problems), figsize=(5 * len(problems), 4),
                                  squeeze=False)
-        for ax, problem in zip(axes[0], problems):
-            series = {}
-            for r in records:
-                shown = value(r)
-                if r["problem"] == problem and r["scheduler"] != "serial" and \
-                        shown is not None and math.isfinite(shown):
-                    series.setdefault(f"{r['scheduler']} ({r['backend']})", []).append(r)
-            for label, rows in series.items():
-                rows.sort(key=lambda r: r["workers"])
-                ax.plot([r["workers"] for r in rows], [value(r) for r in rows], marker="o",
-                        label=label)
-            ax.set_title(f"{problem}: {rows[0]['dataset']}" if series else problem)
-            ax.set_xticks(sorted({r["workers"] for r in records}))
-            ax.set_xlabel("workers")
-            ax.set_ylabel(ylabel)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
+        return fig, zip(axes[0], problems)
+
+    def save(fig, name):
         fig.tight_layout()
         path = Path(folder) / f"{name}.png"
         fig.savefig(path, dpi=120)
         plt.close(fig)
         written.append(path)
-    fig, axes = plt.subplots(1, len(problems), figsize=(5 * len(problems), 4), squeeze=False)
-    for ax, problem in zip(axes[0], problems):
-        for r in records:
-            if r["problem"] == problem and r["objective_per_epoch"]:  # peers have none
-                ax.plot(np.cumsum(r["seconds_per_epoch"]), r["objective_per_epoch"],
-                        marker=".", label=f"{r['scheduler']} ({r['backend']}) x{r['workers']}")
-        ax.set_title(problem)
+
+    for name, value in (("speedup", lambda r: r["speedup_over_1_worker"]),
+                        ("throughput", lambda r: r["updates_per_s"] / 1e6)):
+        fig, axes = panels()
+        for ax, problem in axes:
+            rows = [r for r in records if r["problem"] == problem and r["backend"] != "peer"
+                    and r["scheduler"] != "serial"]
+            series = {}
+            for r in rows:
+                series.setdefault(f"{r['scheduler']} ({r['backend']})", []).append(r)
+            for label, group in series.items():
+                group.sort(key=lambda r: r["workers"])
+                ax.plot([r["workers"] for r in group], [value(r) for r in group], marker="o",
+                        label=label)
+            if name == "speedup":
+                ax.plot(counts, counts, linestyle="--", color="grey", label="ideal (linear)")
+                cost = header.get("sharing_cost", {}).get(problem)
+                if cost:
+                    ax.plot([2], [cost["private_2_over_1"]], marker="*", markersize=12,
+                            linestyle="none", color="black",
+                            label="kernel on private copies (ceiling)")
+                ax.set_ylim(bottom=0)
+                ax.set_ylabel("speedup over 1 worker (update phase)")
+            else:
+                for r in records:
+                    if r["problem"] == problem and r["backend"] == "peer" and \
+                            math.isfinite(r["updates_per_s"]):
+                        ax.plot([r["workers"]], [value(r)], marker="s", linestyle="none",
+                                label=f"{r['scheduler']} (peer)")
+                ax.set_yscale("log")
+                plain = matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}")
+                ax.yaxis.set_major_formatter(plain)
+                low, high = ax.get_ylim()  # label minor ticks only within one decade
+                ax.yaxis.set_minor_formatter(plain if high < 10 * low else
+                                             matplotlib.ticker.NullFormatter())
+                ax.set_ylabel(f"million {rows[0]['unit']} per second (log)")
+            ax.set_title(f"{problem}: {rows[0]['dataset']}")
+            ax.set_xticks(counts)
+            ax.set_xlabel("workers")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        save(fig, name)
+    fig, axes = panels()
+    for ax, problem in axes:
+        rows = [r for r in records if r["problem"] == problem and r["objective_per_epoch"]]
+        for r in rows:  # peers have no per-epoch objective
+            ax.plot(np.cumsum(r["seconds_per_epoch"]), r["objective_per_epoch"],
+                    marker=".", label=f"{r['scheduler']} ({r['backend']}) x{r['workers']}")
+        ax.set_title(f"{problem}: {rows[0]['dataset']}")
         ax.set_xlabel("update-phase seconds")
         ax.set_ylabel("training objective")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = Path(folder) / "objective.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    written.append(path)
+    save(fig, "objective")
     return written
 
 
@@ -502,7 +613,7 @@ def main(args):
         for line in [header] + records:
             out.write(json.dumps(line) + "\n")
     (folder / "report.md").write_text(markdown(header, records) + "\n")
-    plots = plot(records, folder)
+    plots = plot(header, records, folder)
     print(markdown(header, records))
     print(f"results: {folder / 'results.jsonl'}, {folder / 'report.md'}"
           + "".join(f", {p}" for p in plots))

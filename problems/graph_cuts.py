@@ -207,17 +207,10 @@ class CutResult:
     setup_seconds: float
 
 
-def multiway_cut(n_vertices, u, v, w, terminals, n_labels, *, epochs=200, step=0.1,
-                 decay=0.98, workers=None, scheduler="hogwild", backend="threads", seed=None,
-                 callback=None, checkpoint=None, checkpoint_every=None, resume=None,
-                 progress=None):
-    """Solve the relaxation with Hogwild! SGD and round it.
-
-    terminals: dict vertex -> label in 0..n_labels-1 (at least one vertex).
-    Free vertices start at the simplex's centre. The defaults (200 epochs, step
-    0.1, decay 0.98) reach the exact minimum s-t cut on the shared SNAP graphs;
-    fewer epochs leave vertices far from every terminal undecided.
-    """
+def cut_objective(n_vertices, u, v, w, terminals, n_labels):
+    """(Objective, fixed, fixed_labels) of the relaxation, after checking the input:
+    free vertices start at the simplex's centre, terminals at their label's vertex;
+    fixed[v] = 1 and fixed_labels[v] = its label for terminals."""
     n_labels = check_int("labels", n_labels, 2)
     if n_labels > MAX_LABELS:
         raise HogwildError(f"labels must be at most {MAX_LABELS}, got {n_labels}")
@@ -244,6 +237,23 @@ def multiway_cut(n_vertices, u, v, w, terminals, n_labels, *, epochs=200, step=0
     objective = Objective(update, loss, (X,), (u, v, w, fixed), len(u),
                           name=f"multiway-cut-{n_labels}",
                           supports=Supports.from_edges(n_vertices, u, v))
+    return objective, fixed, fixed_labels
+
+
+def multiway_cut(n_vertices, u, v, w, terminals, n_labels, *, epochs=200, step=0.1,
+                 decay=0.98, workers=None, scheduler="hogwild", backend="threads", seed=None,
+                 callback=None, checkpoint=None, checkpoint_every=None, resume=None,
+                 progress=None):
+    """Solve the relaxation with Hogwild! SGD and round it.
+
+    terminals: dict vertex -> label in 0..n_labels-1 (at least one vertex).
+    Free vertices start at the simplex's centre. The defaults (200 epochs, step
+    0.1, decay 0.98) reach the exact minimum s-t cut on the shared SNAP graphs;
+    fewer epochs leave vertices far from every terminal undecided.
+    """
+    objective, fixed, fixed_labels = cut_objective(n_vertices, u, v, w, terminals, n_labels)
+    n_labels = objective.params[0].shape[1]
+    u, v, w = objective.data[:3]
     best = {"cut": np.inf, "labels": None}
     if n_labels == 2:
         adjacency = csr_matrix((np.concatenate([w, w]), (np.concatenate([u, v]),

@@ -16,10 +16,16 @@ def test_quick_bench_writes_json_lines_report_and_plots(tmp_path, capsys):
     header, records = lines[0], lines[1:]
     assert header["type"] == "machine" and header["machine"]["usable_cores"] >= 1
     assert set(header["bandwidth_bytes_per_s"]) == {"1", "2"}
+    assert len(header["compute_ceiling_per_round"]) == 1 and header["compute_ceiling_2_over_1"] > 0
     assert all(b > 1e8 for b in header["bandwidth_bytes_per_s"].values())  # > 0.1 GB/s
     assert set(header["sparsity"]) == {"svm", "mc", "cuts"}
     assert header["sparsity"]["mc"]["omega"] == 2 and header["sparsity"]["cuts"]["omega"] == 2
     assert 0 < header["sparsity"]["svm"]["delta"] <= 1
+    for cost in header["sharing_cost"].values():  # the kernel alone: 1, 2 shared, 2 private
+        assert set(cost["updates_per_s"]) == {"1", "2 shared", "2 private"}
+        assert all(rate > 0 for rate in cost["updates_per_s"].values())
+        assert cost["private_2_over_1"] == pytest.approx(
+            cost["updates_per_s"]["2 private"] / cost["updates_per_s"]["1"])
     peers = [r for r in records if r["backend"] == "peer"]
     records = [r for r in records if r["backend"] != "peer"]
     configs = {(r["problem"], r["scheduler"], r["workers"]) for r in records}
@@ -50,6 +56,7 @@ def test_quick_bench_writes_json_lines_report_and_plots(tmp_path, capsys):
     assert "### svm: synthetic-6000x5000" in report and "| hogwild | threads | 2 |" in report
     assert "| liblinear | peer | 1 | - |" in report and "Peers against hogwild" in report
     assert "In the shape of the Hogwild! paper's Figure 2" in report
+    assert "| svm | " in report.split("What sharing one parameter copy costs")[1]
     assert "| mc | jumbo-2000x1500x100000 | 2 |" in report
     for name in ("speedup", "throughput", "objective"):
         png = (tmp_path / f"{name}.png").read_bytes()
