@@ -106,8 +106,21 @@ def build_parser():
 def _add_run_options(parser, problem):
     """Backend and checkpoint options, the same for every problem."""
     parser.add_argument("--backend", default="threads",
-                        help="threads (default) or processes (workers in separate "
-                             "processes over shared memory)")
+                        help="threads (default), processes (workers in separate processes "
+                             "over shared memory) or ray (several nodes with a parameter "
+                             "server; --workers is then threads per node, default 1)")
+    parser.add_argument("--ray-address", default=None,
+                        help="with --backend ray: join this Ray cluster (e.g. HOST:6379); "
+                             "default: start a local Ray instance")
+    parser.add_argument("--nodes", type=int, default=2,
+                        help="with --backend ray: node actors (default 2)")
+    parser.add_argument("--staleness", default="0",
+                        help="with --backend ray: how many clocks the fastest node may run "
+                             "ahead of the slowest; 0 = bulk synchronous (default), inf = "
+                             "asynchronous")
+    parser.add_argument("--clock-every", type=int, default=None,
+                        help="with --backend ray: local updates per clock (push, wait, pull); "
+                             "default: a tenth of a node's epoch")
     parser.add_argument("--checkpoint", default=f"hogwild-{problem}-checkpoint.npz",
                         help="checkpoint file, written on Ctrl-C and every --checkpoint-every "
                              f"epochs (default: hogwild-{problem}-checkpoint.npz)")
@@ -116,6 +129,22 @@ def _add_run_options(parser, problem):
     parser.add_argument("--resume", default=None,
                         help="continue the run saved in this checkpoint (same data and "
                              "--seed); --epochs is the total")
+
+
+def _distributed(args):
+    """The SSP settings of --backend ray (None for the other backends)."""
+    if args.backend != "ray":
+        return None
+    staleness = args.staleness.strip().lower()
+    if staleness in ("inf", "infinity", "none"):
+        staleness = None
+    elif staleness.isdigit():
+        staleness = int(staleness)
+    else:
+        raise HogwildError(f"--staleness: expected an integer >= 0 or inf, got "
+                           f"{args.staleness!r}")
+    return {"nodes": args.nodes, "staleness": staleness, "clock_every": args.clock_every,
+            "address": args.ray_address}
 
 
 def _fit_options(args):
@@ -274,7 +303,8 @@ def run_svm(args):
     model = SparseSVM(loss=args.loss, reg=args.reg, epochs=args.epochs, step=args.step,
                       decay=args.decay, step_schedule=args.schedule, workers=args.workers,
                       scheduler=args.scheduler, backend=args.backend,
-                      shuffle_block=args.shuffle_block, seed=args.seed)
+                      distributed=_distributed(args), shuffle_block=args.shuffle_block,
+                      seed=args.seed)
     _train_with_progress(args, lambda report, progress: model.fit(
         train.X, train.y, eval_set=(test.X, test.y) if test else None, callback=report,
         progress=progress, **_fit_options(args)))
@@ -286,6 +316,7 @@ def run_svm(args):
         "n_features": train.X.shape[1], "nnz": int(train.X.nnz), "loss": args.loss,
         "reg": args.reg, "step": model.step_, "decay": args.decay, "schedule": args.schedule,
         "scheduler": args.scheduler, "backend": args.backend, "workers": model.workers_,
+        "distributed": model.distributed_,
         "startup_seconds": model.startup_seconds_, "epochs": args.epochs,
         "seed": args.seed, "objective": history[-1].objective,
         "train_error": 1.0 - model.score(train.X, train.y),
@@ -337,8 +368,9 @@ def run_mc(args):
     model = MatrixFactorization(
         rank=args.rank, model="biased" if args.biased else "plain", reg=args.reg,
         bias_reg=args.bias_reg, epochs=args.epochs, step=args.step, decay=args.decay,
-        workers=args.workers, scheduler=args.scheduler, backend=args.backend, grid=args.grid,
-        shuffle_ratings=not stored_random, seed=args.seed)
+        workers=args.workers, scheduler=args.scheduler, backend=args.backend,
+        distributed=_distributed(args), grid=args.grid, shuffle_ratings=not stored_random,
+        seed=args.seed)
     _train_with_progress(args, lambda report, progress: model.fit(
         train, eval_set=test, callback=report, progress=progress, **_fit_options(args)),
         unit="ratings")
@@ -352,7 +384,8 @@ def run_mc(args):
         "n_items": len(model.item_ids_), "rank": args.rank, "model": model.model,
         "reg": model.reg if model.reg is not None else None, "step": model.step_,
         "decay": args.decay, "scheduler": args.scheduler, "backend": args.backend,
-        "workers": model.workers_, "startup_seconds": model.startup_seconds_,
+        "workers": model.workers_, "distributed": model.distributed_,
+        "startup_seconds": model.startup_seconds_,
         "epochs": args.epochs, "seed": args.seed, "objective": history[-1].objective,
         "test_rmse": history[-1].metrics["test_rmse"], "update_seconds": update_seconds,
         "ratings_per_s": sum(r.updates for r in history) / update_seconds,
@@ -409,7 +442,7 @@ def run_cuts(args):
     n_labels = check_int("labels", args.labels, 2)
     fit_options = dict(epochs=args.epochs, step=args.step, decay=args.decay,
                        workers=args.workers, scheduler=args.scheduler, backend=args.backend,
-                       seed=args.seed, **_fit_options(args))
+                       distributed=_distributed(args), seed=args.seed, **_fit_options(args))
     result = {"problem": "cuts", "data": str(args.data), "labels": n_labels,
               "scheduler": args.scheduler, "backend": args.backend, "epochs": args.epochs,
               "seed": args.seed}

@@ -12,7 +12,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Optional
 
 import numpy as np
@@ -59,6 +59,7 @@ class FitResult:
     seed: Optional[int]
     setup_seconds: float = 0.0  # scheduler preparation, e.g. colouring the conflict graph
     startup_seconds: float = 0.0  # starting worker processes (processes backend)
+    distributed: Optional[dict] = None  # backend "ray": staleness, waiting, traffic, restarts
 
     @property
     def objective(self):
@@ -94,7 +95,7 @@ def _compile(runner, loops, objective, params, scheduler):
     try:
         with slp_vectorizer(objective.fastmath):
             runner.warm_up(loops, params, objective.data, scheduler)
-            loops.sum_loss(params, objective.data, 0)
+            loops.sum_loss(params, objective.data, 0, 0)
     except NumbaError as exc:
         detail = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
         raise HogwildError(f"numba could not compile the update or loss of objective "
@@ -127,11 +128,28 @@ def _stop_after_epoch():
         signal.signal(signal.SIGINT, previous)
 
 
+def _fit_on_ray(objective, distributed, workers, scheduler, **options):
+    """backend="ray": hogwild.distributed.fit_ssp with ``workers`` threads running
+    ``scheduler`` on each node (default 1 thread)."""
+    from hogwild.distributed import SSPSettings, fit_ssp
+
+    settings = distributed if distributed is not None else SSPSettings()
+    if isinstance(settings, dict):
+        settings = SSPSettings(**settings)
+    if not isinstance(settings, SSPSettings):
+        raise HogwildError(f"distributed must be a hogwild.distributed.SSPSettings or a dict, "
+                           f"got {type(settings).__name__}")
+    settings = replace(settings, local_scheduler=scheduler,
+                       workers_per_node=settings.workers_per_node if workers is None
+                       else check_workers(workers))
+    return fit_ssp(objective, settings, **options)
+
+
 def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="geometric",
         workers=None, scheduler="hogwild", backend="threads", seed=None, shuffle_block=1,
         evaluate: Optional[Callable] = None, callback: Optional[Callable] = None,
         checkpoint=None, checkpoint_every=1, resume=None,
-        progress: Optional[Callable] = None) -> FitResult:
+        progress: Optional[Callable] = None, distributed=None) -> FitResult:
     """Train ``objective`` with lock-free parallel SGD.
 
     The objective's params are copied; the trained copies are in ``result.params``.
@@ -157,6 +175,14 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     with any number of workers; ``hogwild`` and ``locked`` with several workers are
     reproducible only in distribution.
     """
+    if backend == "ray":
+        return _fit_on_ray(objective, distributed, workers, scheduler, epochs=epochs, step=step,
+                           decay=decay, step_schedule=step_schedule, seed=seed,
+                           shuffle_block=shuffle_block, evaluate=evaluate, callback=callback,
+                           checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                           resume=resume, progress=progress)
+    if distributed is not None:
+        raise HogwildError(f"distributed settings are for backend='ray', not {backend!r}")
     if not isinstance(objective, Objective):
         raise HogwildError(f"objective must be a hogwild.Objective, got {type(objective).__name__}")
     check_int("epochs", epochs, 1)
@@ -212,7 +238,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
             seconds = time.perf_counter() - start
             if not all(np.isfinite(array).all() for array in params):
                 raise _diverged("parameters", epoch + 1, step_now)
-            value = loops.sum_loss(params, data, n) / n
+            value = loops.sum_loss(params, data, 0, n) / n
             if not math.isfinite(value):
                 raise _diverged("objective", epoch + 1, step_now)
             record = EpochRecord(epoch=epoch + 1, step=step_now, seconds=seconds,

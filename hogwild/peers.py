@@ -228,17 +228,22 @@ def _torch_hogwild(kind, model, tensors, n, workers, batch, epochs, step, decay,
         times)) for me in range(workers)]
     for process in processes:
         process.start()
+    spans = []
     try:
         barrier.wait(timeout=300)
-        spans = [times.get(timeout=3600) for _ in processes]
+        while len(spans) < workers:
+            try:
+                spans.append(times.get(timeout=1))
+            except queue.Empty:
+                dead = [p.exitcode for p in processes if p.exitcode]
+                if dead:
+                    raise RuntimeError(f"a PyTorch Hogwild! process exited with code "
+                                       f"{dead[0]}") from None
     finally:
-        for process in processes:
+        for process in processes:  # done: one stuck in interpreter teardown is killed
             process.join(timeout=10)
             if process.is_alive():
                 process.kill()
-    failed = [p.exitcode for p in processes if p.exitcode]
-    if failed:
-        raise RuntimeError(f"a PyTorch Hogwild! process exited with code {failed[0]}")
     return max(end for _, end in spans) - min(start for start, _ in spans)
 
 

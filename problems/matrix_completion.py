@@ -292,7 +292,9 @@ class MatrixFactorization(Params):
         bitwise reproducible for a seed and grid), "serial", "locked", "colored" or
         "cyclades" (conflict-free, bitwise reproducible for a seed; colored needs as
         many colour phases as the busiest item has ratings, so blocked is faster).
-    backend: "threads" or "processes" (see hogwild.backends).
+    backend: "threads", "processes" (see hogwild.backends) or "ray" (several nodes with
+        a parameter server; ``distributed`` is a hogwild.distributed.SSPSettings or a
+        dict of its fields).
     grid: blocks per side for "blocked" (default 8, or 2 x workers above 4).
     shuffle_block: "hogwild"/"serial"/"locked" visit random runs of this many
         consecutive ratings, which are stored in random order (shuffle_ratings).
@@ -312,8 +314,8 @@ class MatrixFactorization(Params):
 
     def __init__(self, *, rank=32, model="biased", reg=None, bias_reg=None, epochs=20,
                  step=None, decay=0.9, step_schedule="geometric", workers=None,
-                 scheduler="hogwild", backend="threads", grid=None, shuffle_block=256,
-                 shuffle_ratings=True, init_scale=0.1, seed=None):
+                 scheduler="hogwild", backend="threads", distributed=None, grid=None,
+                 shuffle_block=256, shuffle_ratings=True, init_scale=0.1, seed=None):
         self.rank = rank
         self.model = model
         self.reg = reg
@@ -325,6 +327,7 @@ class MatrixFactorization(Params):
         self.workers = workers
         self.scheduler = scheduler
         self.backend = backend
+        self.distributed = distributed
         self.grid = grid
         self.shuffle_block = shuffle_block
         self.shuffle_ratings = shuffle_ratings
@@ -430,6 +433,7 @@ class MatrixFactorization(Params):
         result = engine_fit(objective, epochs=self.epochs, step=step, decay=self.decay,
                             step_schedule=self.step_schedule, workers=workers,
                             scheduler=self.scheduler, backend=self.backend,
+                            distributed=self.distributed,
                             shuffle_block=self.shuffle_block, seed=seeds[2],
                             evaluate=evaluate, callback=callback, checkpoint=checkpoint,
                             checkpoint_every=checkpoint_every, resume=resume,
@@ -438,6 +442,7 @@ class MatrixFactorization(Params):
         self._seen = _group_by_user(users, items, n_users)
         self.history_ = result.history
         self.workers_ = result.workers
+        self.distributed_ = result.distributed
         self.setup_seconds_ = result.setup_seconds
         self.startup_seconds_ = result.startup_seconds
         self.step_ = step

@@ -223,6 +223,21 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None):
                      n_samples=n, name=f"sparse-svm-{loss}", supports=Supports.from_csr(X))
 
 
+def svm_file_objective(data, loss="hinge", reg=1e-4, seed=None):
+    """The Objective of a training set, a dataset name or an svmlight file
+    (hogwild.datasets.registry.load_svm_data), rows shuffled by the seed as
+    SparseSVM does. Built where it is called: give
+    ``functools.partial(svm_file_objective, path)`` to the ray backend and every
+    node loads the file from its own disk; nothing goes through the driver."""
+    from hogwild.datasets.registry import load_svm_data
+
+    train, _ = load_svm_data(data)
+    X = as_csr(train.X)
+    labels, _ = binary_labels(train.y, X.shape[0], require_both=True)
+    rows = np.random.default_rng(seed).permutation(X.shape[0])
+    return svm_objective(X[rows], labels[rows], loss, reg, seed)
+
+
 # --- estimator --------------------------------------------------------------------
 
 
@@ -243,8 +258,10 @@ class SparseSVM(Params):
     epochs, step, decay, step_schedule: SGD schedule (see hogwild.steps); step="auto"
         is 0.2 / (mean squared row norm), which suits unit-norm TF-IDF rows and
         binary features alike (the chosen value is kept in ``step_``).
-    workers: threads or processes (default: all usable cores); backend: "threads" or
-        "processes" (see hogwild.backends); scheduler: hogwild | locked | serial |
+    workers: threads or processes (default: all usable cores; per node with "ray");
+        backend: "threads", "processes" (see hogwild.backends) or "ray" (several nodes
+        with a parameter server; ``distributed`` is a hogwild.distributed.SSPSettings
+        or a dict of its fields); scheduler: hogwild | locked | serial |
         colored | cyclades (the last two are conflict-free and bitwise reproducible for
         a seed with any number of workers; see hogwild.schedulers).
     shuffle_block: rows are shuffled once (by the seed), then each epoch visits them
@@ -261,7 +278,7 @@ class SparseSVM(Params):
 
     def __init__(self, *, loss="hinge", reg=1e-4, epochs=20, step="auto", decay=0.9,
                  step_schedule="geometric", workers=None, scheduler="hogwild",
-                 backend="threads", shuffle_block=16, seed=None):
+                 backend="threads", shuffle_block=16, seed=None, distributed=None):
         self.loss = loss
         self.reg = reg
         self.epochs = epochs
@@ -271,6 +288,7 @@ class SparseSVM(Params):
         self.workers = workers
         self.scheduler = scheduler
         self.backend = backend
+        self.distributed = distributed
         self.shuffle_block = shuffle_block
         self.seed = seed
 
@@ -312,6 +330,7 @@ class SparseSVM(Params):
         result = engine_fit(objective, epochs=self.epochs, step=self.step_, decay=self.decay,
                             step_schedule=self.step_schedule, workers=self.workers,
                             scheduler=self.scheduler, backend=self.backend,
+                            distributed=self.distributed,
                             shuffle_block=self.shuffle_block, seed=self.seed,
                             evaluate=evaluate, callback=callback, checkpoint=checkpoint,
                             checkpoint_every=checkpoint_every, resume=resume,
@@ -321,6 +340,7 @@ class SparseSVM(Params):
         self.n_features_in_ = X.shape[1]
         self.history_ = result.history
         self.workers_ = result.workers
+        self.distributed_ = result.distributed
         self.setup_seconds_ = result.setup_seconds
         self.startup_seconds_ = result.startup_seconds
         return self

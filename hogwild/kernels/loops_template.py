@@ -101,9 +101,9 @@ def run_phased_spans(runs, spans, run_length, params, data, step, epoch, gates, 
 
 
 @njit(nogil=True, cache=True)
-def sum_loss(params, data, n_samples):
-    """Sum of f_e over all samples, in float64."""
+def sum_loss(params, data, first, last):
+    """Sum of f_e over samples first..last-1, in float64."""
     total = 0.0
-    for e in range(n_samples):
+    for e in range(first, last):
         total += loss(e, params, data)
     return total

@@ -1,0 +1,201 @@
+"""backend "ray": stale synchronous parallel training on a local Ray instance.
+
+What is asserted: the staleness bound holds under an injected straggler; staleness 0
+with a serial local engine is bitwise a synchronous (BSP) reference computed here
+without Ray; a node that dies mid-run is restarted and the run ends close to an
+undisturbed one; pushes are sparse; bad settings get one-line errors.
+"""
+import functools
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray", reason="backend 'ray' needs Ray (hogwild[distributed])")
+
+from hogwild.datasets.synthetic import make_sparse_classification  # noqa: E402
+from hogwild.distributed import (FlatLayout, SSPSettings, clock_runs,  # noqa: E402
+                                 clocks_per_epoch, fit_ssp, run_seed)
+from hogwild.checkpoint import load_checkpoint  # noqa: E402
+from hogwild.engine import fit  # noqa: E402
+from hogwild.errors import HogwildError  # noqa: E402
+from hogwild.kernels.compiler import compile_loops  # noqa: E402
+from hogwild.problems.sparse_svm import (as_csr, auto_step, binary_labels,  # noqa: E402
+                                         svm_file_objective, svm_objective)
+from hogwild.steps import StepSchedule  # noqa: E402
+
+STEP_DECAY = 0.9
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray instance for the module (starting one takes seconds)."""
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def svm():
+    X, y = make_sparse_classification(3000, 4000, nnz_per_row=20, seed=0)
+    X = as_csr(X)
+    labels, _ = binary_labels(y, X.shape[0])
+    return svm_objective(X, labels, "hinge", 1e-4, 0), auto_step(X)
+
+
+def bsp_reference(objective, nodes, epochs, step, seed, clock_every):
+    """Bulk synchronous SGD without Ray: each clock, every node runs its updates
+    serially from the same state, then the deltas are added in node order."""
+    loops = compile_loops(objective.update, objective.loss, objective.fastmath)
+    layout = FlatLayout(objective.params)
+    state = layout.flatten(objective.params)
+    clocks = clocks_per_epoch(objective.n_samples, nodes, clock_every)
+    schedule = StepSchedule("geometric", step, STEP_DECAY)
+    for clock in range(epochs * clocks):
+        epoch, part = divmod(clock, clocks)
+        deltas = []
+        for node in range(nodes):
+            replica = state.copy()
+            pieces, limit = clock_runs(objective.n_samples, nodes, node, clocks, epoch,
+                                       run_seed(seed), 1)
+            runs = pieces[part]
+            loops.run_spans(runs, np.array([[0, runs.size, limit]], np.int64), 1,
+                            layout.views(replica), objective.data, schedule(epoch), epoch)
+            changed = np.flatnonzero(replica != state)
+            deltas.append((changed, replica[changed] - state[changed]))
+        for changed, delta in deltas:
+            state[changed] += delta
+    return state
+
+
+def test_staleness_zero_with_a_serial_engine_is_bitwise_bulk_synchronous(local_ray, svm):
+    objective, step = svm
+    result = fit_ssp(objective, SSPSettings(nodes=3, staleness=0, clock_every=250,
+                                            local_scheduler="serial", shards=2),
+                     epochs=3, step=step, decay=STEP_DECAY, seed=7)
+    expected = bsp_reference(objective, 3, 3, step, 7, 250)
+    assert np.array_equal(FlatLayout(result.params).flatten(result.params), expected)
+    assert result.distributed["max_staleness"] == 0
+    again = fit_ssp(objective, SSPSettings(nodes=3, staleness=0, clock_every=250,
+                                           local_scheduler="serial", shards=2),
+                    epochs=3, step=step, decay=STEP_DECAY, seed=7)
+    assert [r.objective for r in again.history] == [r.objective for r in result.history]
+
+
+@pytest.mark.parametrize("staleness", [0, 1, 3])
+def test_observed_staleness_never_exceeds_the_bound_with_a_straggler(local_ray, svm,
+                                                                     staleness):
+    objective, step = svm
+    result = fit_ssp(objective, SSPSettings(nodes=3, staleness=staleness, clock_every=100,
+                                            slowdown={0: 4.0}),
+                     epochs=2, step=step, decay=STEP_DECAY, seed=0)
+    info = result.distributed
+    # node 0 is 4x slower: the others run ahead until the bound stops them
+    assert info["max_staleness"] == staleness
+    assert info["clocks_per_epoch"] == 10 and info["pushes"] == 3 * 2 * 10
+    assert len(result.history) == 2 and np.isfinite(result.objective)
+
+
+def test_asynchronous_run_records_the_staleness_it_saw(local_ray, svm):
+    objective, step = svm
+    result = fit_ssp(objective, SSPSettings(nodes=2, staleness=None, clock_every=100,
+                                            slowdown={1: 8.0}),
+                     epochs=2, step=step, decay=STEP_DECAY, seed=0)
+    assert result.distributed["max_staleness"] > 3  # no bound: node 0 ran well ahead
+    assert sum(result.distributed["wait_seconds"]) < 0.5
+
+
+def test_a_node_that_dies_is_restarted_and_the_run_ends_near_an_undisturbed_one(local_ray,
+                                                                                  svm):
+    objective, step = svm
+    settings = dict(nodes=2, staleness=1, clock_every=150)
+    calm = fit_ssp(objective, SSPSettings(**settings), epochs=4, step=step,
+                   decay=STEP_DECAY, seed=0)
+    hit = fit_ssp(objective, SSPSettings(**settings, crash_at={1: 13}), epochs=4, step=step,
+                  decay=STEP_DECAY, seed=0)
+    assert hit.distributed["restarts"] == [{"node": 1, "clock": 12}]
+    assert len(hit.history) == 4
+    assert hit.objective == pytest.approx(calm.objective, rel=0.02)
+    single = fit(objective, epochs=4, step=step, decay=STEP_DECAY, scheduler="serial", seed=0)
+    assert calm.objective == pytest.approx(single.objective, rel=0.02)
+
+
+def test_on_failure_stop_names_the_node_and_clock(local_ray, svm):
+    objective, step = svm
+    with pytest.raises(HogwildError, match=r"^node 1 died at clock 4 \(epoch 1\); the run "
+                                           r"was stopped \(on_failure='stop'\)$"):
+        fit_ssp(objective, SSPSettings(nodes=2, staleness=0, clock_every=150,
+                                       on_failure="stop", crash_at={1: 5}),
+                epochs=2, step=step, decay=STEP_DECAY, seed=0)
+
+
+def test_pushes_are_sparse(local_ray):
+    """With clocks of 20 samples of 10 features out of 20,000, a push carries far
+    fewer bytes than the dense vector (indices and values of changed coordinates)."""
+    X, y = make_sparse_classification(2000, 20000, nnz_per_row=10, seed=1)
+    X = as_csr(X)
+    labels, _ = binary_labels(y, X.shape[0])
+    result = fit_ssp(svm_objective(X, labels, "hinge", 1e-4, 0),
+                     SSPSettings(nodes=2, staleness=1, clock_every=20), epochs=1,
+                     step=auto_step(X), seed=0)
+    info = result.distributed
+    touched_per_push = 20 * 10  # at most: features of the clock's samples
+    assert info["pushed_bytes"] <= info["pushes"] * touched_per_push * 8
+    assert info["dense_push_bytes"] / info["pushed_bytes"] >= 20000 / touched_per_push / 2
+
+
+@pytest.mark.parametrize("settings,message", [
+    (dict(nodes=0), "nodes must be an integer >= 1, got 0"),
+    (dict(staleness=-1), "staleness must be an integer >= 0, got -1"),
+    (dict(local_scheduler="colored"), "unknown local scheduler 'colored'; choose one of: "
+                                      "hogwild, locked, serial"),
+    (dict(on_failure="retry"), "unknown on_failure 'retry'; choose one of: restart, stop"),
+    (dict(slowdown={5: 2.0}), "slowdown: node 5 factor 2.0; nodes are 0..1 and factors >= 1"),
+])
+def test_bad_settings(settings, message):
+    with pytest.raises(HogwildError) as error:
+        SSPSettings(**settings).checked()
+    assert str(error.value) == message
+
+
+def test_checkpoints_resume_bitwise_and_in_the_single_node_format(local_ray, svm, tmp_path):
+    objective, step = svm
+    settings = SSPSettings(nodes=2, staleness=0, clock_every=250, local_scheduler="serial")
+    options = dict(step=step, decay=STEP_DECAY, seed=3)
+    whole = fit_ssp(objective, settings, epochs=4, **options)
+    path = tmp_path / "run.npz"
+    fit_ssp(objective, settings, epochs=2, checkpoint=path, **options)
+    assert load_checkpoint(path).epoch == 2
+    resumed = fit_ssp(objective, settings, epochs=4, resume=path, **options)
+    assert all(np.array_equal(a, b) for a, b in zip(resumed.params, whole.params))
+    assert [r.objective for r in resumed.history] == [r.objective for r in whole.history]
+    single = fit(objective, epochs=3, scheduler="serial", resume=path, **options)
+    assert [r.epoch for r in single.history] == [1, 2, 3]
+
+
+def test_nodes_can_load_their_data_themselves(local_ray, tmp_path):
+    """A callable source is called on each node (here: an svmlight file); the run is
+    bitwise the one with the same objective shipped from the driver."""
+    from sklearn.datasets import dump_svmlight_file
+
+    X, y = make_sparse_classification(1500, 800, nnz_per_row=15, seed=2)
+    path = tmp_path / "train.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=False)
+    source = functools.partial(svm_file_objective, str(path), seed=5)
+    settings = SSPSettings(nodes=2, staleness=0, clock_every=200, local_scheduler="serial")
+    loaded = fit_ssp(source, settings, epochs=2, step=0.5, seed=1)
+    shipped = fit_ssp(source(), settings, epochs=2, step=0.5, seed=1)
+    assert np.array_equal(loaded.params[0], shipped.params[0])
+    assert loaded.history[-1].objective < loaded.history[0].objective
+
+
+def test_the_engine_and_estimators_hand_backend_ray_to_the_parameter_server(local_ray, svm):
+    from hogwild.problems.sparse_svm import SparseSVM
+
+    X, y = make_sparse_classification(2000, 1000, nnz_per_row=15, seed=4)
+    model = SparseSVM(epochs=2, backend="ray", distributed={"nodes": 2, "staleness": 1},
+                      seed=0).fit(X, y)
+    assert model.distributed_["nodes"] == 2 and model.distributed_["max_staleness"] <= 1
+    assert model.score(X, y) > 0.8
+    with pytest.raises(HogwildError, match="distributed settings are for backend='ray', "
+                                           "not 'threads'"):
+        fit(svm[0], epochs=1, distributed=SSPSettings())
