@@ -27,6 +27,7 @@ Python functions travel once, from the driver to the node actors, when they star
 """
 import math
 import os
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional
@@ -262,7 +263,10 @@ class NodeWorker:
         self.params = self.layout.views(self.flat)
         self.base = np.empty_like(self.flat)
         self.seen = [-1] * len(shards)
-        self.data = objective.data
+        # Arrays from Ray's object store are read-only, and numba's kernels on
+        # read-only arrays ran 2.7x slower here (matrix completion): own a copy.
+        self.data = tuple(np.array(a) if isinstance(a, np.ndarray) and not a.flags.writeable
+                          else a for a in objective.data)
         self.loops = compile_loops(objective.update, objective.loss, objective.fastmath)
         workers = 1 if settings.local_scheduler == "serial" else settings.workers_per_node
         self.runner = ThreadsBackend(workers)
@@ -271,7 +275,8 @@ class NodeWorker:
         self.loops.sum_loss(self.params, self.data, 0, 0)
         self.clocks = clocks_per_epoch(self.n, nodes, settings.clock_every)
         self.traffic = {"pushed_bytes": 0, "pulled_bytes": 0, "dense_push_bytes": 0,
-                        "pushes": 0, "changed": 0, "updates": 0, "busy_seconds": 0.0}
+                        "pushes": 0, "changed": 0, "updates": 0, "busy_seconds": 0.0,
+                        "push_seconds": 0.0, "pull_seconds": 0.0}
 
     def ready(self):
         """Returns once the actor is built: data loaded, kernels compiled."""
@@ -283,10 +288,13 @@ class NodeWorker:
         run, settings = self.run_settings, self.settings
         schedule = StepSchedule(run["step_schedule"], run["step"], run["decay"])
         self._pull()
+        pieces_of = {}  # this epoch's runs per clock, drawn once per epoch
         for clock in range(start_clock, run["epochs"] * self.clocks):
             epoch, part = divmod(clock, self.clocks)
-            pieces, limit = clock_runs(self.n, self.nodes, self.node, self.clocks, epoch,
-                                       run["seed"], run["run_length"])
+            if epoch not in pieces_of:
+                pieces_of = {epoch: clock_runs(self.n, self.nodes, self.node, self.clocks,
+                                               epoch, run["seed"], run["run_length"])}
+            pieces, limit = pieces_of[epoch]
             runs = pieces[part]
             phase = tuple(np.array([(lo, hi, limit)], np.int64)
                           for lo, hi in even_spans(runs.size, self.runner.workers))
@@ -298,12 +306,16 @@ class NodeWorker:
             self.traffic["busy_seconds"] += time.perf_counter() - start
             if crash_at is not None and clock + 1 == crash_at:
                 os._exit(1)  # fault injection: die as a killed node would
+            pushing = time.perf_counter()
             self._push(clock + 1)
             ray.get(self.clock_table.tick.remote(self.node, clock + 1))
             waiting = time.perf_counter()
             ray.get(self.clock_table.wait.remote(self.node, clock + 1, settings.staleness))
-            waited = time.perf_counter() - waiting
+            pulling = time.perf_counter()
             self._pull()
+            waited = pulling - waiting
+            self.traffic["push_seconds"] += waiting - pushing
+            self.traffic["pull_seconds"] += time.perf_counter() - pulling
             factor = settings.slowdown.get(self.node, 1.0)
             if factor > 1:  # a straggler: each clock's work and messages take longer
                 time.sleep((factor - 1) * (time.perf_counter() - start - waited))
@@ -408,6 +420,16 @@ def fit_ssp(objective, settings: SSPSettings, *, epochs=10, step=0.1, decay=1.0,
             ray.shutdown()
 
 
+def _by_value(ray, *functions):
+    """Send the objective's own code with it: a user's module (a test file, a
+    script's sibling) need not be importable on the nodes. The library's modules
+    and __main__ (which cloudpickle sends by value anyway) are left alone."""
+    for function in functions:
+        name = getattr(function, "__module__", None) or "__main__"
+        if name != "__main__" and name.split(".")[0] != "hogwild" and name in sys.modules:
+            ray.cloudpickle.register_pickle_by_value(sys.modules[name])
+
+
 def _drive(ray, source, local, settings, epochs, step, decay, step_schedule, seed,
            shuffle_block, evaluate, callback, progress, checkpoint, checkpoint_every, resume):
     actors = _actor_classes()
@@ -426,6 +448,7 @@ def _drive(ray, source, local, settings, epochs, step, decay, step_schedule, see
     shards = [actors["shard"].remote(flat[a:b], nodes, settings.staleness == 0, start_clock)
               for a, b in zip(bounds[:-1], bounds[1:])]
     clock_table = actors["clock"].remote(nodes, start_clock)
+    _by_value(ray, local.update, local.loss)
     shipped = ray.put(source) if isinstance(source, Objective) else source
     run = {"epochs": epochs, "step": step, "decay": decay, "step_schedule": step_schedule,
            "seed": run_seed(seed), "run_length": shuffle_block}
@@ -442,6 +465,16 @@ def _drive(ray, source, local, settings, epochs, step, decay, step_schedule, see
 
     def server_state():
         return layout.views(np.concatenate(ray.get([s.state.remote() for s in shards])))
+
+    def save(epochs_done, note=None):
+        """The server's state, in hogwild.fit's checkpoint format (the sample orders
+        depend on the seed and epoch alone, so the generator state is a placeholder)."""
+        save_checkpoint(checkpoint, Checkpoint(
+            epoch=epochs_done, params=tuple(np.array(p) for p in server_state()),
+            rng_state=np.random.default_rng(0).bit_generator.state,
+            step=schedule(epochs_done), history=[asdict(r) for r in history],
+            objective=local.name, n_samples=local.n_samples,
+            settings={**fit_settings, **(note or {})}))
 
     try:
         began = time.perf_counter()
@@ -465,9 +498,13 @@ def _drive(ray, source, local, settings, epochs, step, decay, step_schedule, see
                 except ray.exceptions.RayActorError:
                     clock = ray.get(clock_table.clock_of.remote(node))
                     if settings.on_failure == "stop":
+                        kept = "pass checkpoint=PATH to keep the server's state"
+                        if checkpoint is not None:
+                            save(len(history), {"stopped_at_clock": clock})
+                            kept = f"the server's state is in {checkpoint}"
                         raise HogwildError(
                             f"node {node} died at clock {clock} (epoch {epoch + 1}); the run "
-                            "was stopped (on_failure='stop')") from None
+                            f"was stopped (on_failure='stop'); {kept}") from None
                     restarts.append({"node": node, "clock": clock})
                     worker = new_node(node)
                     workers[node] = worker, worker.run.remote(clock)
@@ -487,11 +524,7 @@ def _drive(ray, source, local, settings, epochs, step, decay, step_schedule, see
             done = epoch + 1
             if checkpoint is not None and checkpoint_every is not None and (
                     done % checkpoint_every == 0 or done == epochs):
-                save_checkpoint(checkpoint, Checkpoint(
-                    epoch=done, params=tuple(np.array(p) for p in server_state()),
-                    rng_state=np.random.default_rng(0).bit_generator.state,
-                    step=schedule(done), history=[asdict(r) for r in history],
-                    objective=local.name, n_samples=local.n_samples, settings=fit_settings))
+                save(done)
             if progress is not None:
                 progress(done * local.n_samples, epochs * local.n_samples)
             if callback is not None:
