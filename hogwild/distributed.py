@@ -29,7 +29,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Optional
 
 import numpy as np
@@ -74,7 +74,12 @@ class SSPSettings:
     crash_at: dict = field(default_factory=dict)  # node -> clock (fault injection)
 
     def checked(self):
+        """These settings validated (staleness inf becomes None), or a HogwildError
+        naming the field."""
         check_int("nodes", self.nodes, 1)
+        if isinstance(self.staleness, float) and math.isinf(self.staleness) \
+                and self.staleness > 0:
+            return replace(self, staleness=None).checked()
         if self.staleness is not None:
             check_int("staleness", self.staleness, 0)
         if self.clock_every is not None:
@@ -88,6 +93,10 @@ class SSPSettings:
             if not (0 <= node < self.nodes and factor >= 1):
                 raise HogwildError(f"slowdown: node {node} factor {factor}; nodes are "
                                    f"0..{self.nodes - 1} and factors >= 1")
+        for node, clock in self.crash_at.items():
+            if not (0 <= node < self.nodes and isinstance(clock, int) and clock >= 1):
+                raise HogwildError(f"crash_at: node {node} clock {clock}; nodes are "
+                                   f"0..{self.nodes - 1} and clocks >= 1")
         return self
 
 
@@ -394,6 +403,9 @@ def fit_ssp(objective, settings: SSPSettings, *, epochs=10, step=0.1, decay=1.0,
     restarts.
     """
     ray = import_ray()
+    if not isinstance(settings, SSPSettings):
+        raise HogwildError(f"settings must be a hogwild.distributed.SSPSettings, got "
+                           f"{type(settings).__name__}")
     settings = settings.checked()
     check_int("epochs", epochs, 1)
     StepSchedule(step_schedule, step, decay)

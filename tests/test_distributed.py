@@ -160,11 +160,16 @@ def test_pushes_are_sparse(local_ray):
                                       "hogwild, locked, serial"),
     (dict(on_failure="retry"), "unknown on_failure 'retry'; choose one of: restart, stop"),
     (dict(slowdown={5: 2.0}), "slowdown: node 5 factor 2.0; nodes are 0..1 and factors >= 1"),
+    (dict(crash_at={1: 0}), "crash_at: node 1 clock 0; nodes are 0..1 and clocks >= 1"),
 ])
 def test_bad_settings(settings, message):
     with pytest.raises(HogwildError) as error:
         SSPSettings(**settings).checked()
     assert str(error.value) == message
+
+
+def test_infinite_staleness_means_no_bound():
+    assert SSPSettings(staleness=float("inf")).checked().staleness is None
 
 
 def test_checkpoints_resume_bitwise_and_in_the_single_node_format(local_ray, svm, tmp_path):
@@ -251,3 +256,11 @@ def test_users_own_objective_and_every_problem_run_on_ray_unchanged(local_ray):
                        epochs=60, backend="ray", distributed={"nodes": 2, "staleness": 1},
                        seed=0)
     assert cut.cut == 1.0
+
+
+def test_cli_staleness_must_be_a_count_or_inf(capsys):
+    from hogwild.cli import main
+
+    assert main(["run", "svm", "--backend", "ray", "--staleness", "soon", "--epochs", "1"]) == 2
+    assert capsys.readouterr().err == ("hogwild: error: --staleness: expected an integer >= 0 "
+                                       "or inf, got 'soon'\n")
