@@ -107,8 +107,9 @@ def _add_run_options(parser, problem):
     """Backend and checkpoint options, the same for every problem."""
     parser.add_argument("--backend", default="threads",
                         help="threads (default), processes (workers in separate processes "
-                             "over shared memory) or ray (several nodes with a parameter "
-                             "server; --workers is then threads per node, default 1)")
+                             "over shared memory), gpu (one NVIDIA GPU; --workers is then "
+                             "CUDA streams) or ray (several nodes with a parameter server; "
+                             "--workers is then threads per node, default 1)")
     parser.add_argument("--ray-address", default=None,
                         help="with --backend ray: join this Ray cluster (e.g. HOST:6379); "
                              "default: start a local Ray instance")

@@ -89,13 +89,13 @@ def _diverged(what, epoch, step):
                            "try a smaller step")
 
 
-def _compile(runner, loops, objective, params, scheduler):
+def _compile(runner, loops, objective, params, data, scheduler):
     """Compile (or load) the loops before the first timed epoch; a function numba
     cannot compile becomes a HogwildError that keeps numba's explanation."""
     try:
         with slp_vectorizer(objective.fastmath):
-            runner.warm_up(loops, params, objective.data, scheduler)
-            loops.sum_loss(params, objective.data, 0, 0)
+            runner.warm_up(loops, params, data, scheduler)
+            loops.sum_loss(runner.to_host(params), objective.data, 0, 0)
     except NumbaError as exc:
         detail = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
         raise HogwildError(f"numba could not compile the update or loss of objective "
@@ -192,6 +192,10 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     schedule = StepSchedule(step_schedule, step, decay)
     sched = get_scheduler(scheduler)
     backend_cls = get_backend(backend)
+    supported = getattr(backend_cls, "schedulers", None)
+    if supported is not None and sched.name not in supported:
+        raise HogwildError(f"backend {backend!r} runs the schedulers {', '.join(supported)}; "
+                           f"got {sched.name!r}")
     planner = sched.prepare(objective, check_workers(workers))
     n_workers = planner.workers
     rng = np.random.default_rng(seed)
@@ -210,7 +214,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
         if saved.planner:
             planner.restore(saved.planner)
 
-    def save(epochs_done):
+    def save(epochs_done, params):
         save_checkpoint(checkpoint, Checkpoint(
             epoch=epochs_done, params=params, rng_state=rng.bit_generator.state,
             step=schedule(epochs_done), history=[asdict(r) for r in history],
@@ -223,7 +227,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     total_updates = epochs * n
     with backend_cls(n_workers) as runner, _stop_after_epoch() as stop_requested:
         params, data = runner.share(params, data)
-        _compile(runner, loops, objective, params, sched)
+        _compile(runner, loops, objective, params, data, sched)
         for epoch in range(len(history), epochs):
             if progress is not None:
                 before = epoch * n
@@ -236,16 +240,17 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
             start = time.perf_counter()
             updates = runner.run_epoch(loops, plan, params, data, step_now, epoch)
             seconds = time.perf_counter() - start
-            if not all(np.isfinite(array).all() for array in params):
+            host = runner.to_host(params)  # the parameters where the CPU can read them
+            if not all(np.isfinite(array).all() for array in host):
                 raise _diverged("parameters", epoch + 1, step_now)
-            value = loops.sum_loss(params, data, 0, n) / n
+            value = loops.sum_loss(host, objective.data, 0, n) / n
             if not math.isfinite(value):
                 raise _diverged("objective", epoch + 1, step_now)
             record = EpochRecord(epoch=epoch + 1, step=step_now, seconds=seconds,
                                  updates=int(updates),
                                  updates_per_s=updates / seconds if seconds > 0 else math.inf,
                                  objective=float(value),
-                                 metrics=dict(evaluate(params)) if evaluate else {},
+                                 metrics=dict(evaluate(host)) if evaluate else {},
                                  plan_seconds=plan_seconds)
             history.append(record)
             if progress is not None:
@@ -256,7 +261,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
             periodic = checkpoint_every is not None and (done % checkpoint_every == 0
                                                          or done == epochs)
             if checkpoint is not None and (periodic or stop_requested.is_set()):
-                save(done)
+                save(done, host)
             if stop_requested.is_set() and done < epochs:
                 raise Interrupted(done, checkpoint)
         params = runner.export(params)

@@ -1,15 +1,18 @@
-"""Backends execute EpochPlans: where the workers run (threads or processes; GPU
-streams later), all behind the same calls: ``share`` (the arrays the workers will
-use), ``warm_up``, ``run_epoch`` per epoch, ``export`` (the trained parameters) and
-``close``. Backend "ray" is not one of them: it runs this engine on several nodes
+"""Backends execute EpochPlans: where the workers run (threads, processes or GPU
+streams), all behind the same calls: ``share`` (the arrays the workers will use),
+``warm_up``, ``run_epoch`` per epoch, ``to_host`` (parameters the CPU can read, for
+evaluation), ``export`` (the trained parameters) and ``close``. Backend "ray" is not one of them: it runs this engine on several nodes
 (hogwild.distributed), and hogwild.fit hands the whole fit to it."""
 from hogwild.backends.processes import ProcessesBackend
 from hogwild.backends.threads import ThreadsBackend
 from hogwild.errors import choose
 
 BACKENDS = {"threads": ThreadsBackend, "processes": ProcessesBackend}
-BACKEND_NAMES = (*BACKENDS, "ray")
+BACKEND_NAMES = (*BACKENDS, "gpu", "ray")
 
 
 def get_backend(name):
-    return BACKENDS[choose(BACKEND_NAMES, name, "backend")]
+    if choose(BACKEND_NAMES, name, "backend") == "gpu":
+        from hogwild.backends.gpu import GpuBackend  # imports numba.cuda: only when asked
+        return GpuBackend
+    return BACKENDS[name]

@@ -114,6 +114,10 @@ class ThreadsBackend:
         """The arrays the workers use: threads share the process's own memory."""
         return params, data
 
+    def to_host(self, params):
+        """The parameters as arrays this process can read (they already are)."""
+        return params
+
     def export(self, params):
         """The trained parameters, valid after the backend is closed."""
         return params

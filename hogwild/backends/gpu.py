@@ -1,0 +1,133 @@
+"""backend="gpu": Hogwild! on one NVIDIA GPU, the workers being CUDA streams.
+
+The parameters and the data are copied to device memory once. Each epoch, every
+worker's span of the plan's shuffled runs is one kernel launch on that worker's
+stream; inside it, GPU threads take runs in a grid-stride loop and apply the
+user's update (compiled for CUDA by hogwild.kernels.cuda) to the one device
+parameter array without atomics, as Hogwild! threads do on the CPU. Streams run
+concurrently; the epoch ends when all have finished.
+
+``serial`` launches one thread (the CPU's serial order, bitwise, where the
+update's float arithmetic is the same); ``hogwild`` launches up to
+``threads_per_worker`` threads per stream. Schedulers with barriers or gates
+(locked, blocked, colored, cyclades) are not supported here yet.
+
+Under numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1, for tests without a GPU)
+every GPU thread is a Python thread, so launches are capped at a few threads.
+"""
+import contextlib
+import math
+import os
+import warnings
+
+import numpy as np
+
+from hogwild.errors import HogwildError
+
+SCHEDULERS = ("hogwild", "serial")
+THREADS_PER_BLOCK = 128
+SIMULATOR_THREADS = 4
+
+
+def simulated():
+    return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+
+def check_gpu():
+    """numba.cuda, or a HogwildError saying what is missing and how to fix it."""
+    try:
+        from numba import cuda
+    except ImportError as exc:
+        raise HogwildError(f"backend 'gpu' needs numba's CUDA support ({exc}); install it "
+                           "with: pip install 'hogwild[gpu]'") from None
+    if not cuda.is_available():
+        raise HogwildError("backend 'gpu' found no usable NVIDIA GPU (no CUDA driver or no "
+                           "device: numba.cuda.is_available() is False); run on a machine "
+                           "with one and pip install 'hogwild[gpu]', or set "
+                           "NUMBA_ENABLE_CUDASIM=1 for the (slow) CUDA simulator")
+    return cuda
+
+
+@contextlib.contextmanager
+def _quiet_simulator():
+    """The simulator runs updates as numpy scalar code, which warns on the integer
+    wrap-around that hash functions rely on (a GPU wraps silently). The filter is
+    process-wide because the simulator's GPU threads are Python threads."""
+    if not simulated():
+        yield
+        return
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
+        yield
+
+
+class GpuBackend:
+    name = "gpu"
+    schedulers = SCHEDULERS  # the engine refuses others before preparing them
+
+    def __init__(self, workers, threads_per_worker=None):
+        self.cuda = check_gpu()
+        self.workers = workers
+        self.threads_per_worker = threads_per_worker or (
+            SIMULATOR_THREADS if simulated() else 64 * 1024)
+        self.streams = [self.cuda.stream() for _ in range(workers)]
+        self.on_progress = None  # progress is reported once per epoch (the engine)
+        self.kernel = None
+        self.single_thread = False
+
+    def share(self, params, data):
+        """Device copies of the parameters and of the data (once per fit)."""
+        to_device = self.cuda.to_device
+        return (tuple(to_device(np.ascontiguousarray(p)) for p in params),
+                tuple(to_device(np.ascontiguousarray(a)) for a in data))
+
+    def warm_up(self, loops, params, data, scheduler):
+        """Compile the kernel (a launch on no samples)."""
+        from hogwild.kernels.cuda import epoch_kernel
+
+        self.single_thread = scheduler.name == "serial"
+        self.kernel = epoch_kernel(loops.source[0])
+        runs = self.cuda.to_device(np.zeros(1, np.int64))
+        self.kernel[1, 1](runs, 0, 0, 1, 0, params, data, 0.0, 0)
+        self.cuda.synchronize()
+
+    def run_epoch(self, loops, plan, params, data, step, epoch):
+        """Launch every worker's spans on its stream; returns the number of updates."""
+        if plan.gates or plan.barriers or plan.locked:
+            raise HogwildError("backend 'gpu' runs plans without gates, barriers or locks")
+        runs = self.cuda.to_device(plan.runs)
+        updates = 0
+        with _quiet_simulator():
+            for phase in plan.phases:
+                for stream, spans in zip(self.streams, phase):
+                    for lo, hi, limit in np.asarray(spans).reshape(-1, 3):
+                        if hi <= lo:
+                            continue
+                        threads = 1 if self.single_thread else min(
+                            int(hi - lo), self.threads_per_worker)
+                        block = min(threads, THREADS_PER_BLOCK)
+                        self.kernel[math.ceil(threads / block), block, stream](
+                            runs, int(lo), int(hi), plan.run_length, int(limit), params,
+                            data, float(step), epoch)
+                        starts = plan.runs[lo:hi]
+                        updates += int(np.sum(np.minimum(starts + plan.run_length, limit)
+                                              - starts))
+                for stream in self.streams:
+                    stream.synchronize()
+        return updates
+
+    def to_host(self, params):
+        """Host copies of the parameters (for evaluation and checkpoints)."""
+        return tuple(p.copy_to_host() for p in params)
+
+    def export(self, params):
+        return self.to_host(params)
+
+    def close(self):
+        self.streams = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

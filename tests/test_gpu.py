@@ -1,0 +1,145 @@
+"""backend="gpu" without a GPU: the kernels run under numba's CUDA simulator
+(NUMBA_ENABLE_CUDASIM=1, set before numba.cuda is first imported, so each check
+runs in a fresh interpreter), on tiny problems.
+
+Asserted: the serial schedule on the GPU is bitwise the CPU's serial run (SVM and
+matrix completion); on conflict-free data many GPU threads and streams give
+bitwise the serial result; Hogwild! on the GPU converges like the CPU; and the
+error without a GPU names the fix.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from hogwild.errors import HogwildError
+
+PRELUDE = """
+import numpy as np
+import hogwild
+from hogwild.datasets.synthetic import make_sparse_classification
+from hogwild.problems.sparse_svm import as_csr, binary_labels, svm_objective
+from hogwild.problems.matrix_completion import MatrixFactorization
+
+def svm(n=400, d=200):
+    X, y = make_sparse_classification(n, d, nnz_per_row=6, seed=0)
+    X = as_csr(X)
+    labels, _ = binary_labels(y, n)
+    return svm_objective(X, labels, "hinge", 1e-4, 0)
+"""
+
+
+def simulate(code):
+    """Run PRELUDE + code under the CUDA simulator; returns its stdout."""
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    done = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_serial_on_the_gpu_is_bitwise_the_cpus_serial_run():
+    out = simulate("""
+        objective = svm()
+        cpu = hogwild.fit(objective, epochs=3, step=0.2, scheduler="serial", seed=1, workers=1)
+        gpu = hogwild.fit(objective, epochs=3, step=0.2, scheduler="serial", seed=1, workers=1,
+                          backend="gpu")
+        assert gpu.backend == "gpu"
+        assert np.array_equal(cpu.params[0], gpu.params[0])
+        assert [r.objective for r in cpu.history] == [r.objective for r in gpu.history]
+
+        # matrix completion compiles with fast-math on the CPU (fused multiply-adds),
+        # so the GPU's serial run agrees to rounding, not bitwise
+        rng = np.random.default_rng(0)
+        ratings = (rng.integers(0, 30, 600), rng.integers(0, 20, 600),
+                   rng.integers(1, 6, 600).astype(np.float32))
+        fits = [MatrixFactorization(rank=4, epochs=2, scheduler="serial", seed=0,
+                                    backend=backend).fit(ratings)
+                for backend in ("threads", "gpu")]
+        np.testing.assert_allclose(fits[0].user_factors_, fits[1].user_factors_, rtol=1e-5,
+                                   atol=1e-6)
+        np.testing.assert_allclose(fits[0].item_bias_, fits[1].item_bias_, rtol=1e-5,
+                                   atol=1e-6)
+        print("ok")
+    """)
+    assert out.strip() == "ok"
+
+
+def test_many_gpu_threads_on_conflict_free_data_give_the_serial_result():
+    """Each rating has its own user and item: no two samples share a parameter, so
+    any interleaving of GPU threads and streams is bitwise the GPU's serial run."""
+    out = simulate("""
+        n = 64
+        rng = np.random.default_rng(0)
+        ratings = (np.arange(n), np.arange(n), rng.integers(1, 6, n).astype(np.float32))
+        serial = MatrixFactorization(rank=4, epochs=3, scheduler="serial", seed=0,
+                                     shuffle_block=1, backend="gpu").fit(ratings)
+        gpu = MatrixFactorization(rank=4, epochs=3, scheduler="hogwild", workers=2, seed=0,
+                                  shuffle_block=1, backend="gpu").fit(ratings)
+        assert np.array_equal(serial.user_factors_, gpu.user_factors_)
+        assert np.array_equal(serial.item_factors_, gpu.item_factors_)
+        print("ok")
+    """)
+    assert out.strip() == "ok"
+
+
+def test_hogwild_on_the_gpu_converges_like_the_cpu():
+    out = simulate("""
+        objective = svm()
+        cpu = hogwild.fit(objective, epochs=4, step=0.2, scheduler="serial", seed=1, workers=1)
+        gpu = hogwild.fit(objective, epochs=4, step=0.2, scheduler="hogwild", seed=1,
+                          workers=2, backend="gpu")
+        assert gpu.history[-1].objective < gpu.history[0].objective
+        assert abs(gpu.objective / cpu.objective - 1) < 0.03, (gpu.objective, cpu.objective)
+        print("ok")
+    """)
+    assert out.strip() == "ok"
+
+
+def test_gpu_refuses_schedulers_it_does_not_run():
+    out = simulate("""
+        try:
+            hogwild.fit(svm(), epochs=1, scheduler="colored", workers=2, backend="gpu")
+        except hogwild.errors.HogwildError as error:
+            print(error)
+    """)
+    assert out.strip() == "backend 'gpu' runs the schedulers hogwild, serial; got 'colored'"
+
+
+def test_without_a_gpu_the_error_names_the_fix():
+    from numba import cuda
+
+    if cuda.is_available():
+        pytest.skip("this machine has a GPU: the no-GPU message cannot be shown")
+    from hogwild.backends.gpu import GpuBackend
+
+    with pytest.raises(HogwildError) as error:
+        GpuBackend(1)
+    assert str(error.value) == (
+        "backend 'gpu' found no usable NVIDIA GPU (no CUDA driver or no device: "
+        "numba.cuda.is_available() is False); run on a machine with one and pip install "
+        "'hogwild[gpu]', or set NUMBA_ENABLE_CUDASIM=1 for the (slow) CUDA simulator")
+
+
+def test_gpu_benchmark_quick_run_writes_its_json(tmp_path):
+    """scripts/bench_gpu.py --quick under the simulator: valid JSON with the GPU and
+    CPU figures side by side (speed is read from real-GPU runs, never asserted)."""
+    import json
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "bench_gpu.py"
+    out = tmp_path / "gpu.json"
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    done = subprocess.run([sys.executable, str(script), "--quick", "--out", str(out)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["simulator"] is True and report["quick"] is True
+    (mc,) = report["matrix_completion"]
+    assert len(mc["gpu_test_rmse"]) == len(mc["cpu_test_rmse"]) == mc["epochs"] == 2
+    assert mc["largest_rmse_gap"] < 0.01 and mc["gpu_ratings_per_s_median"] > 0
+    (svm,) = report["svm"]
+    assert svm["gpu_nonzeros_per_s"] > 0 and abs(svm["gpu_test_error"]
+                                                 - svm["threads_test_error"]) < 0.05
