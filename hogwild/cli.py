@@ -110,6 +110,11 @@ def _add_run_options(parser, problem):
                              "over shared memory), gpu (one NVIDIA GPU; --workers is then "
                              "CUDA streams) or ray (several nodes with a parameter server; "
                              "--workers is then threads per node, default 1)")
+    parser.add_argument("--streams", type=int, default=None,
+                        help="with --backend gpu: CUDA streams (the workers; default: "
+                             "--workers, else all usable cores)")
+    parser.add_argument("--device", type=int, default=None,
+                        help="with --backend gpu: the CUDA device number (default 0)")
     parser.add_argument("--ray-address", default=None,
                         help="with --backend ray: join this Ray cluster (e.g. HOST:6379); "
                              "default: start a local Ray instance")
@@ -610,8 +615,25 @@ def main(argv=None):
         return _dispatch(args)
 
 
+def _use_gpu(args):
+    """--streams and --device of --backend gpu, checked before any data is loaded."""
+    from hogwild.backends.gpu import check_gpu
+
+    cuda = check_gpu()
+    if args.streams is not None:
+        args.workers = args.streams
+    if args.device is not None:
+        count = len(cuda.gpus)
+        if not 0 <= args.device < count:
+            raise HogwildError(f"--device {args.device}: this machine has {count} CUDA "
+                               f"device(s), numbered 0..{count - 1}")
+        cuda.select_device(args.device)
+
+
 def _dispatch(args):
     try:
+        if getattr(args, "backend", None) == "gpu":
+            _use_gpu(args)
         if args.command == "datasets":
             list_datasets(args)
         elif args.command == "bench":

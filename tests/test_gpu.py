@@ -143,3 +143,25 @@ def test_gpu_benchmark_quick_run_writes_its_json(tmp_path):
     (svm,) = report["svm"]
     assert svm["gpu_nonzeros_per_s"] > 0 and abs(svm["gpu_test_error"]
                                                  - svm["threads_test_error"]) < 0.05
+
+
+def test_cli_streams_and_device():
+    out = simulate("""
+        import contextlib, io
+        from hogwild.cli import main
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = main(["run", "svm", "--backend", "gpu", "--device", "3", "--epochs", "1"])
+        print(code, err.getvalue().strip())
+        with contextlib.redirect_stderr(io.StringIO()):
+            code = main(["run", "svm", "--backend", "gpu", "--streams", "2", "--device", "0",
+                         "--epochs", "1", "--json"])
+        print(code)
+    """)
+    lines = out.strip().splitlines()
+    assert lines[0] == ("2 hogwild: error: --device 3: this machine has 1 CUDA device(s), "
+                        "numbered 0..0")
+    import json
+    result = json.loads(lines[1])
+    assert result["backend"] == "gpu" and result["workers"] == 2
+    assert lines[2] == "0"
