@@ -240,17 +240,17 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
             start = time.perf_counter()
             updates = runner.run_epoch(loops, plan, params, data, step_now, epoch)
             seconds = time.perf_counter() - start
-            host = runner.to_host(params)  # the parameters where the CPU can read them
-            if not all(np.isfinite(array).all() for array in host):
+            if not runner.all_finite(params):
                 raise _diverged("parameters", epoch + 1, step_now)
-            value = loops.sum_loss(host, objective.data, 0, n) / n
+            value = runner.loss_sum(loops, params, data, n) / n
             if not math.isfinite(value):
                 raise _diverged("objective", epoch + 1, step_now)
             record = EpochRecord(epoch=epoch + 1, step=step_now, seconds=seconds,
                                  updates=int(updates),
                                  updates_per_s=updates / seconds if seconds > 0 else math.inf,
                                  objective=float(value),
-                                 metrics=dict(evaluate(host)) if evaluate else {},
+                                 metrics=dict(evaluate(runner.to_host(params)))
+                                 if evaluate else {},
                                  plan_seconds=plan_seconds)
             history.append(record)
             if progress is not None:
@@ -261,7 +261,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
             periodic = checkpoint_every is not None and (done % checkpoint_every == 0
                                                          or done == epochs)
             if checkpoint is not None and (periodic or stop_requested.is_set()):
-                save(done, host)
+                save(done, runner.to_host(params))
             if stop_requested.is_set() and done < epochs:
                 raise Interrupted(done, checkpoint)
         params = runner.export(params)

@@ -1,6 +1,8 @@
 """backend="gpu": Hogwild! on one NVIDIA GPU, the workers being CUDA streams.
 
-The parameters and the data are copied to device memory once. Each epoch, every
+The parameters and the data are copied to device memory once; each epoch's
+objective and the NaN check are computed on the device (the parameters come back
+to the host only for an ``evaluate`` callback, checkpoints and the result). Each epoch, every
 worker's span of the plan's shuffled runs is one kernel launch on that worker's
 stream; inside it, GPU threads take runs in a grid-stride loop and apply the
 user's update (compiled for CUDA by hogwild.kernels.cuda) to the one device
@@ -103,10 +105,9 @@ class GpuBackend:
                     for lo, hi, limit in np.asarray(spans).reshape(-1, 3):
                         if hi <= lo:
                             continue
-                        threads = 1 if self.single_thread else min(
-                            int(hi - lo), self.threads_per_worker)
-                        block = min(threads, THREADS_PER_BLOCK)
-                        self.kernel[math.ceil(threads / block), block, stream](
+                        blocks, block = (1, 1) if self.single_thread else \
+                            self._grid(int(hi - lo))
+                        self.kernel[blocks, block, stream](
                             runs, int(lo), int(hi), plan.run_length, int(limit), params,
                             data, float(step), epoch)
                         starts = plan.runs[lo:hi]
@@ -115,6 +116,33 @@ class GpuBackend:
                 for stream in self.streams:
                     stream.synchronize()
         return updates
+
+    def _grid(self, items):
+        """(blocks, threads per block) for a grid-stride loop over ``items``."""
+        threads = max(1, min(items, self.threads_per_worker))
+        block = min(threads, THREADS_PER_BLOCK)
+        return math.ceil(threads / block), block
+
+    def all_finite(self, params):
+        """No NaN or infinity in the parameters (checked on the device)."""
+        from hogwild.kernels.cuda import count_non_finite
+
+        count = self.cuda.to_device(np.zeros(1, np.int64))
+        for p in params:
+            flat = p.reshape(p.size)
+            blocks, block = self._grid(p.size)
+            count_non_finite[blocks, block](flat, count)
+        return int(count.copy_to_host()[0]) == 0
+
+    def loss_sum(self, loops, params, data, n):
+        """The sum of the losses of samples 0..n-1, computed on the device."""
+        from hogwild.kernels.cuda import loss_sum_kernel
+
+        total = self.cuda.to_device(np.zeros(1, np.float64))
+        blocks, block = self._grid(n)
+        with _quiet_simulator():
+            loss_sum_kernel(loops.source[1])[blocks, block](params, data, n, total)
+        return float(total.copy_to_host()[0])
 
     def to_host(self, params):
         """Host copies of the parameters (for evaluation and checkpoints)."""

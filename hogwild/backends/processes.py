@@ -77,6 +77,13 @@ class ProcessesBackend:
             self._shared.append(spec)
         return tuple(shared[:len(params)]), tuple(shared[len(params):])
 
+    def all_finite(self, params):
+        return all(np.isfinite(array).all() for array in params)
+
+    def loss_sum(self, loops, params, data, n):
+        """The sum of the losses of samples 0..n-1."""
+        return loops.sum_loss(params, data, 0, n)
+
     def to_host(self, params):
         """The parameters as arrays this process can read (they already are)."""
         return params

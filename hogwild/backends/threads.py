@@ -114,6 +114,13 @@ class ThreadsBackend:
         """The arrays the workers use: threads share the process's own memory."""
         return params, data
 
+    def all_finite(self, params):
+        return all(np.isfinite(array).all() for array in params)
+
+    def loss_sum(self, loops, params, data, n):
+        """The sum of the losses of samples 0..n-1."""
+        return loops.sum_loss(params, data, 0, n)
+
     def to_host(self, params):
         """The parameters as arrays this process can read (they already are)."""
         return params

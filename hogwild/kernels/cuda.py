@@ -9,11 +9,14 @@ Python source. Nothing is written twice, and the CPU function is untouched.
 ``epoch_kernel`` wraps one update in the Hogwild! kernel: each GPU thread takes
 runs of consecutive samples from the epoch's shuffled run list (a grid-stride
 loop) and applies the update to the one parameter array in device memory,
-without atomics. All of this also runs under numba's CUDA simulator
+without atomics. ``loss_sum_kernel`` and ``count_non_finite`` evaluate on the
+device, so an epoch's objective needs no copy of the parameters to the host. All of this also runs under numba's CUDA simulator
 (NUMBA_ENABLE_CUDASIM=1), which is how CI tests it.
 """
+import math
 import types
 
+import numpy as np
 from numba import cuda  # a module global: the simulator swaps it for its own in kernels
 
 from hogwild.kernels.compiler import python_function, takes_epoch
@@ -75,3 +78,31 @@ def epoch_kernel(update):
 
     _kernels[id(source)] = (source, kernel)
     return kernel
+
+
+def loss_sum_kernel(loss):
+    """kernel(params, data, n, total): total[0] += the sum of f_e over samples
+    0..n-1, each thread adding its own partial sum (float64) atomically."""
+    source = python_function(loss)
+    key = ("loss", id(source))
+    if key in _kernels:
+        return _kernels[key][1]
+    sample_loss = device_function(loss)
+
+    @cuda.jit
+    def kernel(params, data, n, total):
+        partial = np.float64(0.0)  # float64 in the simulator too (NumPy 2 keeps float32
+        for e in range(cuda.grid(1), n, cuda.gridsize(1)):  # + a Python float in float32)
+            partial += sample_loss(e, params, data)
+        cuda.atomic.add(total, 0, partial)
+
+    _kernels[key] = (source, kernel)
+    return kernel
+
+
+@cuda.jit
+def count_non_finite(values, count):
+    """count[0] += how many of the (1-d) values are NaN or infinite."""
+    for i in range(cuda.grid(1), values.size, cuda.gridsize(1)):
+        if math.isnan(values[i]) or math.isinf(values[i]):
+            cuda.atomic.add(count, 0, 1)
