@@ -28,6 +28,7 @@ from typing import Callable
 
 import numpy as np
 
+from hogwild.backends.gpu import SCHEDULERS as GPU_SCHEDULERS, check_gpu
 from hogwild.conflicts import Supports, sparsity_stats
 from hogwild.engine import aligned_copy, usable_cores
 from hogwild.errors import HogwildError, choose
@@ -38,6 +39,7 @@ from hogwild.peers import (liblinear_peer, sgd_classifier_peer, surprise_peer, t
                            torch_svm_peer)
 
 PROBLEMS = ("svm", "mc", "cuts")
+BENCH_BACKENDS = ("threads", "processes", "gpu")
 
 
 @dataclass
@@ -292,7 +294,8 @@ def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, 
             w.problem: sharing_cost(*w.objective(), seconds=0.1 if quick else 1.0,
                                     rounds=1 if quick else rounds) for w in workloads}
     configs = [(w, s, b, k) for w in workloads for s in schedulers for b in backends
-               for k in (worker_counts if s != "serial" else [1])]
+               for k in (worker_counts if s != "serial" else [1])
+               if b != "gpu" or s in GPU_SCHEDULERS]  # the GPU runs hogwild and serial
     if peers:  # a peer is a "scheduler" of the "peer" backend
         configs += [(w, name, "peer", threads) for w in workloads
                     for name, (threads, _) in w.peers.items()]
@@ -578,7 +581,8 @@ def add_arguments(parser):
     parser.add_argument("--schedulers", default="hogwild,locked,serial",
                         help="comma-separated schedulers (default: hogwild,locked,serial)")
     parser.add_argument("--backends", default="threads",
-                        help="comma-separated: threads, processes (default: threads)")
+                        help="comma-separated: threads, processes, gpu (needs an NVIDIA GPU; "
+                             "runs hogwild and serial only) (default: threads)")
     parser.add_argument("--workers", default=None,
                         help="comma-separated worker counts (default: 1..usable cores)")
     parser.add_argument("--rounds", type=int, default=None,
@@ -595,12 +599,13 @@ def add_arguments(parser):
 
 def main(args):
     """Run the benchmark described by parsed ``args``; returns the output folder."""
-    from hogwild.backends import BACKENDS
     from hogwild.schedulers import SCHEDULERS
 
     problems = _names(args.problems, PROBLEMS, "problem")
     schedulers = _names(args.schedulers, SCHEDULERS, "scheduler")
-    backends = _names(args.backends, BACKENDS, "backend")
+    backends = _names(args.backends, BENCH_BACKENDS, "backend")
+    if "gpu" in backends:
+        check_gpu()
     counts = _counts(args.workers) if args.workers else list(range(1, usable_cores() + 1))
     if args.quick and not args.workers:
         counts = [1, 2]

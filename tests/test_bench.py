@@ -68,7 +68,7 @@ def test_quick_bench_writes_json_lines_report_and_plots(tmp_path, capsys):
     (["--problems", "svm,graphs"], "unknown problem 'graphs'; choose one of: svm, mc, cuts"),
     (["--workers", "0,2"], "--workers: expected a comma-separated list of counts >= 1, got "
                            "'0,2'"),
-    (["--backends", "gpu"], "unknown backend 'gpu'; choose one of: threads, processes"),
+    (["--backends", "tpu"], "unknown backend 'tpu'; choose one of: threads, processes, gpu"),
 ])
 def test_bench_bad_options(capsys, argv, message):
     assert main(["bench", "--quick", *argv]) == 2
