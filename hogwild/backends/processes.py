@@ -32,6 +32,7 @@ import traceback
 
 import numpy as np
 
+from hogwild.backends.host import HostParameters
 from hogwild.backends.shared_memory import SegmentSet, attach
 from hogwild.backends.threads import warm_up_loops
 from hogwild.errors import HogwildError
@@ -50,7 +51,7 @@ def _dumps_functions(loops):
     return cloudpickle.dumps(loops.source)
 
 
-class ProcessesBackend:
+class ProcessesBackend(HostParameters):
     name = "processes"
 
     def __init__(self, workers):
@@ -76,17 +77,6 @@ class ProcessesBackend:
             shared.append(copy)
             self._shared.append(spec)
         return tuple(shared[:len(params)]), tuple(shared[len(params):])
-
-    def all_finite(self, params):
-        return all(np.isfinite(array).all() for array in params)
-
-    def loss_sum(self, loops, params, data, n):
-        """The sum of the losses of samples 0..n-1."""
-        return loops.sum_loss(params, data, 0, n)
-
-    def to_host(self, params):
-        """The parameters as arrays this process can read (they already are)."""
-        return params
 
     def export(self, params):
         return tuple(np.array(p) for p in params)

@@ -5,6 +5,7 @@ import threading
 
 import numpy as np
 
+from hogwild.backends.host import HostParameters
 from hogwild.kernels.atomics import (abort_gates, new_gates, new_lock, raise_gate,
                                      spin_for_gate)
 
@@ -101,7 +102,7 @@ class _Crew:
             thread.join()
 
 
-class ThreadsBackend:
+class ThreadsBackend(HostParameters):
     name = "threads"
 
     def __init__(self, workers):
@@ -113,17 +114,6 @@ class ThreadsBackend:
     def share(self, params, data):
         """The arrays the workers use: threads share the process's own memory."""
         return params, data
-
-    def all_finite(self, params):
-        return all(np.isfinite(array).all() for array in params)
-
-    def loss_sum(self, loops, params, data, n):
-        """The sum of the losses of samples 0..n-1."""
-        return loops.sum_loss(params, data, 0, n)
-
-    def to_host(self, params):
-        """The parameters as arrays this process can read (they already are)."""
-        return params
 
     def export(self, params):
         """The trained parameters, valid after the backend is closed."""

@@ -1,0 +1,18 @@
+"""What the CPU backends share: their parameters already live in this process's
+memory, so evaluating them needs no copy (the GPU backend overrides all three)."""
+import numpy as np
+
+
+class HostParameters:
+    """Mixin for backends whose parameters the calling process can read directly."""
+
+    def to_host(self, params):
+        """The parameters as arrays this process can read (they already are)."""
+        return params
+
+    def all_finite(self, params):
+        return all(np.isfinite(array).all() for array in params)
+
+    def loss_sum(self, loops, params, data, n):
+        """The sum of the losses of samples 0..n-1, on this thread."""
+        return loops.sum_loss(params, data, 0, n)
