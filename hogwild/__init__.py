@@ -6,12 +6,12 @@ workers writing one shared parameter array without locks.
 """
 from hogwild.engine import EpochRecord, FitResult, fit, usable_cores
 from hogwild.errors import DataFormatError, DivergenceError, HogwildError
-from hogwild.objective import Objective
+from hogwild.objective import Metric, Objective
 from hogwild.schedulers import SCHEDULERS
 from hogwild.steps import STEP_SCHEDULES
 from hogwild.vertex_programs import vertex_program
 
 __version__ = "0.1.0"
 
-__all__ = ["Objective", "fit", "FitResult", "EpochRecord", "usable_cores", "HogwildError",
+__all__ = ["Objective", "Metric", "fit", "FitResult", "EpochRecord", "usable_cores", "HogwildError",
            "DataFormatError", "DivergenceError", "SCHEDULERS", "STEP_SCHEDULES", "vertex_program", "__version__"]

@@ -34,9 +34,10 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from hogwild.backends.host import HostParameters
 from hogwild.backends.threads import ThreadsBackend
 from hogwild.checkpoint import Checkpoint, check_compatible, load_checkpoint, save_checkpoint
-from hogwild.engine import EpochRecord, FitResult, aligned_copy, check_workers
+from hogwild.engine import EpochRecord, FitResult, aligned_copy, check_workers, evaluator
 from hogwild.errors import HogwildError, check_int, choose
 from hogwild.kernels.compiler import compile_loops
 from hogwild.objective import Objective
@@ -465,6 +466,7 @@ def _drive(ray, source, local, settings, epochs, step, decay, step_schedule, see
     run = {"epochs": epochs, "step": step, "decay": decay, "step_schedule": step_schedule,
            "seed": run_seed(seed), "run_length": shuffle_block}
     schedule = StepSchedule(step_schedule, step, decay)
+    metrics = evaluator(evaluate, local, HostParameters())
     workers, finished, restarts = {}, {}, []
     fit_settings = {"backend": "ray", "scheduler": settings.local_scheduler, "step": step,
                     "decay": decay, "step_schedule": step_schedule, "seed": seed if seed is None
@@ -530,7 +532,7 @@ def _drive(ray, source, local, settings, epochs, step, decay, step_schedule, see
                                  updates=local.n_samples,
                                  updates_per_s=local.n_samples / max(now - wall, 1e-12),
                                  objective=value,
-                                 metrics=dict(evaluate(server_state())) if evaluate else {})
+                                 metrics=metrics(server_state()))
             wall = now
             history.append(record)
             done = epoch + 1

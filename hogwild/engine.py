@@ -22,7 +22,7 @@ from hogwild.backends import get_backend
 from hogwild.checkpoint import Checkpoint, check_compatible, load_checkpoint, save_checkpoint
 from hogwild.errors import DivergenceError, HogwildError, Interrupted, check_int
 from hogwild.kernels.compiler import compile_loops, slp_vectorizer
-from hogwild.objective import Objective
+from hogwild.objective import Metric, Objective
 from hogwild.schedulers import get_scheduler
 from hogwild.steps import StepSchedule
 
@@ -95,7 +95,7 @@ def _compile(runner, loops, objective, params, data, scheduler):
     try:
         with slp_vectorizer(objective.fastmath):
             runner.warm_up(loops, params, data, scheduler)
-            loops.sum_loss(runner.to_host(params), objective.data, 0, 0)
+            runner.loss_sum(loops, params, data, 0)
     except NumbaError as exc:
         detail = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
         raise HogwildError(f"numba could not compile the update or loss of objective "
@@ -128,6 +128,32 @@ def _stop_after_epoch():
         signal.signal(signal.SIGINT, previous)
 
 
+def evaluator(evaluate, objective, runner):
+    """params -> dict of metrics, from fit's ``evaluate``: a callable given host
+    parameters, or a Metric (or a list of them) computed by ``runner`` where the
+    parameters live, each metric's data placed there once."""
+    if evaluate is None:
+        return lambda params: {}
+    metrics = [evaluate] if isinstance(evaluate, Metric) else evaluate
+    if callable(metrics):
+        return lambda params: dict(metrics(runner.to_host(params)))
+    metrics = list(metrics)
+    if not metrics or not all(isinstance(m, Metric) for m in metrics):
+        raise HogwildError("evaluate must be a callable(params) -> dict, a hogwild.Metric "
+                           "or a list of Metrics")
+    prepared = [(m, compile_loops(objective.update, m.value, objective.fastmath),
+                 runner.place(m.data)) for m in metrics]
+
+    def evaluate_metrics(params):
+        values = {}
+        for metric, loops, data in prepared:
+            mean = runner.loss_sum(loops, params, data, metric.n_samples) / metric.n_samples
+            values[metric.name] = float(metric.finish(mean) if metric.finish else mean)
+        return values
+
+    return evaluate_metrics
+
+
 def _fit_on_ray(objective, distributed, workers, scheduler, **options):
     """backend="ray": hogwild.distributed.fit_ssp with ``workers`` threads running
     ``scheduler`` on each node (default 1 thread)."""
@@ -156,8 +182,9 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     ``shuffle_block``: samples are shuffled in runs of this many consecutive
     samples (see hogwild.schedulers.shuffled_runs); use > 1 only when the
     samples' stored order is already random.
-    ``evaluate(params) -> dict`` adds metrics (e.g. test error) to each epoch's
-    record; ``callback(record)`` is called once after each epoch.
+    ``evaluate`` adds metrics (e.g. test error) to each epoch's record: a
+    hogwild.Metric or a list of them (computed where the parameters are, e.g. on
+    the GPU), or ``evaluate(params) -> dict`` called with host copies; ``callback(record)`` is called once after each epoch.
     ``progress(done, total)`` is called with the updates done so far in the run and
     its total: after each epoch, and during epochs as the processes backend's
     workers report (a progress bar).
@@ -228,6 +255,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     with backend_cls(n_workers) as runner, _stop_after_epoch() as stop_requested:
         params, data = runner.share(params, data)
         _compile(runner, loops, objective, params, data, sched)
+        metrics = evaluator(evaluate, objective, runner)
         for epoch in range(len(history), epochs):
             if progress is not None:
                 before = epoch * n
@@ -249,8 +277,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
                                  updates=int(updates),
                                  updates_per_s=updates / seconds if seconds > 0 else math.inf,
                                  objective=float(value),
-                                 metrics=dict(evaluate(runner.to_host(params)))
-                                 if evaluate else {},
+                                 metrics=metrics(params),
                                  plan_seconds=plan_seconds)
             history.append(record)
             if progress is not None:

@@ -19,11 +19,19 @@ A sparse separable objective f(x) = (1/n) * sum_e f_e(x_e) is given by
     graph instead of the supports'), and ``fastmath=True`` to
     let LLVM reassociate floating-point sums and vectorise short fixed-length
     loops (SIMD dot products) in the compiled loops (see
-    hogwild.kernels.compiler.slp_vectorizer).
+    hogwild.kernels.compiler.slp_vectorizer);
+  - optionally ``warp_update(e, lane, params, data, step)``, for the GPU backend
+    only: the same step written for the 32 lanes of a CUDA warp working on one
+    sample together (dense per-sample work such as rank-k factor rows spread over
+    lanes, reduced with hogwild.kernels.warp.warp_sum). Without it the GPU runs
+    ``update`` with one thread per sample.
 
 The engine compiles update and loss into its epoch loops (hogwild.kernels), so no
-Python runs per sample, and the same plain functions can be compiled for other
-targets later (processes, GPU).
+Python runs per sample; the GPU backend compiles the same plain functions as CUDA
+device functions.
+
+A ``Metric`` is a held-out measure (test RMSE, error rate) computed by the
+engine after each epoch on whichever device holds the parameters.
 """
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -52,6 +60,16 @@ def _as_array_tuple(arrays, what):
     return arrays
 
 
+def _check_signature(fn, what, arities, shape):
+    try:
+        fn = python_function(fn)
+    except TypeError as exc:
+        raise HogwildError(f"{what} must be a Python function, {exc}") from None
+    if fn.__code__.co_argcount not in arities:
+        raise HogwildError(f"{what} must take {shape}; {fn.__name__} takes "
+                           f"{fn.__code__.co_argcount} arguments")
+
+
 @dataclass(frozen=True)
 class Objective:
     """A sparse separable objective; see the module docstring for the contract."""
@@ -66,6 +84,7 @@ class Objective:
     supports: Optional[Supports] = None
     fastmath: bool = False
     conflicts: Optional[Graph] = None
+    warp_update: Optional[Callable] = None
 
     def __post_init__(self):
         object.__setattr__(self, "params", _as_array_tuple(self.params, "params"))
@@ -76,16 +95,38 @@ class Objective:
         if int(self.n_samples) < 1:
             raise HogwildError(f"empty data: objective '{self.name}' has no samples")
         object.__setattr__(self, "n_samples", int(self.n_samples))
-        for fn_name, arities, shape in (
-                ("update", (4, 5), "(e, params, data, step[, epoch])"),
-                ("loss", (3,), "(e, params, data)")):
-            try:
-                fn = python_function(getattr(self, fn_name))
-            except TypeError as exc:
-                raise HogwildError(f"{fn_name} must be a Python function, {exc}") from None
-            if fn.__code__.co_argcount not in arities:
-                raise HogwildError(f"{fn_name} must take {shape}; {fn.__name__} takes "
-                                   f"{fn.__code__.co_argcount} arguments")
+        _check_signature(self.update, "update", (4, 5), "(e, params, data, step[, epoch])")
+        _check_signature(self.loss, "loss", (3,), "(e, params, data)")
+        if self.warp_update is not None:
+            _check_signature(self.warp_update, "warp_update", (5,),
+                             "(e, lane, params, data, step)")
         if self.conflicts is not None and self.conflicts.n_vertices != self.n_samples:
             raise HogwildError(f"the conflict graph has {self.conflicts.n_vertices} vertices "
                                f"for {self.n_samples} samples")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A held-out metric that the engine computes after each epoch where the
+    parameters live (on the GPU without copying them to the host):
+    ``finish(mean over e of value(e, params, data))``, recorded under ``name``.
+
+    ``value(e, params, data)`` is written like an objective's loss (numba's
+    subset) over the metric's own ``data`` (a tuple of arrays, e.g. a test set),
+    with ``n_samples`` samples. The squared error of a held-out rating with
+    ``finish=math.sqrt`` is the test RMSE; 1.0 for a wrong sign, else 0.0, is the
+    error rate.
+    """
+
+    name: str
+    value: Callable
+    data: tuple
+    n_samples: int
+    finish: Optional[Callable] = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "data", _as_array_tuple(self.data, f"metric {self.name!r} data"))
+        _check_signature(self.value, f"metric {self.name!r} value", (3,), "(e, params, data)")
+        if int(self.n_samples) < 1:
+            raise HogwildError(f"metric {self.name!r} has no samples")
+        object.__setattr__(self, "n_samples", int(self.n_samples))

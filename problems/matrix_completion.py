@@ -24,6 +24,7 @@ is a compile-time constant of the update, so LLVM unrolls and vectorises the
 rank-length loops, and fastmath lets it vectorise the dot product.
 """
 import json
+import math
 import warnings
 from pathlib import Path
 
@@ -38,7 +39,7 @@ from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_int, choose
 from hogwild.estimator import Params
 from hogwild.kernels.compiler import FASTMATH_FLAGS
-from hogwild.objective import Objective
+from hogwild.objective import Metric, Objective
 from hogwild.schedulers import block_layout
 
 MODELS = ("plain", "biased")
@@ -266,6 +267,49 @@ def _group_by_user(users, items, n_users):
     return indptr, grouped
 
 
+@njit(nogil=True, inline="always")
+def _row_dot(L, R, u, v):
+    """L[u] . R[v] in float32 (read through float32, so half-precision factors work)."""
+    total = np.float32(0.0)
+    for j in range(L.shape[1]):
+        total += np.float32(L[u, j]) * np.float32(R[v, j])
+    return total
+
+
+def squared_error_plain(e, params, data):
+    """(prediction - rating)^2 for held-out rating e of the plain model; data =
+    (users, items, ratings, float32[1] = (training mean,)); a user or item unseen
+    in training (index -1) is predicted by the mean, as _predict does."""
+    u, v = data[0][e], data[1][e]
+    pred = _row_dot(params[0], params[1], u, v) if u >= 0 and v >= 0 else data[3][0]
+    err = pred - data[2][e]
+    return err * err
+
+
+def squared_error_biased(e, params, data):
+    """As squared_error_plain for the biased model: an unseen side contributes no
+    bias and no factor term."""
+    u, v = data[0][e], data[1][e]
+    pred = data[3][0]
+    if u >= 0:
+        pred += params[2][u]
+    if v >= 0:
+        pred += params[3][v]
+    if u >= 0 and v >= 0:
+        pred += _row_dot(params[0], params[1], u, v)
+    err = pred - data[2][e]
+    return err * err
+
+
+def rmse_metric(model, users, items, values, mean):
+    """The test RMSE of ratings (dense indices, -1 for unseen) as a hogwild.Metric,
+    computed where the factors are (on the GPU without a copy)."""
+    data = (np.ascontiguousarray(users, np.int32), np.ascontiguousarray(items, np.int32),
+            np.ascontiguousarray(values, np.float32), np.array([mean], np.float32))
+    value = squared_error_biased if model == "biased" else squared_error_plain
+    return Metric("test_rmse", value, data, values.size, finish=math.sqrt)
+
+
 def rmse(predictions, values):
     diff = np.asarray(predictions, np.float64) - np.asarray(values, np.float64)
     return float(np.sqrt(np.mean(diff * diff)))
@@ -425,10 +469,7 @@ class MatrixFactorization(Params):
             test_i = item_index.find(test_items)
             _warn_unseen(test_u, test_i, "test ratings")
 
-            def evaluate(fitted):
-                self._set_factors(fitted)
-                return {"test_rmse": rmse(self._predict_indices(test_u, test_i),
-                                          test_values)}
+            evaluate = rmse_metric(self.model, test_u, test_i, test_values, mean)
 
         result = engine_fit(objective, epochs=self.epochs, step=step, decay=self.decay,
                             step_schedule=self.step_schedule, workers=workers,

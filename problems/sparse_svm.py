@@ -21,7 +21,7 @@ from hogwild.conflicts import Supports
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, choose
 from hogwild.estimator import Params
-from hogwild.objective import Objective
+from hogwild.objective import Metric, Objective
 
 LOSSES = ("hinge", "logistic")
 SCHEDULERS = ("hogwild", "locked", "serial", "colored", "cyclades")
@@ -223,6 +223,17 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None):
                      n_samples=n, name=f"sparse-svm-{loss}", supports=Supports.from_csr(X))
 
 
+def wrong_side(e, params, data):
+    """1.0 when row e is misclassified (a zero margin counts as wrong), else 0.0."""
+    return 1.0 if _margin(e, params[0], data) <= 0.0 else 0.0
+
+
+def error_rate_metric(X, labels):
+    """The error rate on (X, labels) as a hogwild.Metric, computed where the
+    weights are (on the GPU without a copy); X as prepared by as_csr."""
+    return Metric("test_error", wrong_side, (X.indptr, X.indices, X.data, labels), X.shape[0])
+
+
 def svm_file_objective(data, loss="hinge", reg=1e-4, seed=None):
     """The Objective of a training set, a dataset name or an svmlight file
     (hogwild.datasets.registry.load_svm_data), rows shuffled by the seed as
@@ -318,8 +329,7 @@ class SparseSVM(Params):
             X_test = as_csr(eval_set[0], n_features=X.shape[1])
             test_labels, _ = binary_labels(eval_set[1], X_test.shape[0])
 
-            def evaluate(params):
-                return {"test_error": error_rate(X_test @ params[0], test_labels)}
+            evaluate = error_rate_metric(X_test, test_labels)
 
         if self.shuffle_block != 1:
             rows = np.random.default_rng(self.seed).permutation(X.shape[0])
@@ -367,8 +377,3 @@ def auto_step(X):
     about 0.2 whatever the feature scaling."""
     mean_sq_norm = float(X.multiply(X).sum()) / X.shape[0]
     return 0.2 / mean_sq_norm if mean_sq_norm > 0 else 0.2
-
-
-def error_rate(decision, labels):
-    """Fraction of samples on the wrong side (a zero decision counts as wrong)."""
-    return float(np.mean(decision * labels <= 0))

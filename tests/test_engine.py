@@ -464,6 +464,41 @@ def test_objective_validation():
         fit({})
 
 
+def test_metrics_are_computed_after_every_epoch_on_held_out_data():
+    """A Metric's finish(mean of value over its own samples), under its name, in every
+    epoch's record; the last equals NumPy's on the returned parameters."""
+    import scipy.sparse as sp
+    objective, w_true = least_squares()
+    X = sp.random(500, 50, density=0.1, format="csr", random_state=7, dtype=np.float32)
+    y = (X @ w_true).astype(np.float32) + np.float32(0.1)
+    rms = hogwild.Metric("test_rms_residual", ls_loss, (X.indptr, X.indices, X.data, y), 500,
+                         finish=lambda mean: np.sqrt(2 * mean))
+    half = hogwild.Metric("test_half_mse", ls_loss, (X.indptr, X.indices, X.data, y), 500)
+    result = fit(objective, epochs=3, step=0.5, scheduler="serial", workers=1, seed=0,
+                 evaluate=[rms, half])
+    residual = X @ result.params[0].astype(np.float64) - y
+    assert result.history[-1].metrics["test_rms_residual"] == pytest.approx(
+        np.sqrt(np.mean(residual ** 2)), rel=1e-5)
+    assert result.history[-1].metrics["test_half_mse"] == pytest.approx(
+        0.5 * np.mean(residual ** 2), rel=1e-5)
+    assert [sorted(r.metrics) for r in result.history] == [["test_half_mse",
+                                                            "test_rms_residual"]] * 3
+
+
+def test_bad_metrics_are_named():
+    data = (np.zeros(2),)
+    with pytest.raises(HogwildError, match=r"metric 'm' value must take \(e, params, data\); "
+                                           "count_visit takes 4 arguments"):
+        hogwild.Metric("m", count_visit, data, 2)
+    with pytest.raises(HogwildError, match="metric 'm' has no samples"):
+        hogwild.Metric("m", zero_loss, data, 0)
+    with pytest.raises(HogwildError, match=r"metric 'm' data\[0\] must be a numpy array"):
+        hogwild.Metric("m", zero_loss, ([1.0],), 1)
+    with pytest.raises(HogwildError, match=r"evaluate must be a callable\(params\) -> dict, a "
+                                           "hogwild.Metric or a list of Metrics"):
+        fit(counting_objective(10), epochs=1, workers=1, evaluate=["test_error"])
+
+
 def test_step_schedules():
     assert [StepSchedule("constant", 0.5, 1.0)(t) for t in range(3)] == [0.5, 0.5, 0.5]
     assert [StepSchedule("geometric", 1.0, 0.5)(t) for t in range(3)] == [1.0, 0.5, 0.25]

@@ -18,6 +18,7 @@ import pytest
 from hogwild.errors import HogwildError
 
 PRELUDE = """
+import warnings
 import numpy as np
 import hogwild
 from hogwild.datasets.synthetic import make_sparse_classification
@@ -101,6 +102,42 @@ def test_hogwild_on_the_gpu_converges_like_the_cpu():
         print("ok")
     """)
     assert out.strip() == "ok"
+
+
+def test_test_metrics_are_computed_on_the_device_without_copies_to_the_host():
+    """Test RMSE and test error per epoch come from the device (the parameters are
+    copied to the host once, at the end) and equal the CPU's serial run's."""
+    out = simulate("""
+        from hogwild.backends.gpu import GpuBackend
+        from hogwild.problems.sparse_svm import SparseSVM
+        copies = []
+        to_host = GpuBackend.to_host
+        GpuBackend.to_host = lambda self, params: copies.append(1) or to_host(self, params)
+
+        rng = np.random.default_rng(0)
+        def ratings(n):
+            return (rng.integers(0, 30, n), rng.integers(0, 20, n),
+                    rng.integers(1, 6, n).astype(np.float32))
+        train, test = ratings(600), ratings(200)
+        test[0][:3] = 99  # users unseen in training: the mean-plus-bias fallback
+        warnings.simplefilter("ignore")
+        for model in ("biased", "plain"):
+            fits = [MatrixFactorization(model=model, rank=4, epochs=3, scheduler="serial",
+                                        seed=0, backend=backend).fit(train, eval_set=test)
+                    for backend in ("threads", "gpu")]
+            cpu, gpu = ([r.metrics["test_rmse"] for r in f.history_] for f in fits)
+            np.testing.assert_allclose(gpu, cpu, rtol=1e-5)
+            assert np.isclose(cpu[-1], np.sqrt(np.mean((fits[0].predict(*test[:2])
+                                                        - test[2]) ** 2)), rtol=1e-5)
+        X, y = make_sparse_classification(500, 200, nnz_per_row=6, seed=0)
+        fits = [SparseSVM(epochs=3, scheduler="serial", seed=0, backend=backend,
+                          shuffle_block=1).fit(X[:400], y[:400], eval_set=(X[400:], y[400:]))
+                for backend in ("threads", "gpu")]
+        cpu, gpu = ([r.metrics["test_error"] for r in f.history_] for f in fits)
+        assert gpu == cpu and np.isclose(cpu[-1], 1 - fits[0].score(X[400:], y[400:])), cpu
+        print(len(copies))
+    """)
+    assert out.strip() == "3"  # one per fit, for the result
 
 
 def test_nan_checks_and_divergence_on_the_device():

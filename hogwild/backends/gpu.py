@@ -79,9 +79,11 @@ class GpuBackend:
 
     def share(self, params, data):
         """Device copies of the parameters and of the data (once per fit)."""
-        to_device = self.cuda.to_device
-        return (tuple(to_device(np.ascontiguousarray(p)) for p in params),
-                tuple(to_device(np.ascontiguousarray(a)) for a in data))
+        return self.place(params), self.place(data)
+
+    def place(self, arrays):
+        """Device copies of host arrays."""
+        return tuple(self.cuda.to_device(np.ascontiguousarray(a)) for a in arrays)
 
     def warm_up(self, loops, params, data, scheduler):
         """Compile the kernel (a launch on no samples)."""

@@ -1,10 +1,14 @@
 """What the CPU backends share: their parameters already live in this process's
-memory, so evaluating them needs no copy (the GPU backend overrides all three)."""
+memory, so evaluating them needs no copy (the GPU backend overrides these)."""
 import numpy as np
 
 
 class HostParameters:
     """Mixin for backends whose parameters the calling process can read directly."""
+
+    def place(self, arrays):
+        """Arrays (a metric's data) where this backend's loss sums can read them."""
+        return arrays
 
     def to_host(self, params):
         """The parameters as arrays this process can read (they already are)."""
