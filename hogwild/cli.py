@@ -196,6 +196,9 @@ def _add_mc_parser(problems, cores, rating_datasets):
                     help="planted rank of jumbo: data (default: 10)")
     mc.add_argument("--jumbo-noise", type=float, default=0.5,
                     help="noise of jumbo: data, the best achievable RMSE (default: 0.5)")
+    mc.add_argument("--factor-dtype", default="float32",
+                    help="float32, or float16 to store the factors in half precision "
+                         "(--backend gpu only; default: float32)")
     mc.add_argument("--seed", type=int, default=None, help="random seed of the training")
     mc.add_argument("--save", help="write the fitted model to this .npz file")
     mc.add_argument("--json", action="store_true",
@@ -376,7 +379,7 @@ def run_mc(args):
         bias_reg=args.bias_reg, epochs=args.epochs, step=args.step, decay=args.decay,
         workers=args.workers, scheduler=args.scheduler, backend=args.backend,
         distributed=_distributed(args), grid=args.grid, shuffle_ratings=not stored_random,
-        seed=args.seed)
+        factor_dtype=args.factor_dtype, seed=args.seed)
     _train_with_progress(args, lambda report, progress: model.fit(
         train, eval_set=test, callback=report, progress=progress, **_fit_options(args)),
         unit="ratings")

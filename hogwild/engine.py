@@ -94,7 +94,7 @@ def _compile(runner, loops, objective, params, data, scheduler):
     cannot compile becomes a HogwildError that keeps numba's explanation."""
     try:
         with slp_vectorizer(objective.fastmath):
-            runner.warm_up(loops, params, data, scheduler)
+            runner.warm_up(loops, params, data, scheduler, objective)
             runner.loss_sum(loops, params, data, 0)
     except NumbaError as exc:
         detail = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()

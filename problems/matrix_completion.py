@@ -45,6 +45,8 @@ from hogwild.schedulers import block_layout
 MODELS = ("plain", "biased")
 SCHEDULERS = ("hogwild", "blocked", "serial", "locked", "colored", "cyclades")
 MAX_RANK = 512
+WARP_RANK = 32  # from this rank on, the GPU runs a warp per rating (factor_warp_update)
+FACTOR_DTYPES = ("float32", "float16")
 DEFAULTS = {  # per model: (reg, step); tuned on MovieLens 1M at rank 32 (see README)
     "biased": (0.06, 0.04),
     "plain": (10.0, 0.02),
@@ -72,14 +74,14 @@ def factor_kernels(rank, model):
             g = np.float32(step)
             pred = np.float32(0.0)
             for j in range(k):
-                pred += L[u, j] * R[v, j]
+                pred += np.float32(L[u, j]) * np.float32(R[v, j])
             err = pred - data[2][e]
             keep_u = max(np.float32(0.0), np.float32(1.0) - g * data[3][u])
             keep_v = max(np.float32(0.0), np.float32(1.0) - g * data[4][v])
             ge = g * err
             for j in range(k):
-                a = L[u, j]
-                b = R[v, j]
+                a = np.float32(L[u, j])
+                b = np.float32(R[v, j])
                 L[u, j] = a * keep_u - ge * b
                 R[v, j] = b * keep_v - ge * a
 
@@ -90,9 +92,11 @@ def factor_kernels(rank, model):
             norm_u = 0.0
             norm_v = 0.0
             for j in range(k):
-                pred += L[u, j] * R[v, j]
-                norm_u += L[u, j] * L[u, j]
-                norm_v += R[v, j] * R[v, j]
+                a = np.float32(L[u, j])
+                b = np.float32(R[v, j])
+                pred += a * b
+                norm_u += a * a
+                norm_v += b * b
             err = pred - data[2][e]
             return err * err + data[3][u] * norm_u + data[4][v] * norm_v
 
@@ -106,15 +110,15 @@ def factor_kernels(rank, model):
         mu_bias = data[3][1]
         pred = data[3][2] + bu[u] + bi[v]
         for j in range(k):
-            pred += L[u, j] * R[v, j]
+            pred += np.float32(L[u, j]) * np.float32(R[v, j])
         err = pred - data[2][e]
         ge = g * err
         bu[u] -= ge + g * mu_bias * bu[u]
         bi[v] -= ge + g * mu_bias * bi[v]
         keep = np.float32(1.0) - g * mu
         for j in range(k):
-            a = L[u, j]
-            b = R[v, j]
+            a = np.float32(L[u, j])
+            b = np.float32(R[v, j])
             L[u, j] = a * keep - ge * b
             R[v, j] = b * keep - ge * a
 
@@ -124,13 +128,74 @@ def factor_kernels(rank, model):
         pred = data[3][2] + bu[u] + bi[v]
         norms = 0.0
         for j in range(k):
-            pred += L[u, j] * R[v, j]
-            norms += L[u, j] * L[u, j] + R[v, j] * R[v, j]
+            a = np.float32(L[u, j])
+            b = np.float32(R[v, j])
+            pred += a * b
+            norms += a * a + b * b
         err = pred - data[2][e]
         return (err * err + data[3][0] * norms
                 + data[3][1] * (bu[u] * bu[u] + bi[v] * bi[v]))
 
     return update, loss
+
+
+def factor_warp_update(rank, model):
+    """The update of factor_kernels(rank, model) for a CUDA warp per rating
+    (cuMF_SGD's layout; GPU backend only): lane l owns factors l, l+32, ... of
+    the rating's two rows, the dot product is a warp_sum of the lanes' partial
+    sums, and lane 0 alone reads and updates the biases. Each lane touches only
+    its own factors, so no lane reads what another wrote. The same step, so it
+    converges like the per-thread update; only the order of the sum differs."""
+    from hogwild.kernels.warp import WARP_SIZE, warp_sum
+
+    k = int(rank)
+
+    @njit(inline="always")
+    def lanes_dot(L, R, u, v, lane):
+        """This lane's share of L[u] . R[v]."""
+        partial = np.float32(0.0)
+        for j in range(lane, k, WARP_SIZE):
+            partial += np.float32(L[u, j]) * np.float32(R[v, j])
+        return partial
+
+    @njit(inline="always")
+    def lanes_step(L, R, u, v, lane, keep_u, keep_v, ge):
+        """This lane's share of the two rows' step."""
+        for j in range(lane, k, WARP_SIZE):
+            a = np.float32(L[u, j])
+            b = np.float32(R[v, j])
+            L[u, j] = a * keep_u - ge * b
+            R[v, j] = b * keep_v - ge * a
+
+    if model == "plain":
+        def warp_update(e, lane, params, data, step):
+            L, R = params[0], params[1]
+            u, v = data[0][e], data[1][e]
+            g = np.float32(step)
+            err = warp_sum(lanes_dot(L, R, u, v, lane)) - data[2][e]
+            keep_u = max(np.float32(0.0), np.float32(1.0) - g * data[3][u])
+            keep_v = max(np.float32(0.0), np.float32(1.0) - g * data[4][v])
+            lanes_step(L, R, u, v, lane, keep_u, keep_v, g * err)
+
+        return warp_update
+
+    def warp_update(e, lane, params, data, step):
+        L, R, bu, bi = params[0], params[1], params[2], params[3]
+        u, v = data[0][e], data[1][e]
+        g = np.float32(step)
+        partial = lanes_dot(L, R, u, v, lane)
+        if lane == 0:  # only lane 0 reads and writes the biases: lanes are not in
+            partial += data[3][2] + bu[u] + bi[v]  # lockstep, and another lane could
+        err = warp_sum(partial) - data[2][e]  # read a bias before lane 0 wrote it
+        ge = g * err
+        if lane == 0:
+            mu_bias = data[3][1]
+            bu[u] -= ge + g * mu_bias * bu[u]
+            bi[v] -= ge + g * mu_bias * bi[v]
+        keep = np.float32(1.0) - g * data[3][0]
+        lanes_step(L, R, u, v, lane, keep, keep, ge)
+
+    return warp_update
 
 
 # --- ratings in, dense indices -----------------------------------------------------
@@ -336,9 +401,10 @@ class MatrixFactorization(Params):
         bitwise reproducible for a seed and grid), "serial", "locked", "colored" or
         "cyclades" (conflict-free, bitwise reproducible for a seed; colored needs as
         many colour phases as the busiest item has ratings, so blocked is faster).
-    backend: "threads", "processes" (see hogwild.backends) or "ray" (several nodes with
-        a parameter server; ``distributed`` is a hogwild.distributed.SSPSettings or a
-        dict of its fields).
+    backend: "threads", "processes" (see hogwild.backends), "gpu" (one NVIDIA GPU;
+        ranks >= 32 run a warp per rating, see factor_warp_update) or "ray" (several
+        nodes with a parameter server; ``distributed`` is a
+        hogwild.distributed.SSPSettings or a dict of its fields).
     grid: blocks per side for "blocked" (default 8, or 2 x workers above 4).
     shuffle_block: "hogwild"/"serial"/"locked" visit random runs of this many
         consecutive ratings, which are stored in random order (shuffle_ratings).
@@ -347,6 +413,10 @@ class MatrixFactorization(Params):
         in place, without a copy.
     init_scale: factors start N(0, init_scale^2) (default 0.1, Surprise's
         init_std); biases start at 0.
+    factor_dtype: "float32", or "float16" to store the factors in half precision
+        while training on the GPU (half the memory traffic per rating; arithmetic
+        stays float32, as in cuMF_SGD). backend="gpu" only: numba compiles no
+        half precision for the CPU. The fitted factors are float32 either way.
     seed: with "serial" or "blocked" the fit is bitwise reproducible.
 
     Fitted attributes: user_factors_, item_factors_ (float32, one row per known id,
@@ -359,7 +429,8 @@ class MatrixFactorization(Params):
     def __init__(self, *, rank=32, model="biased", reg=None, bias_reg=None, epochs=20,
                  step=None, decay=0.9, step_schedule="geometric", workers=None,
                  scheduler="hogwild", backend="threads", distributed=None, grid=None,
-                 shuffle_block=256, shuffle_ratings=True, init_scale=0.1, seed=None):
+                 shuffle_block=256, shuffle_ratings=True, init_scale=0.1,
+                 factor_dtype="float32", seed=None):
         self.rank = rank
         self.model = model
         self.reg = reg
@@ -376,6 +447,7 @@ class MatrixFactorization(Params):
         self.shuffle_block = shuffle_block
         self.shuffle_ratings = shuffle_ratings
         self.init_scale = init_scale
+        self.factor_dtype = factor_dtype
         self.seed = seed
 
     # -- training --------------------------------------------------------------------
@@ -397,6 +469,10 @@ class MatrixFactorization(Params):
                 raise HogwildError(f"{name} must be a finite number >= 0, got {value!r}")
         if not (isinstance(self.init_scale, (int, float)) and self.init_scale >= 0):
             raise HogwildError(f"init_scale must be a number >= 0, got {self.init_scale!r}")
+        choose(FACTOR_DTYPES, self.factor_dtype, "factor_dtype")
+        if self.factor_dtype == "float16" and self.backend != "gpu":
+            raise HogwildError(f"factor_dtype='float16' needs backend='gpu' (numba compiles "
+                               f"no half precision for the CPU); got backend={self.backend!r}")
         step = default_step if self.step is None else self.step
         return int(self.rank), float(reg), float(bias_reg), step
 
@@ -443,7 +519,10 @@ class MatrixFactorization(Params):
         init = np.random.default_rng(seeds[1])
         L = (init.standard_normal((n_users, rank), dtype=np.float32) * self.init_scale)
         R = (init.standard_normal((n_items, rank), dtype=np.float32) * self.init_scale)
+        L, R = L.astype(self.factor_dtype, copy=False), R.astype(self.factor_dtype, copy=False)
         update, loss = factor_kernels(rank, self.model)
+        warp_update = factor_warp_update(rank, self.model) \
+            if self.backend == "gpu" and rank >= WARP_RANK else None
         if self.model == "biased":
             params = (L, R, np.zeros(n_users, np.float32), np.zeros(n_items, np.float32))
             data = (users, items, values, np.array([reg, bias_reg, mean], np.float32))
@@ -456,7 +535,7 @@ class MatrixFactorization(Params):
         objective = Objective(update, loss, params, data, values.size,
                               name=f"mf-{self.model}-rank{rank}", blocks=layout,
                               supports=_supports(self.scheduler, users, items),
-                              fastmath=True)
+                              fastmath=True, warp_update=warp_update)
 
         self.user_ids_, self.item_ids_ = user_index.ids, item_index.ids
         self._user_index, self._item_index = user_index, item_index
@@ -490,7 +569,8 @@ class MatrixFactorization(Params):
         return self
 
     def _set_factors(self, params):
-        self.user_factors_, self.item_factors_ = params[0], params[1]
+        self.user_factors_ = params[0].astype(np.float32, copy=False)
+        self.item_factors_ = params[1].astype(np.float32, copy=False)
         if self.model == "biased":
             self.user_bias_, self.item_bias_ = params[2], params[3]
         else:

@@ -181,6 +181,11 @@ def test_run_mc_text_report_on_a_ratings_file(capsys, tmp_path):
                               "serial, locked, colored, cyclades"),
     (["--test-fraction", "1"], r"test_fraction must be in (0, 1), got 1.0"),
     (["--split", "movie"], "unknown split 'movie'; choose one of: rating, user"),
+    (["--factor-dtype", "float64"], "unknown factor_dtype 'float64'; choose one of: float32, "
+                                    "float16"),
+    (["--factor-dtype", "float16"], "factor_dtype='float16' needs backend='gpu' (numba "
+                                    "compiles no half precision for the CPU); got "
+                                    "backend='threads'"),
 ])
 def test_mc_bad_input_prints_one_line(capsys, tmp_path, argv, message):
     (tmp_path / "r.tsv").write_text("1\t1\t5\n2\t1\t3\n1\t2\t4\n2\t2\t2\n")

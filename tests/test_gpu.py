@@ -5,8 +5,10 @@ runs in a fresh interpreter), on tiny problems.
 Asserted: the serial schedule on the GPU is bitwise the CPU's serial run (SVM;
 matrix completion to rounding, as the CPU compiles it with fast-math); on
 conflict-free data many GPU threads and streams give bitwise the serial result;
-Hogwild! on the GPU converges like the CPU; the objective and the NaN check are
-computed on the device; and the error without a GPU names the fix.
+a warp per rating (ranks >= 32) agrees with the CPU to rounding; half-precision
+factors train like float32; Hogwild! on the GPU converges like the CPU; the
+objective, the NaN check and test metrics are computed on the device; and the
+error without a GPU names the fix.
 """
 import os
 import subprocess
@@ -89,6 +91,92 @@ def test_many_gpu_threads_on_conflict_free_data_give_the_serial_result():
         print("ok")
     """)
     assert out.strip() == "ok"
+
+
+def test_a_warp_update_runs_32_lanes_per_sample_that_share_warp_sums():
+    """Each lane writes its own column with the warp's sum of the lane numbers
+    (0 + 1 + ... + 31 = 496): every sample gets 32 lanes, and warp_sum (a shuffle
+    on a GPU, emulated exactly by the simulator) hands every lane the total."""
+    out = simulate("""
+        from hogwild.kernels.warp import warp_sum
+
+        def fill(e, params, data, step):
+            for j in range(32):
+                params[0][e, j] = 496.0
+
+        def fill_by_lanes(e, lane, params, data, step):
+            params[0][e, lane] = warp_sum(np.float32(lane))
+
+        def nothing(e, params, data):
+            return 0.0
+
+        objective = hogwild.Objective(fill, nothing, np.zeros((50, 32), np.float32),
+                                      np.zeros(1), 50, warp_update=fill_by_lanes)
+        for scheduler, workers in (("serial", 1), ("hogwild", 2)):
+            result = hogwild.fit(objective, epochs=1, scheduler=scheduler, workers=workers,
+                                 backend="gpu")
+            assert (result.params[0] == 496).all(), result.params[0]
+        print("ok")
+    """)
+    assert out.strip() == "ok"
+
+
+def test_matrix_completion_with_a_warp_per_rating_agrees_with_the_cpu():
+    """Ranks >= 32 run cuMF_SGD's layout (a warp per rating, the rank over the
+    lanes). One warp (serial) follows the CPU's serial order, summing the dot
+    product in another order: equal to rounding. On conflict-free ratings, warps
+    on two streams give bitwise the one-warp result."""
+    out = simulate("""
+        rng = np.random.default_rng(0)
+        ratings = (rng.integers(0, 12, 40), rng.integers(0, 8, 40),
+                   rng.integers(1, 6, 40).astype(np.float32))
+        for model, rank in (("biased", 32), ("plain", 40)):  # 40: lanes 8..31 idle half the time
+            fits = [MatrixFactorization(model=model, rank=rank, epochs=2, scheduler="serial",
+                                        seed=0, backend=backend).fit(ratings, eval_set=ratings)
+                    for backend in ("threads", "gpu")]
+            for name in ("user_factors_", "item_factors_", "item_bias_"):
+                np.testing.assert_allclose(getattr(fits[1], name), getattr(fits[0], name),
+                                           rtol=1e-5, atol=1e-6)
+            for cpu, gpu in zip(fits[0].history_, fits[1].history_):
+                assert np.isclose(gpu.objective, cpu.objective, rtol=1e-5)
+                assert np.isclose(gpu.metrics["test_rmse"], cpu.metrics["test_rmse"], rtol=1e-5)
+
+        n = 24
+        distinct = (np.arange(n), np.arange(n), rng.integers(1, 6, n).astype(np.float32))
+        one_warp, warps = (MatrixFactorization(rank=32, epochs=2, scheduler=scheduler,
+                                               workers=workers, seed=0, shuffle_block=1,
+                                               backend="gpu").fit(distinct)
+                           for scheduler, workers in (("serial", 1), ("hogwild", 2)))
+        assert np.array_equal(one_warp.user_factors_, warps.user_factors_)
+        assert np.array_equal(one_warp.item_bias_, warps.item_bias_)
+        print("ok")
+    """)
+    assert out.strip() == "ok"
+
+
+def test_half_precision_factors_train_like_float32_on_the_gpu():
+    """factor_dtype='float16' stores the factors in half precision on the device
+    (arithmetic in float32): the objective follows the float32 run's to within
+    half precision's rounding, and the fitted factors come back as float32."""
+    out = simulate("""
+        rng = np.random.default_rng(1)
+        ratings = (rng.integers(0, 30, 300), rng.integers(0, 20, 300),
+                   rng.integers(1, 6, 300).astype(np.float32))
+        runs = {dtype: MatrixFactorization(rank=8, epochs=4, scheduler="serial", seed=0,
+                                           backend="gpu", factor_dtype=dtype).fit(ratings)
+                for dtype in ("float32", "float16")}
+        single, half = ([r.objective for r in runs[d].history_] for d in ("float32", "float16"))
+        np.testing.assert_allclose(half, single, rtol=2e-3)
+        assert half[-1] < half[0]
+        assert runs["float16"].user_factors_.dtype == np.float32
+        assert not np.array_equal(runs["float16"].user_factors_, runs["float32"].user_factors_)
+        try:
+            MatrixFactorization(factor_dtype="float16").fit(ratings)
+        except hogwild.HogwildError as error:
+            print(error)
+    """)
+    assert out.strip() == ("factor_dtype='float16' needs backend='gpu' (numba compiles no half "
+                           "precision for the CPU); got backend='threads'")
 
 
 def test_hogwild_on_the_gpu_converges_like_the_cpu():
@@ -203,7 +291,8 @@ def test_gpu_benchmark_quick_run_writes_its_json(tmp_path):
     assert report["simulator"] is True and report["quick"] is True
     (mc,) = report["matrix_completion"]
     assert len(mc["gpu_test_rmse"]) == len(mc["cpu_test_rmse"]) == mc["epochs"] == 2
-    assert mc["largest_rmse_gap"] < 0.01 and mc["gpu_ratings_per_s_median"] > 0
+    assert len(mc["gpu_half_test_rmse"]) == 2 and mc["gpu_half_largest_rmse_gap"] < 0.01
+    assert mc["gpu_largest_rmse_gap"] < 0.01 and mc["gpu_ratings_per_s_median"] > 0
     (svm,) = report["svm"]
     assert svm["gpu_nonzeros_per_s"] > 0 and abs(svm["gpu_test_error"]
                                                  - svm["threads_test_error"]) < 0.05

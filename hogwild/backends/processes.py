@@ -81,7 +81,7 @@ class ProcessesBackend(HostParameters):
     def export(self, params):
         return tuple(np.array(p) for p in params)
 
-    def warm_up(self, loops, params, data, scheduler):
+    def warm_up(self, loops, params, data, scheduler, objective=None):
         """Compile the loops here (filling numba's cache), then start the children,
         which load them from the cache, and wait until each is ready."""
         warm_up_loops(loops, params, data, scheduler)

@@ -119,7 +119,7 @@ class ThreadsBackend(HostParameters):
         """The trained parameters, valid after the backend is closed."""
         return params
 
-    def warm_up(self, loops, params, data, scheduler):
+    def warm_up(self, loops, params, data, scheduler, objective=None):
         warm_up_loops(loops, params, data, scheduler)
 
     def run_epoch(self, loops, plan, params, data, step, epoch):

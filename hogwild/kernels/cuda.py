@@ -9,7 +9,8 @@ Python source. Nothing is written twice, and the CPU function is untouched.
 ``epoch_kernel`` wraps one update in the Hogwild! kernel: each GPU thread takes
 runs of consecutive samples from the epoch's shuffled run list (a grid-stride
 loop) and applies the update to the one parameter array in device memory,
-without atomics. ``loss_sum_kernel`` and ``count_non_finite`` evaluate on the
+without atomics. ``warp_epoch_kernel`` does the same with a warp per run for an
+objective's ``warp_update`` (hogwild.kernels.warp). ``loss_sum_kernel`` and ``count_non_finite`` evaluate on the
 device, so an epoch's objective needs no copy of the parameters to the host. All of this also runs under numba's CUDA simulator
 (NUMBA_ENABLE_CUDASIM=1), which is how CI tests it.
 """
@@ -20,6 +21,7 @@ import numpy as np
 from numba import cuda  # a module global: the simulator swaps it for its own in kernels
 
 from hogwild.kernels.compiler import python_function, takes_epoch
+from hogwild.kernels.warp import WARP_SIZE
 
 _device_functions = {}
 _kernels = {}
@@ -56,53 +58,79 @@ def device_function(fn, _building=None):
     return compiled
 
 
+def _built_once(kind, fn, build):
+    """build() once per (kind, fn's Python function); the function is kept alive
+    beside its kernel, as its id is the key."""
+    source = python_function(fn)
+    key = (kind, id(source))
+    if key not in _kernels:
+        _kernels[key] = (source, build())
+    return _kernels[key][1]
+
+
 def epoch_kernel(update):
     """kernel(runs, first, last, run_length, limit, params, data, step, epoch):
     threads share runs[first:last] in a grid-stride loop; run r is samples
     runs[r] .. min(runs[r] + run_length, limit) - 1, updated in order."""
-    source = python_function(update)
-    if id(source) in _kernels:
-        return _kernels[id(source)][1]
-    sample_update = device_function(update)
-    with_epoch = takes_epoch(update)
+    def build():
+        sample_update = device_function(update)
+        with_epoch = takes_epoch(update)
 
-    @cuda.jit
-    def kernel(runs, first, last, run_length, limit, params, data, step, epoch):
-        for r in range(first + cuda.grid(1), last, cuda.gridsize(1)):
-            start = runs[r]
-            for e in range(start, min(start + run_length, limit)):
-                if with_epoch:
-                    sample_update(e, params, data, step, epoch)
-                else:
-                    sample_update(e, params, data, step)
+        @cuda.jit
+        def kernel(runs, first, last, run_length, limit, params, data, step, epoch):
+            for r in range(first + cuda.grid(1), last, cuda.gridsize(1)):
+                start = runs[r]
+                for e in range(start, min(start + run_length, limit)):
+                    if with_epoch:
+                        sample_update(e, params, data, step, epoch)
+                    else:
+                        sample_update(e, params, data, step)
+        return kernel
 
-    _kernels[id(source)] = (source, kernel)
-    return kernel
+    return _built_once("epoch", update, build)
+
+
+def warp_epoch_kernel(warp_update):
+    """As epoch_kernel with a warp per run instead of a thread: the 32 lanes of a
+    warp apply ``warp_update(e, lane, params, data, step)`` to each sample of
+    their run together (blocks must be whole warps)."""
+    def build():
+        sample_update = device_function(warp_update)
+
+        @cuda.jit
+        def kernel(runs, first, last, run_length, limit, params, data, step, epoch):
+            lane = cuda.threadIdx.x % WARP_SIZE
+            warps = cuda.gridsize(1) // WARP_SIZE
+            for r in range(first + cuda.grid(1) // WARP_SIZE, last, warps):
+                start = runs[r]
+                for e in range(start, min(start + run_length, limit)):
+                    sample_update(e, lane, params, data, step)
+        return kernel
+
+    return _built_once("warp", warp_update, build)
 
 
 def loss_sum_kernel(loss):
     """kernel(params, data, n, total): total[0] += the sum of f_e over samples
     0..n-1, each thread adding its own partial sum (float64) atomically."""
-    source = python_function(loss)
-    key = ("loss", id(source))
-    if key in _kernels:
-        return _kernels[key][1]
-    sample_loss = device_function(loss)
+    def build():
+        sample_loss = device_function(loss)
 
-    @cuda.jit
-    def kernel(params, data, n, total):
-        partial = np.float64(0.0)  # float64 in the simulator too (NumPy 2 keeps float32
-        for e in range(cuda.grid(1), n, cuda.gridsize(1)):  # + a Python float in float32)
-            partial += sample_loss(e, params, data)
-        cuda.atomic.add(total, 0, partial)
+        @cuda.jit
+        def kernel(params, data, n, total):
+            partial = np.float64(0.0)  # float64 in the simulator too (NumPy 2 keeps
+            for e in range(cuda.grid(1), n, cuda.gridsize(1)):  # float32 + a Python float
+                partial += sample_loss(e, params, data)  # in float32)
+            cuda.atomic.add(total, 0, partial)
+        return kernel
 
-    _kernels[key] = (source, kernel)
-    return kernel
+    return _built_once("loss", loss, build)
 
 
 @cuda.jit
 def count_non_finite(values, count):
     """count[0] += how many of the (1-d) values are NaN or infinite."""
     for i in range(cuda.grid(1), values.size, cuda.gridsize(1)):
-        if math.isnan(values[i]) or math.isinf(values[i]):
+        value = np.float64(values[i])  # also reads half precision
+        if math.isnan(value) or math.isinf(value):
             cuda.atomic.add(count, 0, 1)
