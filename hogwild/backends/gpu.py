@@ -48,11 +48,22 @@ def check_gpu():
         raise HogwildError(f"backend 'gpu' needs numba's CUDA support ({exc}); install it "
                            "with: pip install 'hogwild[gpu]'") from None
     if not cuda.is_available():
-        raise HogwildError("backend 'gpu' found no usable NVIDIA GPU (no CUDA driver or no "
-                           "device: numba.cuda.is_available() is False); run on a machine "
+        raise HogwildError(f"backend 'gpu' found no usable NVIDIA GPU ({_driver_problem(cuda)}"
+                           "; numba.cuda.is_available() is False); run on a machine "
                            "with one and pip install 'hogwild[gpu]', or set "
                            "NUMBA_ENABLE_CUDASIM=1 for the (slow) CUDA simulator")
     return cuda
+
+
+def _driver_problem(cuda):
+    """numba's one-line reason: no driver library, no device, ..."""
+    try:
+        cuda.current_context()
+    except Exception as exc:  # numba's CudaSupportError, or the driver's own error
+        lines = [line.strip(" :.") for line in str(exc).splitlines()]
+        reasons = [line for line in lines if line and not line.startswith("Error at driver")]
+        return reasons[0] if reasons else type(exc).__name__
+    return "no CUDA device"
 
 
 def _cupy():
