@@ -253,7 +253,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     loops = compile_loops(objective.update, objective.loss, objective.fastmath)
     total_updates = epochs * n
     with backend_cls(n_workers) as runner, _stop_after_epoch() as stop_requested:
-        params, data = runner.share(params, data)
+        params, data = runner.share(params, data, n)
         _compile(runner, loops, objective, params, data, sched)
         metrics = evaluator(evaluate, objective, runner)
         for epoch in range(len(history), epochs):

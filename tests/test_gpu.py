@@ -229,6 +229,64 @@ def test_test_metrics_are_computed_on_the_device_without_copies_to_the_host():
     assert out.strip() == "3"  # one per fit, for the result
 
 
+def test_data_larger_than_the_device_memory_is_streamed_through_it():
+    """With HOGWILD_GPU_MEMORY set so that 12 of 50 ratings fit at once, the
+    ratings are copied in chunks (the last one partial) through two buffers. On
+    conflict-free ratings the order cannot matter, so streamed Hogwild! on two
+    streams must give bitwise the in-memory serial result: every rating updated
+    once per epoch, from the right chunk. On ordinary ratings streaming converges
+    like the in-memory run."""
+    out = simulate("""
+        import os
+        from hogwild.backends import gpu
+
+        chunks = []
+        stream_init = gpu.SampleStream.__init__
+        def recording(self, *args):
+            stream_init(self, *args)
+            chunks.append(self.chunk)
+        gpu.SampleStream.__init__ = recording
+
+        def fit(ratings, memory, scheduler, workers, epochs=2):
+            os.environ["HOGWILD_GPU_MEMORY"] = memory
+            return MatrixFactorization(rank=4, epochs=epochs, scheduler=scheduler,
+                                       workers=workers, seed=0, shuffle_block=1,
+                                       backend="gpu").fit(ratings)
+
+        rng = np.random.default_rng(0)
+        n = 50  # factors 2 x 50 x 4 x 4 B, biases 2 x 50 x 4 B, constants 12 B: 2012 B
+        distinct = (np.arange(n), np.arange(n), rng.integers(1, 6, n).astype(np.float32))
+        whole = fit(distinct, "", "serial", 1)
+        streamed = fit(distinct, "2300", "hogwild", 2)  # + 2 chunks x 12 ratings x 12 B
+        assert chunks == [12], chunks
+        assert np.array_equal(whole.user_factors_, streamed.user_factors_)
+        assert np.array_equal(whole.item_bias_, streamed.item_bias_)
+        np.testing.assert_allclose([r.objective for r in streamed.history_],
+                                   [r.objective for r in whole.history_], rtol=1e-12)
+        assert [r.updates for r in streamed.history_] == [n, n]
+
+        ratings = (rng.integers(0, 60, 3000), rng.integers(0, 40, 3000),
+                   rng.integers(1, 6, 3000).astype(np.float32))
+        whole, streamed = fit(ratings, "", "hogwild", 2, 4), fit(ratings, "30KB", "hogwild", 2, 4)
+        assert abs(streamed.history_[-1].objective / whole.history_[-1].objective - 1) < 0.01
+        assert len(chunks) == 2 and chunks[1] < 3000 / 2
+
+        for memory in ("1KB", "lots"):
+            os.environ["HOGWILD_GPU_MEMORY"] = memory
+            try:
+                hogwild.fit(svm(), epochs=1, workers=1, backend="gpu")
+            except hogwild.HogwildError as error:
+                print(error)
+    """)
+    small, unreadable = out.strip().splitlines()  # the SVM's CSR arrays cannot be cut by row
+    assert small == ("backend 'gpu': the data (22.4 KB) does not fit in the 224 B of device "
+                     "memory left by the parameters, and the arrays without one row per sample "
+                     "(data[0] (401,), data[1] (2365,), data[2] (2365,), data[4] (200,), "
+                     "data[5] (1,)) cannot be streamed through it")
+    assert unreadable == ("HOGWILD_GPU_MEMORY='lots': expected bytes such as 500000000, "
+                          "512MB or 8GB")
+
+
 def test_nan_checks_and_divergence_on_the_device():
     out = simulate("""
         from hogwild.backends.gpu import GpuBackend

@@ -23,17 +23,20 @@ every GPU thread is a Python thread, so launches are capped at a few threads.
 import contextlib
 import math
 import os
+import re
 import sys
 import warnings
 
 import numpy as np
 
 from hogwild.errors import HogwildError
+from hogwild.schedulers import even_spans
 
 SCHEDULERS = ("hogwild", "serial")
 THREADS_PER_BLOCK = 128
 SIMULATOR_THREADS = 4
 SIMULATOR_SWITCH_INTERVAL = 1e-4  # seconds
+MEMORY_VARIABLE = "HOGWILD_GPU_MEMORY"
 
 
 def simulated():
@@ -97,6 +100,146 @@ def _simulator_settings():
         sys.setswitchinterval(interval)
 
 
+def device_memory_budget(cuda):
+    """Bytes of device memory a fit may fill: HOGWILD_GPU_MEMORY (e.g. 512MB, 8GB)
+    if set, else 90% of the memory free now."""
+    setting = os.environ.get(MEMORY_VARIABLE)
+    if setting:
+        number = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)B?\s*", setting.upper())
+        if number is None:
+            raise HogwildError(f"{MEMORY_VARIABLE}={setting!r}: expected bytes such as "
+                               "500000000, 512MB or 8GB")
+        return int(float(number[1]) * 1024 ** "_KMGT".index(number[2] or "_"))
+    free = cuda.current_context().get_memory_info()[0]  # infinite in the simulator
+    return int(0.9 * free) if math.isfinite(free) else sys.maxsize
+
+
+def _size(nbytes):
+    """Bytes for people: 2.3 KB, 1.2 GB."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(nbytes) < 1024 or unit == "GB":
+            return f"{nbytes:.0f} B" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
+
+
+class SampleStream:
+    """Data larger than the device memory left by the parameters, streamed through
+    it chunk by chunk each epoch (and for each objective), with the copy of the
+    next chunk overlapping the kernels on the current one (two buffers, a copy
+    stream and CUDA events).
+
+    Only arrays with one row per sample (ratings' users, items and values) can be
+    streamed; the others (e.g. per-user tables) stay in device memory. A chunk is
+    a multiple of the epoch's run length of consecutive samples; the epoch visits
+    the chunks in the order in which the plan's shuffled runs first reach them,
+    and each chunk's runs in the plan's order, dealt to the streams in equal
+    spans. Sample indices in the kernels are local to the chunk, so the update
+    must use ``e`` only to index per-sample arrays (true of matrix completion).
+    """
+
+    def __init__(self, backend, data, n_samples, room):
+        self.backend, self.cuda, self.n = backend, backend.cuda, int(n_samples)
+        self.per_sample = [a.ndim >= 1 and a.shape[0] == self.n for a in data]
+        resident = [a for a, streamed in zip(data, self.per_sample) if not streamed]
+        room -= sum(a.nbytes for a in resident)
+        row_bytes = sum(a.nbytes // self.n for a, s in zip(data, self.per_sample) if s)
+        if room < 2 * row_bytes or not any(self.per_sample):
+            kept = ", ".join(f"data[{i}] {a.shape}" for i, a in enumerate(data)
+                             if not self.per_sample[i])
+            raise HogwildError(
+                f"backend 'gpu': the data ({_size(sum(a.nbytes for a in data))}) does not fit "
+                f"in the {_size(room + sum(a.nbytes for a in resident))} of device memory "
+                f"left by the parameters, and the arrays without one row per sample "
+                f"({kept or 'none'}) cannot be streamed through it")
+        self.chunk = int(min(self.n, room // (2 * row_bytes)))
+        self.host = [np.ascontiguousarray(a) for a in data]
+        self._pinned = contextlib.ExitStack()  # page-locked: copies run asynchronously
+        for array in (a for a, s in zip(self.host, self.per_sample) if s):
+            self._pinned.enter_context(self.cuda.pinned(array))
+        placed = iter(backend.place(resident))
+        self.resident = [None if s else next(placed) for s in self.per_sample]
+        self.buffers = [self._buffer_set() for _ in range(2)]
+        self.copy_stream = self.cuda.stream()
+
+    def _buffer_set(self):
+        """One chunk's device arrays, as the data tuple the kernels take."""
+        return tuple(self.cuda.device_array((self.chunk,) + a.shape[1:], a.dtype) if s else r
+                     for a, s, r in zip(self.host, self.per_sample, self.resident))
+
+    def _upload(self, chunk, slot, chunk_samples, copied):
+        """Queue the copy of a chunk into buffer set ``slot``; returns its length."""
+        lo = chunk * chunk_samples
+        hi = min(lo + chunk_samples, self.n)
+        for host, device, streamed in zip(self.host, self.buffers[slot], self.per_sample):
+            if streamed:
+                device[:hi - lo].copy_to_device(host[lo:hi], stream=self.copy_stream)
+        copied[slot].record(self.copy_stream)
+        return hi - lo
+
+    def _chunks(self, order, chunk_samples):
+        """Yield (position, data tuple, length) for the chunks in ``order``: the
+        copy of the next chunk (on the copy stream) overlaps the caller's kernels
+        on this one, and waits only for the kernels of the chunk before."""
+        streams = self.backend.streams
+        copied = [self.cuda.event(), self.cuda.event()]
+        length = self._upload(order[0], 0, chunk_samples, copied) if len(order) else 0
+        for i in range(len(order)):
+            slot = i % 2
+            for stream in streams:
+                copied[slot].wait(stream)  # kernels start once their chunk is in
+            following = length
+            if i + 1 < len(order):
+                for stream in streams:  # the other buffer's chunk (i - 1) must be done
+                    used = self.cuda.event()
+                    used.record(stream)
+                    used.wait(self.copy_stream)
+                following = self._upload(order[i + 1], 1 - slot, chunk_samples, copied)
+            yield i, self.buffers[slot], length
+            length = following
+        for stream in streams:
+            stream.synchronize()
+
+    def run_epoch(self, plan, params, step, epoch):
+        run_length = plan.run_length
+        chunk_samples = max(1, self.chunk // run_length) * run_length
+        if chunk_samples > self.chunk:
+            raise HogwildError(f"backend 'gpu': a chunk of the streamed data holds "
+                               f"{self.chunk} samples, fewer than one run of {run_length}; "
+                               "use a smaller shuffle_block or more device memory")
+        runs_chunk = plan.runs // chunk_samples
+        _, first = np.unique(runs_chunk, return_index=True)
+        order = runs_chunk[np.sort(first)]  # chunks as the shuffled runs first reach them
+        position = np.empty(order.size, np.int64)
+        position[order] = np.arange(order.size)
+        rank = position[runs_chunk]
+        by_chunk = np.argsort(rank, kind="stable")  # each chunk's runs in the plan's order
+        local = plan.runs[by_chunk] - runs_chunk[by_chunk] * chunk_samples
+        ends = np.cumsum(np.bincount(rank, minlength=order.size))
+        runs = self.cuda.to_device(local)  # one upload of the epoch's order, then async
+        streams = self.backend.streams
+        updates = 0
+        with _simulator_settings():
+            for i, data, length in self._chunks(order, chunk_samples):
+                start = int(ends[i - 1]) if i else 0
+                for stream, (a, b) in zip(streams, even_spans(int(ends[i]) - start,
+                                                              len(streams))):
+                    if b > a:
+                        self.backend.launch(stream, runs, start + a, start + b, run_length,
+                                            length, params, data, step, epoch)
+                updates += length
+        return updates
+
+    def sum_losses(self, kernel, params, n, total):
+        """Add the losses of samples 0..n-1 to total[0], chunk by chunk."""
+        stream = self.backend.streams[-1]
+        for _, data, length in self._chunks(np.arange(-(-n // self.chunk)), self.chunk):
+            blocks, block = self.backend._grid(length)
+            kernel[blocks, block, stream](params, data, length, total)
+
+    def close(self):
+        self._pinned.close()
+
+
 class GpuBackend:
     name = "gpu"
     schedulers = SCHEDULERS  # the engine refuses others before preparing them
@@ -113,10 +256,22 @@ class GpuBackend:
         self.lanes = 1  # GPU threads per sample: 32 for an objective's warp_update
         self.cupy = _cupy()
         self._cupy_arrays = []
+        self.streamed = None  # a SampleStream when the data does not fit
 
-    def share(self, params, data):
-        """Device copies of the parameters and of the data (once per fit)."""
-        return self.place(params), self.place(data)
+    def share(self, params, data, n_samples=None):
+        """Device copies of the parameters and of the data (once per fit). Data
+        that does not fit beside the parameters is streamed (SampleStream)."""
+        budget = device_memory_budget(self.cuda)
+        if sum(p.nbytes for p in params) > budget:
+            raise HogwildError(f"backend 'gpu': the parameters "
+                               f"({_size(sum(p.nbytes for p in params))}) do not fit in the "
+                               f"{_size(budget)} of device memory this fit may use")
+        params = self.place(params)
+        room = budget - sum(p.nbytes for p in params)
+        if sum(a.nbytes for a in data) <= room:
+            return params, self.place(data)
+        self.streamed = SampleStream(self, data, n_samples, room)
+        return params, self.streamed
 
     def place(self, arrays):
         """Device copies of host arrays: CuPy arrays where CuPy is installed (its
@@ -144,14 +299,17 @@ class GpuBackend:
         else:
             self.kernel, self.lanes = epoch_kernel(loops.source[0]), 1
         runs = self.cuda.to_device(np.zeros(1, np.int64))
+        chunk = data.buffers[0] if isinstance(data, SampleStream) else data
         with _simulator_settings():
-            self.kernel[1, self.lanes](runs, 0, 0, 1, 0, params, data, 0.0, 0)
+            self.kernel[1, self.lanes](runs, 0, 0, 1, 0, params, chunk, 0.0, 0)
         self.cuda.synchronize()
 
     def run_epoch(self, loops, plan, params, data, step, epoch):
         """Launch every worker's spans on its stream; returns the number of updates."""
         if plan.gates or plan.barriers or plan.locked:
             raise HogwildError("backend 'gpu' runs plans without gates, barriers or locks")
+        if isinstance(data, SampleStream):
+            return data.run_epoch(plan, params, step, epoch)
         runs = self.cuda.to_device(plan.runs)
         updates = 0
         with _simulator_settings():
@@ -160,17 +318,22 @@ class GpuBackend:
                     for lo, hi, limit in np.asarray(spans).reshape(-1, 3):
                         if hi <= lo:
                             continue
-                        blocks, block = (1, self.lanes) if self.single_thread else \
-                            self._grid(int(hi - lo), self.lanes)
-                        self.kernel[blocks, block, stream](
-                            runs, int(lo), int(hi), plan.run_length, int(limit), params,
-                            data, float(step), epoch)
+                        self.launch(stream, runs, lo, hi, plan.run_length, limit, params,
+                                    data, step, epoch)
                         starts = plan.runs[lo:hi]
                         updates += int(np.sum(np.minimum(starts + plan.run_length, limit)
                                               - starts))
                 for stream in self.streams:
                     stream.synchronize()
         return updates
+
+    def launch(self, stream, runs, lo, hi, run_length, limit, params, data, step, epoch):
+        """The epoch kernel on runs[lo:hi] (sample indices below ``limit``), on
+        ``stream``: one GPU thread or warp for ``serial``, else a grid of them."""
+        blocks, block = (1, self.lanes) if self.single_thread else \
+            self._grid(int(hi - lo), self.lanes)
+        self.kernel[blocks, block, stream](runs, int(lo), int(hi), int(run_length), int(limit),
+                                           params, data, float(step), epoch)
 
     def _grid(self, items, lanes=1):
         """(blocks, threads per block) for a grid-stride loop over ``items``, each
@@ -195,9 +358,13 @@ class GpuBackend:
         from hogwild.kernels.cuda import loss_sum_kernel
 
         total = self.cuda.to_device(np.zeros(1, np.float64))
-        blocks, block = self._grid(n)
+        kernel = loss_sum_kernel(loops.source[1])
         with _simulator_settings():
-            loss_sum_kernel(loops.source[1])[blocks, block](params, data, n, total)
+            if isinstance(data, SampleStream):
+                data.sum_losses(kernel, params, n, total)
+            else:
+                blocks, block = self._grid(n)
+                kernel[blocks, block](params, data, n, total)
         return float(total.copy_to_host()[0])
 
     def to_host(self, params):
@@ -208,6 +375,8 @@ class GpuBackend:
         return self.to_host(params)
 
     def close(self):
+        if isinstance(self.streamed, SampleStream):
+            self.streamed.close()
         self.streams = []
         self._cupy_arrays = []
 

@@ -69,7 +69,7 @@ class ProcessesBackend(HostParameters):
 
     # -- set-up ---------------------------------------------------------------------
 
-    def share(self, params, data):
+    def share(self, params, data, n_samples=None):
         """Shared copies of params and data (the children attach the same files)."""
         shared = []
         for array in params + data:

@@ -111,7 +111,7 @@ class ThreadsBackend(HostParameters):
         self._lock = new_lock()
         self.on_progress = None  # threads report progress once per epoch (the engine)
 
-    def share(self, params, data):
+    def share(self, params, data, n_samples=None):
         """The arrays the workers use: threads share the process's own memory."""
         return params, data
 
