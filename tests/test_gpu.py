@@ -354,6 +354,7 @@ def test_gpu_benchmark_quick_run_writes_its_json(tmp_path):
     (mc,) = report["matrix_completion"]
     assert len(mc["gpu_test_rmse"]) == len(mc["cpu_test_rmse"]) == mc["epochs"] == 2
     assert len(mc["gpu_half_test_rmse"]) == 2 and mc["gpu_half_largest_rmse_gap"] < 0.01
+    assert len(mc["gpu_streamed_test_rmse"]) == 2 and mc["gpu_streamed_largest_rmse_gap"] < 0.01
     assert mc["gpu_largest_rmse_gap"] < 0.01 and mc["gpu_ratings_per_s_median"] > 0
     (svm,) = report["svm"]
     assert svm["gpu_nonzeros_per_s"] > 0 and abs(svm["gpu_test_error"]
