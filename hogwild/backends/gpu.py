@@ -1,11 +1,12 @@
 """backend="gpu": Hogwild! on one NVIDIA GPU, the workers being CUDA streams.
 
 The parameters and the data are copied to device memory once (CuPy arrays when
-CuPy is installed, numba device arrays otherwise). Each epoch's objective, the
-NaN check and held-out hogwild.Metric values are computed on the device; the
-parameters come back to the host only for a callable ``evaluate``, checkpoints
-and the result. Each epoch, every worker's span of the plan's shuffled runs is one kernel launch on that worker's
-stream; inside it, GPU threads take runs in a grid-stride loop and apply the
+CuPy is installed, numba device arrays otherwise); data that does not fit is
+streamed through it (SampleStream). Each epoch's objective, the NaN check and
+held-out hogwild.Metric values are computed on the device; the parameters come
+back to the host only for a callable ``evaluate``, checkpoints and the result.
+Each epoch, every worker's span of the plan's shuffled runs is one kernel launch
+on that worker's stream; inside it, GPU threads take runs in a grid-stride loop and apply the
 user's update (compiled for CUDA by hogwild.kernels.cuda) to the one device
 parameter array without atomics, as Hogwild! threads do on the CPU. Streams run
 concurrently; the epoch ends when all have finished.

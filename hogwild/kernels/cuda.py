@@ -58,6 +58,21 @@ def device_function(fn, _building=None):
     return compiled
 
 
+def _with_epoch(update):
+    """update as a device function that takes (e, params, data, step, epoch),
+    whichever of the two signatures it was written with (no branch on the
+    signature is left for the CUDA compiler to type)."""
+    sample_update = device_function(update)
+    if takes_epoch(update):
+        return sample_update
+
+    @cuda.jit(device=True)
+    def dropping_the_epoch(e, params, data, step, epoch):
+        sample_update(e, params, data, step)
+
+    return dropping_the_epoch
+
+
 def _built_once(kind, fn, build):
     """build() once per (kind, fn's Python function); the function is kept alive
     beside its kernel, as its id is the key."""
@@ -73,18 +88,14 @@ def epoch_kernel(update):
     threads share runs[first:last] in a grid-stride loop; run r is samples
     runs[r] .. min(runs[r] + run_length, limit) - 1, updated in order."""
     def build():
-        sample_update = device_function(update)
-        with_epoch = takes_epoch(update)
+        sample_update = _with_epoch(update)
 
         @cuda.jit
         def kernel(runs, first, last, run_length, limit, params, data, step, epoch):
             for r in range(first + cuda.grid(1), last, cuda.gridsize(1)):
                 start = runs[r]
                 for e in range(start, min(start + run_length, limit)):
-                    if with_epoch:
-                        sample_update(e, params, data, step, epoch)
-                    else:
-                        sample_update(e, params, data, step)
+                    sample_update(e, params, data, step, epoch)
         return kernel
 
     return _built_once("epoch", update, build)
