@@ -319,6 +319,90 @@ def test_gpu_refuses_schedulers_it_does_not_run():
     assert out.strip() == "backend 'gpu' runs the schedulers hogwild, serial; got 'colored'"
 
 
+COMPILE_FOR_AN_H100 = """
+import types
+import numba
+import numpy as np
+from numba import cuda
+from numba.cuda.cudadrv import nvvm
+try:
+    nvvm.NVVM()
+except Exception as error:
+    print("no NVVM:", str(error).splitlines()[0])
+    raise SystemExit(0)
+import numba.cuda.dispatcher
+# device functions are compiled for the current device: say it is an H100
+numba.cuda.dispatcher.get_current_device = lambda: types.SimpleNamespace(
+    compute_capability=(9, 0))
+
+from hogwild.datasets.synthetic import make_sparse_classification
+from hogwild.kernels.cuda import (count_non_finite, epoch_kernel, loss_sum_kernel,
+                                  warp_epoch_kernel)
+from hogwild.problems.graph_cuts import cut_objective
+from hogwild.problems.matrix_completion import (factor_kernels, factor_warp_update,
+                                                rmse_metric)
+from hogwild.problems.sparse_svm import as_csr, binary_labels, error_rate_metric, svm_objective
+
+def ptx(kernel, *args):
+    signature = tuple(numba.typeof(a) for a in args)
+    return cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0))[0]
+
+runs = np.zeros(4, np.int64)
+def epoch(kernel, params, data):
+    return ptx(kernel, runs, 0, 0, 1, 0, params, data, 0.0, 0)
+
+def losses(loss, params, data):
+    return ptx(loss_sum_kernel(loss), params, data, 0, np.zeros(1))
+
+X, y = make_sparse_classification(40, 20, nnz_per_row=4, seed=0)
+X = as_csr(X)
+labels, _ = binary_labels(y, 40)
+for loss in ("hinge", "logistic"):  # the hinge update takes the epoch, logistic not
+    svm = svm_objective(X, labels, loss)
+    epoch(epoch_kernel(svm.update), svm.params, svm.data)
+    losses(svm.loss, svm.params, svm.data)
+metric = error_rate_metric(X, labels)
+losses(metric.value, svm.params, metric.data)
+
+cuts, _, _ = cut_objective(4, [0, 1, 2], [1, 2, 3], [1.0, 1.0, 1.0], {0: 0, 3: 1}, 2)
+epoch(epoch_kernel(cuts.update), cuts.params, cuts.data)
+losses(cuts.loss, cuts.params, cuts.data)
+
+ints = np.zeros(5, np.int32)
+for dtype in (np.float32, np.float16):
+    factors = np.zeros((10, 128), dtype)
+    per_row = np.zeros(10, np.float32)
+    for model in ("plain", "biased"):
+        params = (factors, factors) + ((per_row, per_row) if model == "biased" else ())
+        data = (ints, ints, np.zeros(5, np.float32)) + (
+            (np.zeros(3, np.float32),) if model == "biased" else (per_row, per_row))
+        update, loss = factor_kernels(128, model)
+        epoch(epoch_kernel(update), params, data)
+        shuffles = epoch(warp_epoch_kernel(factor_warp_update(128, model)), params, data)
+        assert "shfl.sync.bfly" in shuffles
+        losses(loss, params, data)
+        metric = rmse_metric(model, ints, ints, np.zeros(5, np.float32), 3.5)
+        losses(metric.value, params, metric.data)
+    ptx(count_non_finite, factors.ravel(), np.zeros(1, np.int64))
+print("compiled")
+"""
+
+
+def test_every_gpu_kernel_compiles_to_ptx_for_an_h100():
+    """The simulator runs kernels as Python and types nothing; numba-cuda's compiler
+    does, without a GPU, given NVVM. Every kernel the GPU backend launches, for
+    each problem and both factor precisions, compiles to PTX for compute
+    capability 9.0, and the warp kernels use butterfly shuffles."""
+    pytest.importorskip("numba_cuda", reason="numba-cuda (the gpu extra) compiles for GPUs")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, "-c", COMPILE_FOR_AN_H100], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    if done.stdout.startswith("no NVVM"):
+        pytest.skip(f"numba-cuda found no NVVM (CUDA toolkit) to compile with: {done.stdout}")
+    assert done.stdout.strip() == "compiled"
+
+
 def test_without_a_gpu_the_error_names_the_fix():
     from numba import cuda
 
@@ -381,3 +465,19 @@ def test_cli_streams_and_device():
     result = json.loads(lines[1])
     assert result["backend"] == "gpu" and result["workers"] == 2
     assert lines[2] == "0"
+
+
+def test_without_numba_cuda_the_error_names_the_extra(monkeypatch):
+    import importlib.util
+
+    from hogwild.backends.gpu import check_gpu
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "numba_cuda" else find_spec(name,
+                                                                                         *args))
+    with pytest.raises(HogwildError) as error:
+        check_gpu()
+    assert str(error.value) == (
+        "backend 'gpu' needs numba-cuda (numba's built-in numba.cuda is deprecated and cannot "
+        "compile min() or max() in a kernel); install it with: pip install 'hogwild[gpu]'")

@@ -22,6 +22,7 @@ Under numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1, for tests without a GPU)
 every GPU thread is a Python thread, so launches are capped at a few threads.
 """
 import contextlib
+import importlib.util
 import math
 import os
 import re
@@ -46,11 +47,11 @@ def simulated():
 
 def check_gpu():
     """numba.cuda, or a HogwildError saying what is missing and how to fix it."""
-    try:
-        from numba import cuda
-    except ImportError as exc:
-        raise HogwildError(f"backend 'gpu' needs numba's CUDA support ({exc}); install it "
-                           "with: pip install 'hogwild[gpu]'") from None
+    if importlib.util.find_spec("numba_cuda") is None:
+        raise HogwildError("backend 'gpu' needs numba-cuda (numba's built-in numba.cuda is "
+                           "deprecated and cannot compile min() or max() in a kernel); "
+                           "install it with: pip install 'hogwild[gpu]'")
+    from numba import cuda
     if not cuda.is_available():
         raise HogwildError(f"backend 'gpu' found no usable NVIDIA GPU ({_driver_problem(cuda)}"
                            "; numba.cuda.is_available() is False); run on a machine "
