@@ -246,10 +246,14 @@ def test_users_own_objective_and_every_problem_run_on_ray_unchanged(local_ray):
 
     train, test, _ = make_jumbo(300, 200, 20_000, rank=3, noise=0.1, seed=0, folder=None)
     model = MatrixFactorization(rank=4, epochs=8, backend="ray", seed=0,
-                                distributed={"nodes": 2, "staleness": 1}).fit(train)
+                                distributed={"nodes": 2, "staleness": 1}).fit(train,
+                                                                              eval_set=test)
     alone = MatrixFactorization(rank=4, epochs=8, workers=1, seed=0).fit(train)
     assert model.history_[-1].objective == pytest.approx(alone.history_[-1].objective,
                                                          rel=0.05)
+    # the test RMSE Metric, evaluated on the server's state, is the fitted model's
+    rmse = np.sqrt(np.mean((model.predict(test.users, test.items) - test.values) ** 2))
+    assert model.history_[-1].metrics["test_rmse"] == pytest.approx(rmse, rel=1e-5)
 
     u = np.arange(0, 199, dtype=np.int32)  # a path: the minimum 2-label cut is 1 edge
     cut = multiway_cut(200, u, u + 1, np.ones(199, np.float32), {0: 0, 199: 1}, 2,
