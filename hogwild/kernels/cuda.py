@@ -58,21 +58,6 @@ def device_function(fn, _building=None):
     return compiled
 
 
-def _with_epoch(update):
-    """update as a device function that takes (e, params, data, step, epoch),
-    whichever of the two signatures it was written with (no branch on the
-    signature is left for the CUDA compiler to type)."""
-    sample_update = device_function(update)
-    if takes_epoch(update):
-        return sample_update
-
-    @cuda.jit(device=True)
-    def dropping_the_epoch(e, params, data, step, epoch):
-        sample_update(e, params, data, step)
-
-    return dropping_the_epoch
-
-
 def _built_once(kind, fn, build):
     """build() once per (kind, fn's Python function); the function is kept alive
     beside its kernel, as its id is the key."""
@@ -83,40 +68,52 @@ def _built_once(kind, fn, build):
     return _kernels[key][1]
 
 
-def epoch_kernel(update):
+def _runs_kernel(sample_update, lanes):
     """kernel(runs, first, last, run_length, limit, params, data, step, epoch):
-    threads share runs[first:last] in a grid-stride loop; run r is samples
-    runs[r] .. min(runs[r] + run_length, limit) - 1, updated in order."""
-    def build():
-        sample_update = _with_epoch(update)
+    groups of ``lanes`` consecutive GPU threads (1, or a warp) share
+    runs[first:last] in a grid-stride loop; run r is samples runs[r] ..
+    min(runs[r] + run_length, limit) - 1, each passed in order to
+    sample_update(e, lane, params, data, step, epoch) by every lane of the group."""
+    @cuda.jit
+    def kernel(runs, first, last, run_length, limit, params, data, step, epoch):
+        lane = cuda.threadIdx.x % lanes
+        for r in range(first + cuda.grid(1) // lanes, last, cuda.gridsize(1) // lanes):
+            start = runs[r]
+            for e in range(start, min(start + run_length, limit)):
+                sample_update(e, lane, params, data, step, epoch)
+    return kernel
 
-        @cuda.jit
-        def kernel(runs, first, last, run_length, limit, params, data, step, epoch):
-            for r in range(first + cuda.grid(1), last, cuda.gridsize(1)):
-                start = runs[r]
-                for e in range(start, min(start + run_length, limit)):
-                    sample_update(e, params, data, step, epoch)
-        return kernel
+
+def epoch_kernel(update):
+    """The epoch kernel with a GPU thread per run, for update(e, params, data,
+    step[, epoch]) (each signature gets its own adapter: no branch on it is left
+    for the CUDA compiler to type)."""
+    def build():
+        sample_update = device_function(update)
+        if takes_epoch(update):
+            @cuda.jit(device=True)
+            def per_thread(e, lane, params, data, step, epoch):
+                sample_update(e, params, data, step, epoch)
+        else:
+            @cuda.jit(device=True)
+            def per_thread(e, lane, params, data, step, epoch):
+                sample_update(e, params, data, step)
+        return _runs_kernel(per_thread, 1)
 
     return _built_once("epoch", update, build)
 
 
 def warp_epoch_kernel(warp_update):
-    """As epoch_kernel with a warp per run instead of a thread: the 32 lanes of a
-    warp apply ``warp_update(e, lane, params, data, step)`` to each sample of
-    their run together (blocks must be whole warps)."""
+    """The epoch kernel with a warp per run: its 32 lanes apply
+    ``warp_update(e, lane, params, data, step)`` to each sample of the run
+    together (blocks must be whole warps)."""
     def build():
         sample_update = device_function(warp_update)
 
-        @cuda.jit
-        def kernel(runs, first, last, run_length, limit, params, data, step, epoch):
-            lane = cuda.threadIdx.x % WARP_SIZE
-            warps = cuda.gridsize(1) // WARP_SIZE
-            for r in range(first + cuda.grid(1) // WARP_SIZE, last, warps):
-                start = runs[r]
-                for e in range(start, min(start + run_length, limit)):
-                    sample_update(e, lane, params, data, step)
-        return kernel
+        @cuda.jit(device=True)
+        def per_warp(e, lane, params, data, step, epoch):
+            sample_update(e, lane, params, data, step)
+        return _runs_kernel(per_warp, WARP_SIZE)
 
     return _built_once("warp", warp_update, build)
 
