@@ -235,7 +235,7 @@ class SampleStream:
         """Add the losses of samples 0..n-1 to total[0], chunk by chunk."""
         stream = self.backend.streams[-1]
         for _, data, length in self._chunks(np.arange(-(-n // self.chunk)), self.chunk):
-            blocks, block = self.backend._grid(length)
+            blocks, block = self.backend.grid(length)
             kernel[blocks, block, stream](params, data, length, total)
 
     def close(self):
@@ -264,12 +264,12 @@ class GpuBackend:
         """Device copies of the parameters and of the data (once per fit). Data
         that does not fit beside the parameters is streamed (SampleStream)."""
         budget = device_memory_budget(self.cuda)
-        if sum(p.nbytes for p in params) > budget:
-            raise HogwildError(f"backend 'gpu': the parameters "
-                               f"({_size(sum(p.nbytes for p in params))}) do not fit in the "
-                               f"{_size(budget)} of device memory this fit may use")
+        params_bytes = sum(p.nbytes for p in params)
+        if params_bytes > budget:
+            raise HogwildError(f"backend 'gpu': the parameters ({_size(params_bytes)}) do not "
+                               f"fit in the {_size(budget)} of device memory this fit may use")
         params = self.place(params)
-        room = budget - sum(p.nbytes for p in params)
+        room = budget - params_bytes
         if sum(a.nbytes for a in data) <= room:
             return params, self.place(data)
         self.streamed = SampleStream(self, data, n_samples, room)
@@ -333,11 +333,11 @@ class GpuBackend:
         """The epoch kernel on runs[lo:hi] (sample indices below ``limit``), on
         ``stream``: one GPU thread or warp for ``serial``, else a grid of them."""
         blocks, block = (1, self.lanes) if self.single_thread else \
-            self._grid(int(hi - lo), self.lanes)
+            self.grid(int(hi - lo), self.lanes)
         self.kernel[blocks, block, stream](runs, int(lo), int(hi), int(run_length), int(limit),
                                            params, data, float(step), epoch)
 
-    def _grid(self, items, lanes=1):
+    def grid(self, items, lanes=1):
         """(blocks, threads per block) for a grid-stride loop over ``items``, each
         taken by ``lanes`` threads (1, or a warp)."""
         threads = max(1, min(items, max(1, self.threads_per_worker // lanes))) * lanes
@@ -351,7 +351,7 @@ class GpuBackend:
         count = self.cuda.to_device(np.zeros(1, np.int64))
         for p in params:
             flat = p.reshape(p.size)
-            blocks, block = self._grid(p.size)
+            blocks, block = self.grid(p.size)
             count_non_finite[blocks, block](flat, count)
         return int(count.copy_to_host()[0]) == 0
 
@@ -365,7 +365,7 @@ class GpuBackend:
             if isinstance(data, SampleStream):
                 data.sum_losses(kernel, params, n, total)
             else:
-                blocks, block = self._grid(n)
+                blocks, block = self.grid(n)
                 kernel[blocks, block](params, data, n, total)
         return float(total.copy_to_host()[0])
 
@@ -377,7 +377,7 @@ class GpuBackend:
         return self.to_host(params)
 
     def close(self):
-        if isinstance(self.streamed, SampleStream):
+        if self.streamed is not None:
             self.streamed.close()
         self.streams = []
         self._cupy_arrays = []
