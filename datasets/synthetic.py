@@ -46,8 +46,15 @@ def _fill_rows(seed, cdf, nnz_per_row, indptr, indices, values):
 
 
 def make_sparse_classification(n_samples=100_000, n_features=50_000, nnz_per_row=90,
-                               zipf=0.65, noise=0.1, seed=0):
-    """(X, y): X a float32 CSR matrix, y in {-1, +1}; deterministic for a seed."""
+                               zipf=0.65, noise=0.1, seed=0, positive_fraction=0.5,
+                               empty_fraction=0.0):
+    """(X, y): X a float32 CSR matrix, y in {-1, +1}; deterministic for a seed.
+
+    positive_fraction: about this share of the labels is +1 (the planted margin is
+    thresholded at its quantile), e.g. 0.03 for a rare class. empty_fraction: this
+    share of the rows has no features at all (an empty document), labelled like a
+    row whose planted margin is 0: only an intercept can classify them.
+    """
     for name, value in (("n_samples", n_samples), ("n_features", n_features),
                         ("nnz_per_row", nnz_per_row)):
         check_int(name, value, 1)
@@ -56,12 +63,17 @@ def make_sparse_classification(n_samples=100_000, n_features=50_000, nnz_per_row
                            f"= {n_features // 2}")
     if not zipf >= 0 or not noise >= 0:
         raise HogwildError(f"zipf and noise must be >= 0, got zipf={zipf!r}, noise={noise!r}")
+    if not 0 < positive_fraction < 1 or not 0 <= empty_fraction < 1:
+        raise HogwildError(f"positive_fraction must be in (0, 1) and empty_fraction in [0, 1), "
+                           f"got {positive_fraction!r} and {empty_fraction!r}")
     rng = np.random.default_rng(seed)
     weights = 1.0 / np.arange(1, n_features + 1, dtype=np.float64) ** zipf
     cdf = np.cumsum(weights)
     cdf /= cdf[-1]
     lengths = rng.poisson(nnz_per_row - 1, size=n_samples) + 1
     lengths = np.minimum(lengths, n_features // 2)
+    if empty_fraction:
+        lengths[rng.random(n_samples) < empty_fraction] = 0
     indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     indices = np.empty(indptr[-1], dtype=np.int32)
     values = np.empty(indptr[-1], dtype=np.float32)
@@ -73,6 +85,8 @@ def make_sparse_classification(n_samples=100_000, n_features=50_000, nnz_per_row
     X.sort_indices()
     w_true = rng.standard_normal(n_features) * (rng.random(n_features) < 0.2)
     margin = X @ w_true
-    margin = (margin - np.median(margin)) / (margin.std() or 1.0)
-    y = np.where(margin + noise * rng.standard_normal(n_samples) >= 0, 1.0, -1.0)
+    margin = (margin - np.median(margin[lengths > 0])) / (margin.std() or 1.0)
+    noisy = margin + noise * rng.standard_normal(n_samples)
+    threshold = 0.0 if positive_fraction == 0.5 else np.quantile(noisy, 1 - positive_fraction)
+    y = np.where(noisy >= threshold, 1.0, -1.0)
     return X, y.astype(np.float32)

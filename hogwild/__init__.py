@@ -4,12 +4,16 @@ Describe a sparse separable objective with plain per-sample ``update`` and ``los
 functions (compiled by numba into the engine's loops), then ``fit`` it with many
 workers writing one shared parameter array without locks.
 """
-from hogwild.engine import EpochRecord, FitResult, fit, usable_cores
-from hogwild.errors import DataFormatError, DivergenceError, HogwildError
-from hogwild.objective import Metric, Objective
-from hogwild.schedulers import SCHEDULERS
-from hogwild.steps import STEP_SCHEDULES
-from hogwild.vertex_programs import vertex_program
+from hogwild import numba_cache
+
+numba_cache.install()  # before any module below defines a cached numba function
+
+from hogwild.engine import EpochRecord, FitResult, fit, usable_cores  # noqa: E402
+from hogwild.errors import DataFormatError, DivergenceError, HogwildError  # noqa: E402
+from hogwild.objective import Metric, Objective  # noqa: E402
+from hogwild.schedulers import SCHEDULERS  # noqa: E402
+from hogwild.steps import STEP_SCHEDULES  # noqa: E402
+from hogwild.vertex_programs import vertex_program  # noqa: E402
 
 __version__ = "0.1.0"
 

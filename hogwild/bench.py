@@ -72,7 +72,9 @@ def _svm(quick, workers):
 
     def run(scheduler, workers, backend, seed):
         model = SparseSVM(epochs=epochs, scheduler=scheduler, workers=workers,
-                          backend=backend, seed=seed).fit(X, y, eval_set=(X_test, y_test))
+                          backend=backend, seed=seed,  # no conflict-free intercept exists
+                          fit_intercept=scheduler not in ("colored", "cyclades"))
+        model.fit(X, y, eval_set=(X_test, y_test))
         return _measured(model.history_, "test_error", nonzeros_per_update=nnz)
 
     def peer(fit, threads=1):
@@ -128,22 +130,21 @@ def _mc(quick, workers):
             surprise_peer(train, test, rank, epochs, seed), "test_rmse", epochs)
     if _installed("torch"):
         model = MatrixFactorization(rank=rank, epochs=epochs)
-        _, reg, bias_reg, step = model.settings()
+        _, reg, bias_reg, step, init_scale = model.settings()
         peers["pytorch-hogwild"] = workers, lambda seed: _peer_result(torch_mc_peer(
-            train, test, rank, reg, bias_reg, model.init_scale, epochs, step, model.decay,
+            train, test, rank, reg, bias_reg, init_scale, epochs, step, model.decay,
             workers, seed), "test_rmse", epochs)
     users = np.unique(train.users, return_inverse=True)[1].astype(np.int32)
     items = np.unique(train.items, return_inverse=True)[1].astype(np.int32)
 
-    def objective():  # the estimator's biased model, ratings shuffled, factors N(0, 0.01)
+    def objective():  # the estimator's biased model, ratings shuffled, factors as its own
         model = MatrixFactorization(rank=rank)
-        _, reg, bias_reg, step = model.settings()
+        _, reg, bias_reg, step, init_scale = model.settings()
         order = np.random.default_rng(0).permutation(users.size)
         values = train.values[order].astype(np.float32)
         init = np.random.default_rng(1)
         params = tuple(init.standard_normal(shape, np.float32) * scale for shape, scale in (
-            ((users.max() + 1, rank), model.init_scale), ((items.max() + 1, rank),
-                                                          model.init_scale),
+            ((users.max() + 1, rank), init_scale), ((items.max() + 1, rank), init_scale),
             (users.max() + 1, 0), (items.max() + 1, 0)))
         data = (users[order], items[order], values,
                 np.array([reg, bias_reg, values.mean()], np.float32))

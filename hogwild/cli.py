@@ -61,6 +61,9 @@ def build_parser():
     svm.add_argument("--reg", type=float, default=1e-4,
                      help="L2 strength: objective = mean loss + reg/2 ||w||^2 (default: 1e-4)")
     svm.add_argument("--loss", default="hinge", help="hinge or logistic (default: hinge)")
+    svm.add_argument("--no-intercept", dest="fit_intercept", action="store_false",
+                     help="fit no intercept: the score is x . w alone (default: an "
+                          "unregularised intercept, as scikit-learn's fit_intercept=True)")
     svm.add_argument("--scheduler", default="hogwild",
                      help="hogwild (lock-free), locked (a spinlock per update), serial, or the "
                           "conflict-free colored (colour classes of the conflict graph) and "
@@ -68,6 +71,8 @@ def build_parser():
     svm.add_argument("--shuffle-block", type=int, default=16,
                      help="shuffle in runs of this many rows (default: 16; 1 = uniform)")
     svm.add_argument("--seed", type=int, default=None, help="random seed")
+    svm.add_argument("--save", help="write the fitted model to this .npz file "
+                                    "(hogwild.problems.sparse_svm.SparseSVM.load reads it)")
     svm.add_argument("--json", action="store_true",
                      help="print one JSON result on stdout instead of the text report")
     _add_run_options(svm, "svm")
@@ -161,9 +166,10 @@ def _fit_options(args):
 def _add_mc_parser(problems, cores, rating_datasets):
     mc = problems.add_parser(
         "mc", help="matrix completion (recommender ratings)",
-        description="Factorise a rating matrix with Hogwild! SGD: plain L_u . R_v with the "
-                    "paper's degree-scaled regulariser, or --biased (mean + biases + "
-                    "L_u . R_v).")
+        description="Factorise a rating matrix with Hogwild! SGD: the biased model (mean + "
+                    "user and item biases + L_u . R_v, as Surprise's SVD and LIBMF users "
+                    "expect), or --model paper (L_u . R_v with the Hogwild! paper's "
+                    "degree-scaled regulariser).")
     mc.add_argument("--data", default="ml-1m",
                     help=f"dataset name ({', '.join(rating_datasets)}), a 'user item rating' "
                          "file, or jumbo:ROWSxCOLSxNNZ for a planted low-rank matrix "
@@ -176,16 +182,20 @@ def _add_mc_parser(problems, cores, rating_datasets):
     mc.add_argument("--split-seed", type=int, default=0,
                     help="seed of the train/test split (default: 0)")
     mc.add_argument("--rank", type=int, default=32, help="factors per row (default: 32)")
-    mc.add_argument("--biased", action="store_true",
-                    help="add the global mean and user/item biases (Surprise's SVD model)")
+    mc.add_argument("--model", default="biased",
+                    help="biased (default: mean + user/item biases + L_u . R_v, regularised "
+                         "per rating, as Surprise's SVD) or paper (the Hogwild! paper's "
+                         "L_u . R_v with a degree-scaled regulariser, no biases)")
     mc.add_argument("--workers", type=int, default=None,
                     help=f"worker threads (default: usable cores, here {cores})")
     mc.add_argument("--epochs", type=int, default=20, help="passes over the data (default: 20)")
     mc.add_argument("--step", type=float, default=None,
-                    help="initial step (default: 0.02 plain, 0.04 biased)")
+                    help="initial step (default: 0.03 biased, 0.02 paper)")
     mc.add_argument("--decay", type=float, default=0.9, help="per-epoch step decay (default: 0.9)")
     mc.add_argument("--reg", type=float, default=None,
-                    help="mu (default: 10 plain, per row; 0.06 biased, per rating)")
+                    help="mu (default: 0.06 biased, per rating; 10 paper, per row)")
+    mc.add_argument("--init-scale", type=float, default=None,
+                    help="factors start N(0, s^2) (default: 0.03 biased, 0.1 paper)")
     mc.add_argument("--bias-reg", type=float, default=None, help="mu of the biases (default: reg)")
     mc.add_argument("--scheduler", default="hogwild",
                     help="hogwild (lock-free), blocked (conflict-free grid blocks), serial, "
@@ -309,7 +319,8 @@ def run_svm(args):
 
     started = time.perf_counter()
     train, test = load_svm_data(args.data, args.test)
-    model = SparseSVM(loss=args.loss, reg=args.reg, epochs=args.epochs, step=args.step,
+    model = SparseSVM(loss=args.loss, reg=args.reg, fit_intercept=args.fit_intercept,
+                      epochs=args.epochs, step=args.step,
                       decay=args.decay, step_schedule=args.schedule, workers=args.workers,
                       scheduler=args.scheduler, backend=args.backend,
                       distributed=_distributed(args), shuffle_block=args.shuffle_block,
@@ -317,13 +328,16 @@ def run_svm(args):
     _train_with_progress(args, lambda report, progress: model.fit(
         train.X, train.y, eval_set=(test.X, test.y) if test else None, callback=report,
         progress=progress, **_fit_options(args)))
+    if args.save:
+        model.save(args.save)
     history = model.history_
     update_seconds = sum(r.seconds for r in history)
     updates = sum(r.updates for r in history)
     result = {
         "problem": "svm", "data": str(args.data), "n_samples": train.X.shape[0],
         "n_features": train.X.shape[1], "nnz": int(train.X.nnz), "loss": args.loss,
-        "reg": args.reg, "step": model.step_, "decay": args.decay, "schedule": args.schedule,
+        "reg": args.reg, "fit_intercept": args.fit_intercept,
+        "intercept": float(model.intercept_[0]), "step": model.step_, "decay": args.decay, "schedule": args.schedule,
         "scheduler": args.scheduler, "backend": args.backend, "workers": model.workers_,
         "distributed": model.distributed_,
         "startup_seconds": model.startup_seconds_, "epochs": args.epochs,
@@ -346,7 +360,8 @@ def run_svm(args):
           f"{100 * result['train_error']:.2f}%{test_text}; "
           f"{result['updates_per_s'] / 1e6:.2f} M updates/s, "
           f"{result['nonzeros_per_s'] / 1e6:.1f} M nonzeros/s in the update phase "
-          f"({update_seconds:.2f} s), {result['wall_seconds']:.2f} s wall")
+          f"({update_seconds:.2f} s), {result['wall_seconds']:.2f} s wall" +
+          (f"; model saved to {args.save}" if args.save else ""))
 
 
 def _mc_data(args):
@@ -375,7 +390,7 @@ def run_mc(args):
     started = time.perf_counter()
     train, test, split_text, stored_random = _mc_data(args)
     model = MatrixFactorization(
-        rank=args.rank, model="biased" if args.biased else "plain", reg=args.reg,
+        rank=args.rank, model=args.model, reg=args.reg, init_scale=args.init_scale,
         bias_reg=args.bias_reg, epochs=args.epochs, step=args.step, decay=args.decay,
         workers=args.workers, scheduler=args.scheduler, backend=args.backend,
         distributed=_distributed(args), grid=args.grid, shuffle_ratings=not stored_random,

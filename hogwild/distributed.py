@@ -524,7 +524,8 @@ def _drive(ray, source, local, settings, epochs, step, decay, step_schedule, see
                     workers[node] = worker, worker.run.remote(clock)
             losses = ray.get(waiting)
             now = time.perf_counter()
-            value = float(sum(losses.values()) / local.n_samples)
+            # in node order, not arrival order: a float sum's last bits depend on it
+            value = float(sum(losses[node] for node in sorted(losses)) / local.n_samples)
             if not math.isfinite(value):
                 raise HogwildError(f"the objective diverged to {value} in epoch {epoch + 1} "
                                    f"with step {schedule(epoch):g}; use a smaller step")

@@ -85,9 +85,10 @@ def _marginal_rate(fit, n_updates, epochs):
     return n_updates * (epochs - 1) / max(full - one, 1e-9), model, full
 
 
-def sgd_classifier_peer(X, y, X_test, y_test, loss, reg, epochs, seed):
-    """scikit-learn's SGDClassifier on the same objective (alpha = reg, no intercept,
-    ``loss`` "hinge" or "log_loss"): updates/s and test error."""
+def sgd_classifier_peer(X, y, X_test, y_test, loss, reg, epochs, seed, fit_intercept=True):
+    """scikit-learn's SGDClassifier on the same objective (alpha = reg, an
+    unregularised intercept unless fit_intercept=False, as ours; ``loss`` "hinge"
+    or "log_loss"): updates/s and test error."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
@@ -97,7 +98,7 @@ def sgd_classifier_peer(X, y, X_test, y_test, loss, reg, epochs, seed):
 
     def fit(max_iter):
         model = SGDClassifier(loss=loss, alpha=reg, max_iter=max_iter, tol=None,
-                              fit_intercept=False, random_state=seed)
+                              fit_intercept=fit_intercept, random_state=seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             start = time.perf_counter()
@@ -109,17 +110,19 @@ def sgd_classifier_peer(X, y, X_test, y_test, loss, reg, epochs, seed):
             "test_error": float(np.mean(model.predict(X_test) != y_test))}
 
 
-def liblinear_peer(X, y, X_test, y_test, reg):
+def liblinear_peer(X, y, X_test, y_test, reg, bias=True):
     """LIBLINEAR (liblinear-official), L2-regularised hinge-loss SVM solved in the
     dual (-s 3) to its default tolerance, C = 1 / (n reg) so that its objective is
-    ours times n, no bias: fit seconds and test error (not SGD: no updates/s)."""
+    ours times n, with a bias feature of 1 (-B 1, its intercept, regularised with
+    the weights) unless bias=False: fit seconds and test error (not SGD: no
+    updates/s)."""
     import scipy.sparse as sp
     from liblinear.liblinearutil import predict, train
 
     C = 1.0 / (X.shape[0] * reg)
     start = time.perf_counter()
     model = train(np.asarray(y, np.float64), sp.csr_matrix(X, dtype=np.float64),
-                  f"-s 3 -c {C:.10g} -B -1 -q")
+                  f"-s 3 -c {C:.10g} -B {1 if bias else -1} -q")
     seconds = time.perf_counter() - start
     with contextlib.redirect_stdout(io.StringIO()):
         labels, _, _ = predict(np.asarray(y_test, np.float64),

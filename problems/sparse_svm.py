@@ -21,18 +21,32 @@ from hogwild.conflicts import Supports
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, choose
 from hogwild.estimator import Params
+from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric, Objective
 
 LOSSES = ("hinge", "logistic")
+# The intercept's step relative to a feature's: every sample moves it, so a
+# feature's step makes it oscillate. 0.01 is scikit-learn's damping of the
+# intercept on sparse data (SPARSE_INTERCEPT_DECAY). Of 1, 0.1, 0.05, 0.03 and
+# 0.01 on a9a, news20-bydate, imdb-aclimdb and a rare-class set, 1 oscillates,
+# and from 0.1 to 0.05 the final objective varies by 1-2% between seeds (news20,
+# imdb) and imdb's test error is 0.1-0.15 points worse than with 0.01.
+INTERCEPT_RATE = 0.01
 SCHEDULERS = ("hogwild", "locked", "serial", "colored", "cyclades")
+MODEL_FILE_KIND = "hogwild.SparseSVM"
+MODEL_FILE_VERSION = 1
 
 
 # --- per-sample kernels (plain Python, compiled by the engine) -------------------
 #
 # data = (indptr int64[n+1], indices int32[nnz], values float32[nnz],
 #         labels float32[n] in {-1, +1}, reg_scale float32[d] = reg * n / d_u,
-#         salt uint64[1] seeding the lazy-regularisation draws)
-# params = (w float32[d],), shared by all workers and written without locks.
+#         salt uint64[1] seeding the lazy-regularisation draws,
+#         intercept_rate float32[1]: the intercept's step per unit step, 0 = none)
+# params = (w float32[d], intercept float32[INTERCEPT_PAD]), shared by all workers
+# and written without locks. The intercept is intercept[INTERCEPT_SLOT]: the
+# padding keeps it on a cache line of its own, since every sample reads it and
+# the samples that move w also write it.
 # Helpers called from kernels must themselves be numba functions (@njit); they are
 # inlined (numba's inline="always") so that LLVM optimises each update as one body.
 #
@@ -62,13 +76,31 @@ def lazy_turn(e, epoch, salt):
     return (x >> np.uint64(64 - LAZY_EPOCHS_LOG2)) == np.uint64(0)
 
 
+INTERCEPT_PAD = 32  # float32s: 128 bytes, whatever the array's alignment, hold
+INTERCEPT_SLOT = 16  # one whole 64-byte cache line around element 16
+
+
 @njit(nogil=True, inline="always")
-def _margin(e, w, data):
-    indptr, indices, values, labels = data[0], data[1], data[2], data[3]
-    total = np.float32(0.0)
+def _score(e, params, data):
+    """x_e . w + intercept: the decision value of row e."""
+    w, indptr, indices, values = params[0], data[0], data[1], data[2]
+    total = params[1][INTERCEPT_SLOT]
     for k in range(indptr[e], indptr[e + 1]):
         total += w[indices[k]] * values[k]
-    return labels[e] * total
+    return total
+
+
+@njit(nogil=True, inline="always")
+def predicts_positive(score):
+    """The one definition of a prediction, used by the training metric, predict()
+    and every backend: a score > 0 is the positive class, and a tie (an empty row
+    without an intercept) is the negative class."""
+    return score > 0
+
+
+@njit(nogil=True, inline="always")
+def _margin(e, params, data):
+    return data[3][e] * _score(e, params, data)
 
 
 @njit(nogil=True, inline="always")
@@ -95,20 +127,37 @@ def _lazy_shrink(e, w, data, step):
         w[j] *= shrink
 
 
+@njit(nogil=True, inline="always")
+def _intercept_step(e, epoch, params, data, g):
+    """The intercept's SGD step g * intercept_rate (unregularised, as scikit-learn's),
+    thinned: applied 2**LAZY_EPOCHS_LOG2 times larger on the same one draw in 2**
+    LAZY_EPOCHS_LOG2 as the lazy shrink. Every sample's gradient reaches the
+    intercept, so unthinned it is the one cache line that both workers write all
+    the time (+8% update time for the hinge and +22% for the logistic loss on a9a
+    with 2 workers); thinned, it is the same step in expectation, with 1/8 of the
+    writes. No write at all without an intercept."""
+    rate = data[6][0]
+    if rate != 0 and lazy_turn(e, epoch, data[5][0]):
+        params[1][INTERCEPT_SLOT] += g * (rate * (1 << LAZY_EPOCHS_LOG2))
+
+
 def hinge_update(e, params, data, step, epoch):
     w = params[0]
     s = np.float32(step)
-    if _margin(e, w, data) < 1:
-        _sgd_step(e, w, data, s, s * data[3][e])
+    if _margin(e, params, data) < 1:
+        g = s * data[3][e]
+        _sgd_step(e, w, data, s, g)
+        _intercept_step(e, epoch, params, data, g)
     elif lazy_turn(e, epoch, data[5][0]):
         _lazy_shrink(e, w, data, s)
 
 
-def logistic_update(e, params, data, step):
+def logistic_update(e, params, data, step, epoch):
     w = params[0]
     s = np.float32(step)
-    g = s * data[3][e] / (np.float32(1.0) + math.exp(_margin(e, w, data)))
+    g = s * data[3][e] / (np.float32(1.0) + math.exp(_margin(e, params, data)))
     _sgd_step(e, w, data, s, g)
+    _intercept_step(e, epoch, params, data, g)
 
 
 @njit(nogil=True, inline="always")
@@ -122,13 +171,12 @@ def _penalty(e, w, data):
 
 
 def hinge_loss(e, params, data):
-    w = params[0]
-    return max(0.0, 1.0 - _margin(e, w, data)) + _penalty(e, w, data)
+    return max(0.0, 1.0 - _margin(e, params, data)) + _penalty(e, params[0], data)
 
 
 def logistic_loss(e, params, data):
     w = params[0]
-    ym = _margin(e, w, data)
+    ym = _margin(e, params, data)
     # log(1 + exp(-ym)) without overflow for large |ym|
     data_term = math.log1p(math.exp(-ym)) if ym > 0 else -ym + math.log1p(math.exp(ym))
     return data_term + _penalty(e, w, data)
@@ -206,9 +254,12 @@ def feature_degrees(X):
     return np.bincount(X.indices, minlength=X.shape[1]).astype(np.int64)
 
 
-def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None):
+def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=True):
     """The Objective for a prepared X (see as_csr) and labels in {-1, +1}; the
-    seed (an int or a numpy SeedSequence) salts the lazy-regularisation draws."""
+    seed (an int or a numpy SeedSequence) salts the lazy-regularisation draws.
+    The intercept, when fitted, is params[1][INTERCEPT_SLOT] (see intercept_of);
+    every sample then touches it, so the objective has no conflict-free supports
+    (schedulers colored and cyclades refuse it)."""
     update, sample_loss = _KERNELS[check_loss(loss)]
     n, d = X.shape
     degree = feature_degrees(X)
@@ -218,14 +269,30 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None):
     seed_seq = seed if isinstance(seed, np.random.SeedSequence) \
         else np.random.SeedSequence(seed)
     salt = seed_seq.generate_state(1, dtype=np.uint64)
-    data = (X.indptr, X.indices, X.data, labels, reg_scale, salt)
-    return Objective(update, sample_loss, params=(np.zeros(d, dtype=np.float32),), data=data,
-                     n_samples=n, name=f"sparse-svm-{loss}", supports=Supports.from_csr(X))
+    rate = np.array([INTERCEPT_RATE if fit_intercept else 0.0], np.float32)
+    data = (X.indptr, X.indices, X.data, labels, reg_scale, salt, rate)
+    params = (np.zeros(d, dtype=np.float32), np.zeros(INTERCEPT_PAD, dtype=np.float32))
+    return Objective(update, sample_loss, params=params, data=data,
+                     n_samples=n, name=f"sparse-svm-{loss}",
+                     supports=None if fit_intercept else Supports.from_csr(X))
+
+
+@njit(nogil=True, cache=True)
+def _decision_values(params, data, out):
+    for e in range(out.size):
+        out[e] = _score(e, params, data)
+
+
+def intercept_of(params):
+    """The fitted intercept in a params tuple of svm_objective, as an array of
+    shape (1,) (scikit-learn's intercept_)."""
+    return params[1][INTERCEPT_SLOT:INTERCEPT_SLOT + 1].copy()
 
 
 def wrong_side(e, params, data):
-    """1.0 when row e is misclassified (a zero margin counts as wrong), else 0.0."""
-    return 1.0 if _margin(e, params[0], data) <= 0.0 else 0.0
+    """1.0 when row e is misclassified (predicts_positive disagrees with its
+    label), else 0.0."""
+    return 1.0 if predicts_positive(_score(e, params, data)) != (data[3][e] > 0) else 0.0
 
 
 def error_rate_metric(X, labels):
@@ -234,7 +301,7 @@ def error_rate_metric(X, labels):
     return Metric("test_error", wrong_side, (X.indptr, X.indices, X.data, labels), X.shape[0])
 
 
-def svm_file_objective(data, loss="hinge", reg=1e-4, seed=None):
+def svm_file_objective(data, loss="hinge", reg=1e-4, seed=None, fit_intercept=True):
     """The Objective of a training set, a dataset name or an svmlight file
     (hogwild.datasets.registry.load_svm_data), rows shuffled by the seed as
     SparseSVM does. Built where it is called: give
@@ -246,26 +313,27 @@ def svm_file_objective(data, loss="hinge", reg=1e-4, seed=None):
     X = as_csr(train.X)
     labels, _ = binary_labels(train.y, X.shape[0], require_both=True)
     rows = np.random.default_rng(seed).permutation(X.shape[0])
-    return svm_objective(X[rows], labels[rows], loss, reg, seed)
+    return svm_objective(X[rows], labels[rows], loss, reg, seed, fit_intercept)
 
 
 # --- estimator --------------------------------------------------------------------
-
-
 
 class SparseSVM(Params):
     """Linear classifier on sparse data trained with Hogwild! SGD.
 
     scikit-learn compatible (fit / predict / decision_function / score,
     get_params / set_params), so it works in pipelines and cross-validation;
-    scikit-learn itself is not required. No intercept is fitted (as LIBLINEAR's
-    default); append a constant feature to X if you need one. With the hinge loss,
+    scikit-learn itself is not required. With the hinge loss,
     samples outside the margin regularise lazily (see the kernels' comment): the same
     objective in expectation, with far fewer writes to shared memory.
 
     Parameters (keyword only, stored unchanged)
     loss: "hinge" (linear SVM) or "logistic".
     reg: L2 strength; the objective is mean loss + reg/2 ||w||^2 (sklearn's alpha).
+    fit_intercept: learn an unregularised intercept b, the score being x . w + b
+        (default True, as scikit-learn's SGDClassifier; LIBLINEAR's -B 1 is the
+        regularised variant). Without one, an all-zero row has score 0 and is
+        predicted negative, and a rare class pulls the boundary through the origin.
     epochs, step, decay, step_schedule: SGD schedule (see hogwild.steps); step="auto"
         is 0.2 / (mean squared row norm), which suits unit-norm TF-IDF rows and
         binary features alike (the chosen value is kept in ``step_``).
@@ -282,16 +350,21 @@ class SparseSVM(Params):
     seed: with "serial", a seed makes the fit bitwise reproducible; "hogwild" and
         "locked" with several workers are reproducible only in distribution.
 
-    Fitted attributes: coef_, classes_, n_features_in_, history_ (per-epoch
+    A score > 0 predicts classes_[1], else classes_[0] (see predicts_positive);
+    the recorded test error counts exactly the mistakes of predict().
+
+    Fitted attributes: coef_, intercept_ (shape (1,); [0.] without an intercept),
+    classes_, n_features_in_, history_ (per-epoch
     records), workers_, setup_seconds_ (the scheduler's preparation, e.g.
     colouring), startup_seconds_ (starting worker processes), step_.
     """
 
-    def __init__(self, *, loss="hinge", reg=1e-4, epochs=20, step="auto", decay=0.9,
-                 step_schedule="geometric", workers=None, scheduler="hogwild",
+    def __init__(self, *, loss="hinge", reg=1e-4, fit_intercept=True, epochs=20, step="auto",
+                 decay=0.9, step_schedule="geometric", workers=None, scheduler="hogwild",
                  backend="threads", shuffle_block=16, seed=None, distributed=None):
         self.loss = loss
         self.reg = reg
+        self.fit_intercept = fit_intercept
         self.epochs = epochs
         self.step = step
         self.decay = decay
@@ -321,7 +394,14 @@ class SparseSVM(Params):
         """
         check_loss(self.loss)
         check_reg(self.reg)
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise HogwildError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
         choose(SCHEDULERS, self.scheduler, "scheduler")
+        if self.fit_intercept and self.scheduler in ("colored", "cyclades"):
+            raise HogwildError(
+                f"scheduler={self.scheduler!r} runs together only samples that share no "
+                "coordinate, and an intercept is a coordinate of every sample; pass "
+                "fit_intercept=False (--no-intercept) or another scheduler")
         X = as_csr(X)
         labels, classes = binary_labels(y, X.shape[0], require_both=True)
         evaluate = None
@@ -336,7 +416,8 @@ class SparseSVM(Params):
             X, labels = X[rows], labels[rows]
         self.step_ = auto_step(X) if isinstance(self.step, str) and self.step == "auto" \
             else self.step
-        objective = svm_objective(X, labels, self.loss, self.reg, self.seed)
+        objective = svm_objective(X, labels, self.loss, self.reg, self.seed,
+                                  bool(self.fit_intercept))
         result = engine_fit(objective, epochs=self.epochs, step=self.step_, decay=self.decay,
                             step_schedule=self.step_schedule, workers=self.workers,
                             scheduler=self.scheduler, backend=self.backend,
@@ -346,6 +427,7 @@ class SparseSVM(Params):
                             checkpoint_every=checkpoint_every, resume=resume,
                             progress=progress)
         self.coef_ = result.params[0]
+        self.intercept_ = intercept_of(result.params)
         self.classes_ = classes
         self.n_features_in_ = X.shape[1]
         self.history_ = result.history
@@ -360,16 +442,46 @@ class SparseSVM(Params):
             raise HogwildError("this SparseSVM is not fitted yet; call fit(X, y) first")
 
     def decision_function(self, X):
+        """x . coef_ + intercept_ for each row of X, computed by the training
+        metric's own float32 code (_score), so predict() and the recorded test
+        error never disagree on a row near the boundary."""
         self._check_fitted()
-        return as_csr(X, n_features=self.n_features_in_) @ self.coef_
+        X = as_csr(X, n_features=self.n_features_in_)
+        padded = np.zeros(INTERCEPT_PAD, np.float32)
+        padded[INTERCEPT_SLOT] = self.intercept_[0]
+        out = np.empty(X.shape[0], np.float32)
+        _decision_values((np.ascontiguousarray(self.coef_, np.float32), padded),
+                         (X.indptr, X.indices, X.data), out)
+        return out
 
     def predict(self, X):
-        positive = self.decision_function(X) > 0
+        positive = predicts_positive(self.decision_function(X))
         return self.classes_[positive.astype(np.int64)]
 
     def score(self, X, y):
         """Mean accuracy."""
         return float(np.mean(self.predict(X) == np.asarray(y)))
+
+    def save(self, path):
+        """Write the fitted model (coef_, intercept_, classes_ and the parameters)
+        to an .npz file; see hogwild.model_file."""
+        self._check_fitted()
+        write_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
+                    {"params": self.get_params(), "workers": self.workers_, "step": self.step_},
+                    {"coef": self.coef_, "intercept": self.intercept_, "classes": self.classes_})
+
+    @classmethod
+    def load(cls, path):
+        """A model written by save(); a file of another kind or version is refused."""
+        meta, arrays = read_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
+                                  "sparse linear classifier")
+        model = cls(**meta["params"])
+        model.coef_, model.intercept_ = arrays["coef"], arrays["intercept"]
+        model.classes_ = arrays["classes"]
+        model.n_features_in_ = model.coef_.shape[0]
+        model.workers_, model.step_ = meta["workers"], meta["step"]
+        model.history_ = []
+        return model
 
 
 def auto_step(X):

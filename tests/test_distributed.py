@@ -245,10 +245,11 @@ def test_users_own_objective_and_every_problem_run_on_ray_unchanged(local_ray):
     np.testing.assert_allclose(result.params[0], means, atol=0.05)  # the least-squares optimum
 
     train, test, _ = make_jumbo(300, 200, 20_000, rank=3, noise=0.1, seed=0, folder=None)
-    model = MatrixFactorization(rank=4, epochs=8, backend="ray", seed=0,
-                                distributed={"nodes": 2, "staleness": 1}).fit(train,
-                                                                              eval_set=test)
-    alone = MatrixFactorization(rank=4, epochs=8, workers=1, seed=0).fit(train)
+    settings = dict(rank=4, epochs=8, seed=0, step=0.04, init_scale=0.1)  # 8 epochs reach
+    # the optimum from these; the defaults' smaller step and init need more of them
+    model = MatrixFactorization(backend="ray", distributed={"nodes": 2, "staleness": 1},
+                                **settings).fit(train, eval_set=test)
+    alone = MatrixFactorization(workers=1, **settings).fit(train)
     assert model.history_[-1].objective == pytest.approx(alone.history_[-1].objective,
                                                          rel=0.05)
     # the test RMSE Metric, evaluated on the server's state, is the fitted model's

@@ -33,7 +33,7 @@ def reference_sweep(model, L, R, bu, bi, users, items, values, consts, step):
     """One serial pass in float64 NumPy, written straight from the module docstring."""
     L, R, bu, bi = (a.astype(np.float64) for a in (L, R, bu, bi))
     for u, v, z in zip(users, items, values, strict=True):
-        if model == "plain":
+        if model == "paper":
             err = L[u] @ R[v] - z
             ru, rv = consts[0][u], consts[1][v]
             L[u], R[v] = (L[u] * (1 - step * ru) - step * err * R[v],
@@ -48,7 +48,7 @@ def reference_sweep(model, L, R, bu, bi, users, items, values, consts, step):
     return L, R, bu, bi
 
 
-@pytest.mark.parametrize("model", ["plain", "biased"])
+@pytest.mark.parametrize("model", ["paper", "biased"])
 @pytest.mark.parametrize("rank", [1, 7, 32])
 def test_kernel_matches_the_reference_update(model, rank):
     rng = np.random.default_rng(rank)
@@ -59,7 +59,7 @@ def test_kernel_matches_the_reference_update(model, rank):
     L = rng.normal(0, 0.3, (nu, rank)).astype(np.float32)
     R = rng.normal(0, 0.3, (ni, rank)).astype(np.float32)
     bu, bi = np.zeros(nu, np.float32), np.zeros(ni, np.float32)
-    if model == "plain":
+    if model == "paper":
         consts = (rng.uniform(0, 0.5, nu).astype(np.float32),
                   rng.uniform(0, 0.5, ni).astype(np.float32))
         params, data = (L, R), (users, items, values) + consts
@@ -80,7 +80,7 @@ def test_kernel_matches_the_reference_update(model, rank):
 def test_planted_low_rank_matrix_is_recovered_to_the_noise(planted, scheduler, workers):
     """Documented settings (README): rank 5, plain model, reg 1, 20 epochs."""
     train, test = planted
-    model = MatrixFactorization(rank=5, model="plain", reg=1.0, scheduler=scheduler,
+    model = MatrixFactorization(rank=5, model="paper", reg=1.0, scheduler=scheduler,
                                 workers=workers, seed=0).fit(train, eval_set=test)
     assert model.history_[-1].metrics["test_rmse"] < 1.10 * SIGMA
     assert model.workers_ == workers
@@ -107,11 +107,11 @@ def test_serial_is_bitwise_reproducible(planted):
     np.testing.assert_array_equal(runs[0].user_factors_, runs[1].user_factors_)
 
 
-@pytest.mark.parametrize("model", ["biased", "plain"])
+@pytest.mark.parametrize("model", ["biased", "paper"])
 def test_movielens_1m_rank_32_rmse(ml1m_split, model):
     """README settings: rank 32, 20 epochs, the model's default reg and step, 2 workers.
     LIBMF reaches 0.853 and Surprise's SVD 0.871 on such a split; the paper's
-    degree-scaled ("plain") form regularises light users much harder and does worse."""
+    degree-scaled ("paper") form regularises light users much harder and does worse."""
     train, test = ml1m_split
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 28 test ratings have an unseen user or item
@@ -230,7 +230,7 @@ def test_loading_a_file_of_another_kind_or_version_is_refused(tmp_path):
 @pytest.mark.parametrize("kwargs,data,message", [
     ({"rank": 0}, None, "rank must be an integer from 1 to 512, got 0"),
     ({"rank": 513}, None, "rank must be an integer from 1 to 512, got 513"),
-    ({"model": "svd++"}, None, "unknown model 'svd\\+\\+'; choose one of: plain, biased"),
+    ({"model": "svd++"}, None, "unknown model 'svd\\+\\+'; choose one of: biased, paper"),
     ({"scheduler": "fast"}, None,
      "unknown scheduler 'fast'; choose one of: hogwild, blocked, serial, locked, colored, "
      "cyclades"),

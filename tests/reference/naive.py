@@ -6,9 +6,10 @@ compiled code must agree with them to float32 rounding.
 import numpy as np
 
 
-def svm_objective_value(X, labels, w, reg, loss="hinge"):
-    """mean loss + reg/2 ||w||^2 over the features that occur in X."""
-    margins = labels * (X @ w.astype(np.float64))
+def svm_objective_value(X, labels, w, reg, loss="hinge", intercept=0.0):
+    """mean loss + reg/2 ||w||^2 over the features that occur in X (the intercept
+    is not regularised)."""
+    margins = labels * (X @ w.astype(np.float64) + intercept)
     if loss == "hinge":
         data_term = np.maximum(0.0, 1.0 - margins).mean()
     else:
@@ -27,16 +28,20 @@ def lazy_turn(e, epoch, salt, log2_epochs=3):
     return x >> (64 - log2_epochs) == 0
 
 
-def svm_sgd_epoch(X, labels, w, reg, step, order, loss="hinge", epoch=0, salt=0):
+def svm_sgd_epoch(X, labels, w, reg, step, order, loss="hinge", epoch=0, salt=0,
+                  intercept=None, intercept_rate=0.0):
     """One serial epoch of the degree-scaled SGD in the given sample order (in place).
-    Inactive hinge samples apply 8 epochs' shrink on their lazy turn only."""
+    Inactive hinge samples apply 8 epochs' shrink on their lazy turn only; an
+    intercept (a 1-element array, updated in place) takes 8 times its step on an
+    active sample's lazy turn only."""
     n = X.shape[0]
+    b = intercept if intercept is not None else np.zeros(1)
     degree = np.bincount(X.indices, minlength=X.shape[1])
     reg_scale = np.where(degree > 0, reg * n / np.maximum(degree, 1), 0.0)
     for e in order:
         cols = X.indices[X.indptr[e]:X.indptr[e + 1]]
         vals = X.data[X.indptr[e]:X.indptr[e + 1]].astype(np.float64)
-        margin = labels[e] * float(w[cols] @ vals)
+        margin = labels[e] * (float(w[cols] @ vals) + b[0])
         shrink = np.maximum(0.0, 1.0 - step * reg_scale[cols])
         if loss == "hinge" and margin >= 1:
             if lazy_turn(int(e), epoch, salt):
@@ -47,4 +52,30 @@ def svm_sgd_epoch(X, labels, w, reg, step, order, loss="hinge", epoch=0, salt=0)
         else:
             g = step * labels[e] / (1.0 + np.exp(margin))
         w[cols] = w[cols] * shrink + g * vals
+        if intercept_rate and lazy_turn(int(e), epoch, salt):
+            b[0] += g * intercept_rate * 8
     return w
+
+
+def mean_plus_biases_rmse(train_users, train_items, train_values, test_users, test_items,
+                          test_values, reg_user=15.0, reg_item=10.0, sweeps=10):
+    """Test RMSE of the mean plus user and item biases, fitted by alternating
+    regularised least squares (Surprise's BaselineOnly with its defaults); ids
+    unseen in training get no bias."""
+    mean = float(np.mean(train_values))
+    users, user_index = np.unique(train_users, return_inverse=True)
+    items, item_index = np.unique(train_items, return_inverse=True)
+    b_user, b_item = np.zeros(users.size), np.zeros(items.size)
+    for _ in range(sweeps):
+        residual = train_values - mean - b_user[user_index]
+        b_item = np.bincount(item_index, residual, items.size) / \
+            (reg_item + np.bincount(item_index, minlength=items.size))
+        residual = train_values - mean - b_item[item_index]
+        b_user = np.bincount(user_index, residual, users.size) / \
+            (reg_user + np.bincount(user_index, minlength=users.size))
+    predictions = np.full(len(test_values), mean)
+    for ids, known, bias in ((test_users, users, b_user), (test_items, items, b_item)):
+        where = np.clip(np.searchsorted(known, ids), 0, known.size - 1)
+        seen = known[where] == ids
+        predictions[seen] += bias[where[seen]]
+    return float(np.sqrt(np.mean((predictions - test_values) ** 2)))
