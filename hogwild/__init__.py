@@ -4,7 +4,17 @@ Describe a sparse separable objective with plain per-sample ``update`` and ``los
 functions (compiled by numba into the engine's loops), then ``fit`` it with many
 workers writing one shared parameter array without locks.
 """
-from hogwild import numba_cache
+from pathlib import Path as _Path
+
+# In a source checkout the subpackages hogwild.problems and hogwild.datasets are the
+# folders problems/ and datasets/ beside this one (pyproject's package-dir). pip's
+# installs map them; this makes the checkout itself import the same way, so that
+# `python -m pytest` at its root, which imports hogwild from the working directory,
+# works whatever was installed last (a regular install over an editable one, say).
+if (_Path(__file__).resolve().parent.parent / "pyproject.toml").is_file():
+    __path__.append(str(_Path(__file__).resolve().parent.parent))  # noqa: F821
+
+from hogwild import numba_cache  # noqa: E402
 
 numba_cache.install()  # before any module below defines a cached numba function
 

@@ -62,3 +62,27 @@ def test_a_run_writes_no_compiled_cache_into_the_installed_package(tmp_path):
         path.unlink()
     left = [p for p in (site / "hogwild").rglob("*") if p.is_file()]
     assert left == []
+
+
+CHECKOUT_ONLY = """
+import sys
+# what is left when a regular install has replaced the editable one: no editable
+# finder, and the checkout first on sys.path (python -m pytest puts the working
+# directory there)
+sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in
+                   (f if isinstance(f, type) else type(f)).__module__]
+sys.path.insert(0, sys.argv[1])
+import hogwild.problems.sparse_svm
+import hogwild.datasets.registry
+assert hogwild.problems.sparse_svm.__file__.startswith(sys.argv[1])
+print("ok")
+"""
+
+
+def test_the_checkout_imports_its_subpackages_without_an_editable_finder(tmp_path):
+    """The README's commands in the other order (the test extra editable, then the
+    cli extra regular) leave no editable finder; `python -m pytest` at the checkout
+    must still import hogwild.problems and hogwild.datasets from it."""
+    done = subprocess.run([sys.executable, "-c", CHECKOUT_ONLY, str(REPO)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
