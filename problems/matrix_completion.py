@@ -669,7 +669,10 @@ class MatrixFactorization(Params):
         """A model written by save(); a file of another kind or version is refused."""
         meta, arrays = read_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
                                   "matrix-factorization model")
-        model = cls(**meta["params"])
+        params = dict(meta["params"])
+        if params.get("model") == "plain":  # files saved before the model was renamed
+            params["model"] = "paper"
+        model = cls(**params)
         model.user_factors_ = arrays["user_factors"]
         model.item_factors_ = arrays["item_factors"]
         model.user_bias_ = arrays["user_bias"]
