@@ -13,6 +13,7 @@ Ctrl-C finishes the epoch, writes the checkpoint, says where, and exits 130.
 """
 import argparse
 import json
+import os
 import resource
 import sys
 import time
@@ -648,10 +649,23 @@ def _use_gpu(args):
         cuda.select_device(args.device)
 
 
+def _check_output(path, option):
+    """Refuse an output file whose folder is missing or unwritable before any
+    training, rather than after it."""
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise HogwildError(f"{option} {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise HogwildError(f"{option} {path}: the folder {folder} is not writable")
+
+
 def _dispatch(args):
     try:
         if getattr(args, "backend", None) == "gpu":
             _use_gpu(args)
+        _check_output(getattr(args, "save", None), "--save")
         if args.command == "datasets":
             list_datasets(args)
         elif args.command == "bench":

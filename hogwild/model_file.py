@@ -16,13 +16,20 @@ from hogwild.errors import HogwildError
 def write_model(path, kind, version, meta, arrays):
     """Write ``arrays`` (name -> numpy array) and ``meta`` (JSON-able) to path."""
     path = Path(path)
+    if path.exists() and not path.is_file():  # renaming would replace a folder or device
+        raise HogwildError(f"cannot write {path}: it exists and is not a regular file")
     header = {"kind": kind, "version": version, **meta}
-    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".",
-                               prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        raise HogwildError(f"cannot write {path}: {error.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, meta=np.array(json.dumps(header, default=_plain)), **arrays)
         os.replace(tmp, path)
+    except OSError as error:  # a full disk, say: the previous file, if any, is kept
+        Path(tmp).unlink(missing_ok=True)
+        raise HogwildError(f"cannot write {path}: {error.strerror or error}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

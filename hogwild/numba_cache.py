@@ -51,8 +51,11 @@ class HogwildCacheLocator(caching._CacheLocator):
         locator = cls(py_func, py_file)
         try:
             locator.ensure_cache_path()
-        except OSError:  # an unwritable cache directory: numba's own locators
-            return None  # then try a user-wide cache (never the package)
+        except OSError:  # an unwritable cache directory: numba's user-wide cache
+            # rather than its in-tree one, which would be the installed package
+            user_wide = getattr(caching, "UserWideCacheLocator", None) \
+                or caching._UserWideCacheLocator
+            return user_wide.from_function(py_func, py_file)
         return locator
 
 

@@ -67,6 +67,12 @@ def test_run_svm_on_a_file_with_a_test_file(capsys, tmp_path):
     (["--reg", "-1"], "reg must be a finite number >= 0, got -1.0"),
     (["--schedule", "cosine"], "unknown step schedule 'cosine'; choose one of: constant, "
                                "geometric, inverse"),
+    (["--save", "/no-such-folder/m.npz"],
+     "--save /no-such-folder/m.npz: the folder /no-such-folder does not exist"),
+    (["--scheduler", "cyclades"], "scheduler='cyclades' runs together only samples that share "
+                                  "no coordinate, and an intercept is a coordinate of every "
+                                  "sample; pass fit_intercept=False (--no-intercept) or another "
+                                  "scheduler"),
 ])
 def test_bad_input_prints_one_line_and_exits_2(capsys, argv, message):
     status, out, err = run(capsys, "run", "svm", "--epochs", "1", *argv)

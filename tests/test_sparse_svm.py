@@ -276,3 +276,14 @@ def test_no_intercept_leaves_the_score_through_the_origin(small):
                                atol=1e-6)
     with pytest.raises(HogwildError, match="fit_intercept must be True or False, got 'yes'"):
         SparseSVM(fit_intercept="yes").fit(X, y)
+
+
+def test_save_refuses_what_it_cannot_write_in_one_line(small, tmp_path):
+    X, y = small
+    model = SparseSVM(epochs=1, seed=0).fit(X, y)
+    with pytest.raises(HogwildError, match=r"cannot write .*absent/svm.npz: No such file"):
+        model.save(tmp_path / "absent" / "svm.npz")
+    with pytest.raises(HogwildError, match="it exists and is not a regular file"):
+        model.save(tmp_path)
+    model.save(tmp_path / "svm.npz")
+    assert [p.name for p in tmp_path.iterdir()] == ["svm.npz"]  # no temporary left
