@@ -4,12 +4,14 @@ paper's degree-scaled L2 regulariser.
 Objective, with n samples, labels y_e in {-1, +1} and d_u = number of samples
 whose row has a nonzero in feature u:
 
-    F(w) = (1/n) sum_e [ l(y_e <w, x_e>) + (reg / 2) sum_{u in e} (n / d_u) w_u^2 ]
-         = (1/n) sum_e l(y_e <w, x_e>) + (reg / 2) ||w||^2
+    F(w, b) = (1/n) sum_e [ l(y_e (<w, x_e> + b)) + (reg / 2) sum_{u in e} (n / d_u) w_u^2 ]
+            = (1/n) sum_e l(y_e (<w, x_e> + b)) + (reg / 2) ||w||^2
 
 (the second line counts only features that occur), so ``reg`` is scikit-learn's
-``alpha`` and LIBLINEAR's ``C = 1 / (n * reg)``. Splitting the regulariser over
-the samples keeps every update sparse: sample e touches only its own features.
+``alpha`` and LIBLINEAR's ``C = 1 / (n * reg)``. The intercept b is not
+regularised (scikit-learn's fit_intercept) and is 0 without one. Splitting the
+regulariser over the samples keeps every update sparse: sample e touches only its
+own features (and the intercept).
 """
 import math
 
@@ -279,6 +281,7 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
 
 @njit(nogil=True, cache=True)
 def _decision_values(params, data, out):
+    """out[e] = _score(e, params, data) for every row: decision_function's loop."""
     for e in range(out.size):
         out[e] = _score(e, params, data)
 
@@ -342,7 +345,8 @@ class SparseSVM(Params):
         with a parameter server; ``distributed`` is a hogwild.distributed.SSPSettings
         or a dict of its fields); scheduler: hogwild | locked | serial |
         colored | cyclades (the last two are conflict-free and bitwise reproducible for
-        a seed with any number of workers; see hogwild.schedulers).
+        a seed with any number of workers, and need fit_intercept=False: an
+        intercept is a coordinate of every sample; see hogwild.schedulers).
     shuffle_block: rows are shuffled once (by the seed), then each epoch visits them
         in a random order of runs of this many rows, so that workers read memory
         sequentially (several times faster than one random row at a time); 1 gives
