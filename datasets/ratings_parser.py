@@ -18,15 +18,15 @@ NOT_FINITE = 4
 MISSING_FIELD = 5
 
 REASONS = {
-    BAD_USER: "the user id is not a non-negative integer",
-    BAD_ITEM: "the item id is not a non-negative integer",
+    BAD_USER: "the user id is not an integer from 0 to 2**63 - 1",
+    BAD_ITEM: "the item id is not an integer from 0 to 2**63 - 1",
     BAD_RATING: "the rating is not a number",
     NOT_FINITE: "the rating is NaN or Inf",
     MISSING_FIELD: "expected user, item and rating fields",
 }
 
 _SPACE, _TAB, _CR, _NL, _HASH, _COMMA, _COLON = 32, 9, 13, 10, 35, 44, 58
-_MAX_ID = 2 ** 62
+_INT64_MAX = 2 ** 63 - 1
 
 
 @njit(nogil=True, cache=True)
@@ -63,13 +63,14 @@ def _next_field(buf, i, end):
 
 @njit(nogil=True, cache=True)
 def _parse_id(buf, i, end):
-    """A non-negative integer in buf[i:end], or -1."""
+    """A non-negative integer in buf[i:end] that fits int64, or -1. Overflow is
+    checked before the multiply: after it, 2**64 + 1 would wrap around to 1."""
     if i >= end:
         return -1
     value = 0
     while i < end:
         c = buf[i]
-        if c < 48 or c > 57 or value > _MAX_ID:
+        if c < 48 or c > 57 or value > (_INT64_MAX - (c - 48)) // 10:
             return -1
         value = value * 10 + (c - 48)
         i += 1

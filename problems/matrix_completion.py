@@ -248,19 +248,31 @@ def check_values(values, what="ratings"):
     return values
 
 
+def _table_fits(ids):
+    """A lookup table indexed by id (max id + 1 entries) only when it is small
+    against the data: one hostile id of 10**12 must not ask for terabytes."""
+    return ids.dtype.kind in "iu" and ids.size > 0 and ids.min() >= 0 \
+        and ids.max() < 4 * ids.size + (1 << 20)
+
+
 class IdIndex:
     """Maps external ids (any hashable type) to dense indices 0..n-1 and back.
 
-    ``ids[i]`` is the external id of index i. Non-negative integer ids use a
-    lookup table (no sort, O(number of ratings)); other ids are sorted uniquely.
+    ``ids[i]`` is the external id of index i. Integer ids use a lookup table when
+    it is small against the number of ids (no sort, O(number of ratings)) and a
+    sorted search otherwise; other ids a dictionary.
     """
 
     def __init__(self, ids):
         self.ids = ids
         self._table = None
-        if ids.dtype.kind in "iu" and ids.size and ids.min() >= 0:
+        self._sorted = None
+        if _table_fits(ids):
             self._table = np.full(int(ids.max()) + 1, -1, np.int64)
             self._table[ids] = np.arange(ids.size)
+        elif ids.dtype.kind in "iu":
+            order = np.argsort(ids, kind="stable")
+            self._sorted = (ids[order], order)
         else:
             self._lookup = {key: i for i, key in enumerate(ids.tolist())}
 
@@ -270,7 +282,7 @@ class IdIndex:
         raw = np.asarray(raw)
         if raw.size == 0:
             raise HogwildError("empty data: no ratings")
-        if raw.dtype.kind in "iu" and raw.min() >= 0 and raw.max() < 4 * raw.size + (1 << 20):
+        if _table_fits(raw):
             present = np.zeros(int(raw.max()) + 1, bool)
             present[raw] = True
             if present.all() and raw.dtype == np.int32:
@@ -291,12 +303,19 @@ class IdIndex:
     def find(self, raw):
         """Dense indices of raw ids; -1 where an id was never seen."""
         raw = np.asarray(raw)
-        if self._table is not None:
+        if self._table is not None or self._sorted is not None:
             out = np.full(raw.shape, -1, np.int64)
             if raw.dtype.kind not in "iu":
                 return out  # integer ids only: anything else was never seen
-            inside = (raw >= 0) & (raw < self._table.size)
-            out[inside] = self._table[raw[inside]]
+            if self._table is not None:
+                inside = (raw >= 0) & (raw < self._table.size)
+                out[inside] = self._table[raw[inside]]
+                return out
+            known, order = self._sorted
+            inside = (raw >= known[0]) & (raw <= known[-1])  # also keeps uint64 in range
+            wanted = raw[inside].astype(known.dtype)
+            where = np.minimum(np.searchsorted(known, wanted), known.size - 1)
+            out[inside] = np.where(known[where] == wanted, order[where], -1)
             return out
         return np.fromiter((self._lookup.get(key, -1) for key in raw.tolist()), np.int64,
                            raw.size)

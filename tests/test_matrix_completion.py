@@ -275,3 +275,28 @@ def test_conflict_free_schedulers_are_bitwise_reproducible_across_workers(schedu
     np.testing.assert_array_equal(one[0], two[0])
     np.testing.assert_array_equal(one[1], two[1])
     assert one[2] == two[2] < 1.5
+
+
+def test_huge_integer_ids_need_no_table_of_their_size(tmp_path):
+    """Issue 16, item 4: one rating id of 10**12 made IdIndex allocate a table of
+    10**12 + 1 entries (7.28 TiB). Ids far beyond the data's size are searched in
+    sorted order instead; fit, predict, recommend and a saved model all work."""
+    import resource
+
+    users = np.array([10**12, 5, 10**12, 5, 3 * 10**9, 7] * 50)
+    items = np.array([1, 2, 2, 1, 1, 2] * 50)
+    values = np.array([5.0, 1.0, 4.0, 2.0, 3.0, 3.0] * 50, np.float32)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    model = MatrixFactorization(rank=2, epochs=3, workers=1, seed=0).fit((users, items, values))
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB
+    np.testing.assert_array_equal(model.user_ids_, [5, 7, 3 * 10**9, 10**12])
+    index = model._user_index
+    np.testing.assert_array_equal(index.find(np.array([10**12, 5, 6, 2**63 - 1, -1])),
+                                  [3, 0, -1, -1, -1])
+    np.testing.assert_array_equal(index.find(np.array([10**12], np.uint64)), [3])
+    assert model.predict([10**12], [1])[0] > model.predict([5], [1])[0]
+    model.save(tmp_path / "m.npz")
+    loaded = MatrixFactorization.load(tmp_path / "m.npz")
+    np.testing.assert_array_equal(loaded.predict([10**12, 3 * 10**9], [1, 1]),
+                                  model.predict([10**12, 3 * 10**9], [1, 1]))
+    assert loaded.recommend(10**12, n=1)[0].size == 0  # it rated both items

@@ -46,10 +46,17 @@ def test_reads_each_rating_format(tmp_path, name, text, compress):
 
 
 @pytest.mark.parametrize("text,message", [
-    ("1,10,5\n2,x7,3\n", r"line 2: malformed rating line \(the item id is not a "
-                         r"non-negative integer\): '2,x7,3'"),
+    ("1,10,5\n2,x7,3\n", r"line 2: malformed rating line \(the item id is not an integer "
+                         r"from 0 to 2\*\*63 - 1\): '2,x7,3'"),
     ("user,item,rating\n1,10,5\n-1,10,3\n", r"line 3: malformed rating line \(the user id is "
-                                            r"not a non-negative integer\): '-1,10,3'"),
+                                            r"not an integer from 0 to 2\*\*63 - 1\): "
+                                            r"'-1,10,3'"),
+    # issue 16, item 4: 2**64 + 1 and 2**65 + 1 overflowed the multiply and read as 1
+    ("1,10,5\n18446744073709551617,10,3\n", r"line 2: malformed rating line \(the user id is "
+                                           r"not an integer from 0 to 2\*\*63 - 1\)"),
+    ("1,10,5\n2,36893488147419103233,3\n", r"line 2: malformed rating line \(the item id is "
+                                          r"not an integer from 0 to 2\*\*63 - 1\)"),
+    ("1,10,5\n9223372036854775808,10,3\n", r"line 2: .*the user id is not an integer"),
     ("1,10,5\n2,11,nan\n", r"line 2: malformed rating line \(the rating is NaN or Inf\)"),
     ("1,10,5\n2,11,four\n", r"line 2: malformed rating line \(the rating is not a number\)"),
     ("1,10,5\n2,11\n", r"line 2: malformed rating line \(expected user, item and rating "
@@ -224,3 +231,8 @@ def test_bad_jumbo_spec():
     with pytest.raises(HogwildError, match="bad Jumbo size 'jumbo:10x10'; expected "
                                            "jumbo:ROWSxCOLSxNNZ"):
         parse_jumbo_spec("jumbo:10x10")
+
+
+def test_the_largest_int64_id_reads_exactly(tmp_path):
+    r = read_ratings(write(tmp_path, "big.csv", "9223372036854775807,10,3\n1,2,4\n"))
+    assert r.users.tolist() == [2 ** 63 - 1, 1]
