@@ -141,6 +141,35 @@ def _align_features(arrays, n_features, extra_features, path):
                 values=arrays["values"][keep])
 
 
+# What a linear model needs per feature, at least: weights and their degree-scaled
+# regulariser (float32 each), the feature degrees (int64) and the engine's copy of
+# the weights (float32).
+MODEL_BYTES_PER_FEATURE = 20
+
+
+def _physical_memory():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not POSIX: no check
+        return None
+
+
+def _check_feature_space(arrays, max_index, path):
+    """Refuse a largest feature index whose model cannot fit in this machine's
+    memory (one index of 2e9 asked for 15 GiB before any error), naming its line."""
+    memory = _physical_memory()
+    needed = (max_index + 1) * MODEL_BYTES_PER_FEATURE
+    if memory is None or needed <= memory:
+        return
+    first = int(np.argmax(arrays["indices"] == max_index))
+    row = int(np.searchsorted(arrays["indptr"], first, side="right") - 1)
+    raise DataFormatError(
+        f"{path}, line {arrays['row_lines'][row]}: feature index {max_index} makes a model "
+        f"of {max_index + 1:,} features, which needs {needed / 2**30:.1f} GiB, more than "
+        f"this machine's {memory / 2**30:.1f} GiB of memory; renumber the features densely "
+        f"(or hash them into fewer)")
+
+
 def load_svmlight(path, n_features=None, zero_based="auto", extra_features="error",
                   cache=True) -> SvmlightData:
     """Load an svmlight/libsvm file (plain, .gz or .bz2; detected from its bytes).
@@ -173,6 +202,7 @@ def load_svmlight(path, n_features=None, zero_based="auto", extra_features="erro
             _store_cached(folder, arrays, zero_based, path)
     max_index = int(arrays["indices"].max()) if arrays["indices"].size else -1
     if n_features is None:
+        _check_feature_space(arrays, max_index, path)
         n_features = max_index + 1
     arrays = _align_features(arrays, n_features, extra_features, path)
     X = sp.csr_matrix((arrays["values"], arrays["indices"], arrays["indptr"]),

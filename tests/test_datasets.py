@@ -175,3 +175,19 @@ def test_registry_names_and_errors(monkeypatch, tmp_path):
                                            "folder, which does not have it: .* is missing "
                                            r"\(set HOGWILD_DATA\)"):
         load_svm_data("news20-bydate")
+
+
+def test_a_feature_index_too_large_for_memory_names_its_line(tmp_path, monkeypatch):
+    """Issue 16, item 4: one svmlight index of 2e9 asked for 14.9 GiB before any
+    error. A largest index whose model cannot fit in memory is refused with its
+    line; a large but affordable feature space (hashed features) still loads."""
+    import hogwild.datasets.svmlight as svmlight
+    path = tmp_path / "hostile.svm"
+    path.write_text("1 1:1 5:2\n-1 2:1\n1 2000000000:1 3:1\n")
+    monkeypatch.setattr(svmlight, "_physical_memory", lambda: 24 * 2**30)
+    with pytest.raises(DataFormatError, match=str(path) + r", line 3: feature index 1999999999 "
+                       r"makes a model of 2,000,000,000 features, which needs 37.3 GiB, more "
+                       r"than this machine's 24.0 GiB of memory"):
+        load_svmlight(path, cache=False)
+    path.write_text("1 1:1 5:2\n-1 2:1\n1 268435456:1 3:1\n")  # 2**28 hashed features: 5 GiB
+    assert load_svmlight(path, cache=False).X.shape == (3, 2**28)
