@@ -4,23 +4,21 @@ A checkpoint is an .npz file (no pickle) holding the parameter arrays, the
 scheduler's own state (CYCLADES' batches) and a JSON header: format and version,
 the objective's name and sample count, the parameters' shapes and dtypes, the
 epochs done, the random generator's state, the next step size, the fit settings
-and the history, and a SHA-256 of every array. It is written atomically: to a
-temporary file in the same folder, flushed and fsynced, then renamed over the old
-one (and the folder fsynced), so a crash at any moment leaves either the previous
-checkpoint or the new one, never a mixture; the next write removes temporary
-files that a killed writer left (one writer per checkpoint path). Loading refuses a truncated,
-corrupted or mismatched file with an error that names what is wrong.
+and the history, and a SHA-256 of every array. It is written atomically
+(hogwild.atomic: a temporary file, fsync, rename, fsync of the folder), so a crash
+at any moment leaves either the previous checkpoint or the new one, never a
+mixture. Loading refuses a truncated, corrupted or mismatched file with an error
+that names what is wrong.
 """
 import hashlib
 import json
-import os
-import secrets
 import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from hogwild.atomic import atomic_file
 from hogwild.errors import HogwildError
 
 FORMAT = "hogwild-checkpoint"
@@ -58,23 +56,8 @@ def save_checkpoint(path, checkpoint):
                   digests={name: _digest(a) for name, a in arrays.items()})
     arrays["header"] = np.frombuffer(json.dumps(header).encode(), np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
-    for stale in path.parent.glob(f".{path.name}.*.tmp"):  # a writer killed mid-write
-        stale.unlink(missing_ok=True)
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    try:
-        with open(temporary, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    with atomic_file(path) as f:
+        np.savez(f, **arrays)
 
 
 def load_checkpoint(path):

@@ -21,6 +21,7 @@ import warnings
 
 import numpy as np
 
+from hogwild.atomic import atomic_file
 from hogwild.errors import HogwildError, Interrupted
 
 
@@ -504,7 +505,7 @@ def run_cuts(args):
         if n_labels == 2:
             result["exact_min_cut"] = exact_two_label_cut(n, u, v, w, terminals)
         if args.out:
-            with open(args.out, "w") as out:
+            with atomic_file(args.out, "w") as out:
                 out.writelines(f"{vertex_id} {label}\n"
                                for vertex_id, label in zip(ids.tolist(), fit.labels.tolist()))
     history = fit.history
@@ -667,6 +668,7 @@ def _dispatch(args):
         if getattr(args, "backend", None) == "gpu":
             _use_gpu(args)
         _check_output(getattr(args, "save", None), "--save")
+        _check_output(getattr(args, "out", None), "--out")
         if args.command == "datasets":
             list_datasets(args)
         elif args.command == "bench":

@@ -1,38 +1,22 @@
 """Fitted models on disk: one .npz archive of arrays plus JSON metadata naming the
 model's kind and format version. No pickle, so loading a file runs no code; the
-file is written beside its destination and renamed into place, so a crash never
-leaves half a model under the final name."""
+file is written atomically (hogwild.atomic), so a crash never leaves half a model
+under the final name."""
 import dataclasses
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from hogwild.atomic import atomic_file
 from hogwild.errors import HogwildError
 
 
 def write_model(path, kind, version, meta, arrays):
     """Write ``arrays`` (name -> numpy array) and ``meta`` (JSON-able) to path."""
-    path = Path(path)
-    if path.exists() and not path.is_file():  # renaming would replace a folder or device
-        raise HogwildError(f"cannot write {path}: it exists and is not a regular file")
     header = {"kind": kind, "version": version, **meta}
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as error:
-        raise HogwildError(f"cannot write {path}: {error.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, meta=np.array(json.dumps(header, default=_plain)), **arrays)
-        os.replace(tmp, path)
-    except OSError as error:  # a full disk, say: the previous file, if any, is kept
-        Path(tmp).unlink(missing_ok=True)
-        raise HogwildError(f"cannot write {path}: {error.strerror or error}") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as f:
+        np.savez(f, meta=np.array(json.dumps(header, default=_plain)), **arrays)
 
 
 def read_model(path, kind, version, description):

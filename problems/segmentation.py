@@ -14,6 +14,7 @@ constant. Reading and writing PNG needs Pillow
 """
 import numpy as np
 
+from hogwild.atomic import atomic_file
 from hogwild.errors import HogwildError
 from hogwild.problems.graph_cuts import multiway_cut
 
@@ -123,7 +124,8 @@ def write_labels(labels, path):
     """Write a label image as a PNG, labels spread over the gray range."""
     Image = _pillow()
     top = max(int(labels.max()), 1)
-    Image.fromarray((labels * (255 // top)).astype(np.uint8), mode="L").save(path)
+    with atomic_file(path) as f:
+        Image.fromarray((labels * (255 // top)).astype(np.uint8), mode="L").save(f, format="PNG")
 
 
 def _pillow():

@@ -380,3 +380,11 @@ def test_svm_test_error_on_a_file_with_empty_rows_is_the_saved_models(capsys, tm
         assert result["test_error"] == pytest.approx(1 - model.score(test.X, test.y),
                                                      abs=1e-12)
         assert result["test_error"] < 0.03
+
+
+def test_cuts_out_into_a_missing_folder_is_refused_before_training(capsys):
+    status, out, err = run(capsys, "run", "cuts", "--data", "random:50x100", "--epochs", "1",
+                           "--out", "/no-such-folder/labels.txt")
+    assert status == 2 and out == ""
+    assert err == ("hogwild: error: --out /no-such-folder/labels.txt: the folder "
+                   "/no-such-folder does not exist\n")

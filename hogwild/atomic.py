@@ -1,0 +1,42 @@
+"""One atomic writer for every file hogwild writes (checkpoints, models, labels).
+
+The content goes to a temporary file in the destination's folder, is flushed and
+fsynced, then renamed over the destination, and the folder is fsynced: a crash,
+Ctrl-C or a full disk at any moment leaves either the previous file or the new
+one, never a truncated mixture. Temporary files that a killed writer left for the
+same destination are removed by the next write (one writer per path).
+"""
+import contextlib
+import os
+import secrets
+from pathlib import Path
+
+from hogwild.errors import HogwildError
+
+
+@contextlib.contextmanager
+def atomic_file(path, mode="wb"):
+    """``with atomic_file(path) as f: f.write(...)``: path gets the content only if
+    the block completes. OSError (a missing folder, a full or read-only disk)
+    becomes a one-line HogwildError naming the path."""
+    path = Path(path)
+    if path.exists() and not path.is_file():  # renaming would replace a folder or device
+        raise HogwildError(f"cannot write {path}: it exists and is not a regular file")
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    try:
+        for stale in path.parent.glob(f".{path.name}.*.tmp"):  # a writer killed mid-write
+            stale.unlink(missing_ok=True)
+        with open(temporary, mode) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+    except OSError as error:
+        raise HogwildError(f"cannot write {path}: {error.strerror or error}") from None
+    finally:
+        temporary.unlink(missing_ok=True)
