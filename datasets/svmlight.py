@@ -86,8 +86,13 @@ def _load_cached(folder):
 
 
 def _store_cached(folder, arrays, zero_based, source):
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
+    """Best effort: a cache folder that cannot be written (a read-only disk) only
+    means the next load parses the file again."""
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
+    except OSError:
+        return
     indices = arrays["indices"]
     meta = {"zero_based": zero_based, "source": str(source.resolve()),
             "rows": int(arrays["labels"].size), "nnz": int(indices.size),

@@ -388,3 +388,22 @@ def test_cuts_out_into_a_missing_folder_is_refused_before_training(capsys):
     assert status == 2 and out == ""
     assert err == ("hogwild: error: --out /no-such-folder/labels.txt: the folder "
                    "/no-such-folder does not exist\n")
+
+
+def test_an_unwritable_cache_folder_costs_caching_not_the_run(tmp_path):
+    """A cache folder that cannot be created (here: below a regular file, which
+    even root cannot write into) ended in a traceback from the dataset cache. Now
+    the run completes with one warning; nothing is left in the temporary folder."""
+    import os
+    import sys
+    (tmp_path / "a-file").write_text("")
+    env = {**os.environ, "HOGWILD_CACHE_DIR": str(tmp_path / "a-file" / "cache"),
+           "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", "from hogwild.cli import main; "
+                           "raise SystemExit(main(['run', 'svm', '--epochs', '1', '--json']))"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["epochs"] == 1
+    assert done.stderr.count("hogwild: warning: cannot write compiled kernels to ") == 1
+    assert "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]

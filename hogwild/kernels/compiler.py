@@ -8,13 +8,16 @@ the code of the helpers they call and the constants they read, then load it:
 numba caches its loops like any module-level function, and an edited update gets
 a new fingerprint and therefore a fresh compile, never stale machine code.
 """
+import atexit
 import contextlib
 import hashlib
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 import types
+import warnings
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -200,6 +203,22 @@ def _write_atomically(path, text):
     os.replace(tmp, path)
 
 
+_private = []  # this process's fallback folder for generated modules, if needed
+
+
+def _private_folder(wanted, error):
+    """A temporary folder for this process's generated modules when the cache
+    folder cannot be written (a read-only disk): the run works, with one warning,
+    and kernels are compiled afresh in each process. Removed at exit."""
+    if not _private:
+        _private.append(Path(tempfile.mkdtemp(prefix="hogwild-kernels-")))
+        atexit.register(shutil.rmtree, _private[0], True)
+        warnings.warn(f"cannot write compiled kernels to {wanted} ({error.strerror or error}); "
+                      "they are compiled afresh in every process (set HOGWILD_CACHE_DIR to a "
+                      "writable folder to cache them)", stacklevel=3)
+    return _private[0]
+
+
 def compile_loops(update, loss, fastmath=False) -> CompiledLoops:
     """The epoch loops for (update, loss), compiled lazily and cached on disk;
     ``fastmath`` compiles them with FASTMATH_FLAGS."""
@@ -213,7 +232,11 @@ def compile_loops(update, loss, fastmath=False) -> CompiledLoops:
     path = cache_dir() / "kernels" / f"{module_name}.py"
     source = _module_source(key, functions, cache, fastmath)
     if not path.exists() or path.read_text() != source:
-        _write_atomically(path, source)
+        try:
+            _write_atomically(path, source)
+        except OSError as error:
+            path = _private_folder(path.parent, error) / path.name
+            _write_atomically(path, source)
     _registry[key] = functions
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
