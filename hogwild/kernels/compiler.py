@@ -12,7 +12,6 @@ import atexit
 import contextlib
 import hashlib
 import importlib.util
-import os
 import shutil
 import sys
 import tempfile
@@ -24,6 +23,8 @@ from typing import Callable, NamedTuple
 import numpy as np
 from numba.core import config as numba_config
 
+from hogwild.atomic import atomic_file
+from hogwild.errors import HogwildError
 from hogwild.paths import cache_dir
 
 _TEMPLATE_PATH = Path(__file__).with_name("loops_template.py")
@@ -195,12 +196,12 @@ def _module_source(key, functions, cache, fastmath):
     return "\n".join(prelude) + body
 
 
-def _write_atomically(path, text):
+def _write_module(path, text):
+    """Write a generated module with the project's one atomic writer; a folder that
+    cannot be written raises OSError or HogwildError."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
-    with os.fdopen(fd, "w") as f:
+    with atomic_file(path, "w") as f:
         f.write(text)
-    os.replace(tmp, path)
 
 
 _private = []  # this process's fallback folder for generated modules, if needed
@@ -213,7 +214,8 @@ def _private_folder(wanted, error):
     if not _private:
         _private.append(Path(tempfile.mkdtemp(prefix="hogwild-kernels-")))
         atexit.register(shutil.rmtree, _private[0], True)
-        warnings.warn(f"cannot write compiled kernels to {wanted} ({error.strerror or error}); "
+        reason = getattr(error, "strerror", None) or error
+        warnings.warn(f"cannot write compiled kernels to {wanted} ({reason}); "
                       "they are compiled afresh in every process (set HOGWILD_CACHE_DIR to a "
                       "writable folder to cache them)", stacklevel=3)
     return _private[0]
@@ -233,10 +235,10 @@ def compile_loops(update, loss, fastmath=False) -> CompiledLoops:
     source = _module_source(key, functions, cache, fastmath)
     if not path.exists() or path.read_text() != source:
         try:
-            _write_atomically(path, source)
-        except OSError as error:
+            _write_module(path, source)
+        except (OSError, HogwildError) as error:
             path = _private_folder(path.parent, error) / path.name
-            _write_atomically(path, source)
+            _write_module(path, source)
     _registry[key] = functions
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
