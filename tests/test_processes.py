@@ -138,7 +138,7 @@ def wait_for_epoch(process, epoch):
     raise AssertionError(f"the run ended before epoch {epoch}: {process.stderr.read()}")
 
 
-@pytest.mark.parametrize("scheduler", ["hogwild", "cyclades"])
+@pytest.mark.parametrize("scheduler", ["hogwild", "locked", "cyclades"])
 def test_a_killed_worker_stops_the_run_and_leaks_nothing(tmp_path, scheduler):
     before = our_segment_folders()
     process = start_run(tmp_path, scheduler)
@@ -155,9 +155,10 @@ def test_a_killed_worker_stops_the_run_and_leaks_nothing(tmp_path, scheduler):
     assert load_checkpoint(tmp_path / "run.npz").epoch == 2
 
 
-def test_an_exception_in_a_worker_reaches_the_parent(tmp_path):
+@pytest.mark.parametrize("scheduler", ["hogwild", "locked"])
+def test_an_exception_in_a_worker_reaches_the_parent(tmp_path, scheduler):
     before = our_segment_folders()
-    process = start_run(tmp_path, poisoned=2)  # raises in the third epoch
+    process = start_run(tmp_path, scheduler, poisoned=2)  # raises in the third epoch
     _, err = process.communicate(timeout=120)
     assert process.returncode == 1, err
     assert "ValueError: sample 7 is poisoned" in err  # from the parent's share or the child's

@@ -13,7 +13,8 @@ so they start in about the time a Python process takes to import numpy and numba
 
 Failures: a child that raises sends its exception, re-raised in the parent with
 the child's traceback as a note. A watchdog thread in the parent waits on the
-children's process sentinels; when one dies (SIGKILL, a crash) it opens the gates
+children's process sentinels; when one dies (SIGKILL, a crash) it frees the
+``locked`` scheduler's lock if the dead worker held it and raises the abort word
 at once, so no worker waits for it, and the parent stops the run between two
 pieces of its own share (pieces of about CHUNK_SAMPLES updates) with an error
 naming the worker and the signal. Every segment is deleted when the backend
@@ -36,7 +37,7 @@ from hogwild.backends.host import HostParameters
 from hogwild.backends.shared_memory import SegmentSet, attach
 from hogwild.backends.threads import warm_up_loops
 from hogwild.errors import HogwildError
-from hogwild.kernels.atomics import GATE_STRIDE, abort_gates, new_lock
+from hogwild.kernels.atomics import GATE_STRIDE, abandon_lock, abort_gates, release_if_owner
 from hogwild.kernels.compiler import slp_vectorizer
 
 POLL_SECONDS = 0.1
@@ -61,6 +62,7 @@ class ProcessesBackend(HostParameters):
         self._segments = SegmentSet()
         self._processes, self._pipes = {}, {}  # children 1..workers-1
         self._runs = self._sync = None
+        self._kind = None  # the running epoch's kind of share: spans, locked, gated, phased
         self._shared = []  # specs of params then data, in order
         self._counters = self._segments.create((workers * COUNTER_STRIDE,), np.int64)
         self._dead = None  # (worker, process) once the watchdog sees a child die
@@ -115,13 +117,15 @@ class ProcessesBackend(HostParameters):
         dead = [sentinels[item] for item in ready if item in sentinels]
         if dead and not self._closing.is_set():
             self._dead = dead[0]
+            if self._kind == "locked":
+                release_if_owner(self._sync[0], dead[0] + 1)  # the lock it died holding
             abort_gates(self._sync[0])
 
     def _ensure_buffers(self, n_runs, n_gates):
         """Shared plan buffers big enough for this epoch (grown when needed)."""
         if self._runs is None or self._runs[0].size < n_runs:
             self._runs = self._segments.create((max(n_runs, 1024),), np.int64)
-        need = GATE_STRIDE * (n_gates + 1) + new_lock().size
+        need = GATE_STRIDE * (n_gates + 1)
         if self._sync is None or self._sync[0].size < need:
             self._sync = self._segments.create((max(need, 4096),), np.int32)
 
@@ -133,8 +137,11 @@ class ProcessesBackend(HostParameters):
             kind, n_gates = "phased", self.workers
         elif plan.gates:
             kind, n_gates = "gated", plan.gates
+        elif plan.locked:
+            kind, n_gates = "locked", 1  # the lock is gate 0's word
         else:
-            kind, n_gates = ("locked" if plan.locked else "spans"), 0
+            kind, n_gates = "spans", 0
+        self._kind = kind
         self._ensure_buffers(runs.size, n_gates)
         self._runs[0][:runs.size] = runs
         runs = self._runs[0][:runs.size]
@@ -157,11 +164,12 @@ class ProcessesBackend(HostParameters):
             try:
                 with slp_vectorizer(loops.source[2]):
                     mine = _run_share(loops, kind, runs, np.asarray(phase[0], np.int64),
-                                      plan.run_length, params, data, step, epoch, gates, sync,
-                                      gate_words, 0, self._counters[0], CHUNK_SAMPLES,
+                                      plan.run_length, params, data, step, epoch, gates,
+                                      0, self._counters[0], CHUNK_SAMPLES,
                                       lambda: self._poll(busy, replies, epoch, updates))
             except BaseException:
-                self._fail()  # the children must not wait for this share
+                abandon_lock(gates, 1)  # a lock this share held: the children must not
+                self._fail()  # wait for it
                 raise
             replies.update(self._collect(busy - set(replies), epoch, updates))
             updates += mine + sum(replies.values())
@@ -295,8 +303,8 @@ def _raise_remote(w, message):
     raise exc
 
 
-def _run_share(loops, kind, runs, spans, run_length, params, data, step, epoch, gates, sync,
-               gate_words, me, counters, chunk_samples, keep_going=None):
+def _run_share(loops, kind, runs, spans, run_length, params, data, step, epoch, gates, me,
+               counters, chunk_samples, keep_going=None):
     """A worker's share of an epoch, piece by piece (see _pieces), its progress in
     counters[me * COUNTER_STRIDE]; stops early when a piece is aborted or when
     ``keep_going()`` says so. Returns the updates done."""
@@ -304,14 +312,13 @@ def _run_share(loops, kind, runs, spans, run_length, params, data, step, epoch, 
     for piece in _pieces(kind, spans, run_length, chunk_samples):
         if kind == "phased":
             updates = loops.run_phased_spans(runs, piece, run_length, params, data, step, epoch,
-                                             gates, me, gate_words // GATE_STRIDE - 1)
+                                             gates, me, gates.size // GATE_STRIDE - 1)
         elif kind == "gated":
             updates = loops.run_gated_spans(runs, piece, run_length, params, data, step, epoch,
                                             gates)
         elif kind == "locked":
-            lock = sync[gate_words:gate_words + new_lock().size]
             updates = loops.run_spans_locked(runs, piece, run_length, params, data, step, epoch,
-                                             lock)
+                                             gates, me + 1)
         else:
             updates = loops.run_spans(runs, piece, run_length, params, data, step, epoch)
         if updates < 0:  # aborted: another worker failed
@@ -368,9 +375,9 @@ def _worker_main(pipe, setup, me):
         try:
             with slp_vectorizer(fastmath):  # as the parent compiled, should this compile
                 done = _run_share(loops, kind, runs, spans, run_length, params, data, step,
-                                  epoch, gates, sync, gate_words, me, counters, chunk)
+                                  epoch, gates, me, counters, chunk)
         except BaseException as exc:  # noqa: BLE001 - reported to the parent
-            abort_gates(gates)
+            abandon_lock(gates, me + 1)
             _send_error(pipe, exc)
             return
         pipe.send(("done", int(done)))

@@ -6,8 +6,8 @@ import threading
 import numpy as np
 
 from hogwild.backends.host import HostParameters
-from hogwild.kernels.atomics import (abort_gates, new_gates, new_lock, raise_gate,
-                                     spin_for_gate)
+from hogwild.kernels.atomics import (abandon_lock, abort_gates, new_gates, new_lock,
+                                     raise_gate, spin_for_gate)
 
 SPINS = 2_000_000  # about 10 ms of polling before a waiting thread sleeps
 
@@ -24,7 +24,7 @@ def warm_up_loops(loops, params, data, scheduler):
                               new_gates(0))
     elif scheduler.locked:
         loops.run_spans_locked(runs, np.zeros((0, 3), np.int64), 1, params, data, 0.0, 0,
-                               new_lock())
+                               new_lock(), 1)
     else:
         loops.run_spans(runs, np.zeros((0, 3), np.int64), 1, params, data, 0.0, 0)
 
@@ -108,7 +108,6 @@ class ThreadsBackend(HostParameters):
     def __init__(self, workers):
         self.workers = workers
         self._crew = _Crew(workers - 1)
-        self._lock = new_lock()
         self.on_progress = None  # threads report progress once per epoch (the engine)
 
     def share(self, params, data, n_samples=None):
@@ -130,7 +129,7 @@ class ThreadsBackend(HostParameters):
         if plan.gates:
             gates = new_gates(plan.gates)
 
-            def run(spans):
+            def run(spans, owner):
                 try:
                     return loops.run_gated_spans(runs, spans, length, params, data, step,
                                                  epoch, gates)
@@ -138,19 +137,26 @@ class ThreadsBackend(HostParameters):
                     abort_gates(gates)  # the others would wait for this worker forever
                     raise
         elif plan.locked:
-            def run(spans):
-                return loops.run_spans_locked(runs, spans, length, params, data, step, epoch,
-                                              self._lock)
+            lock = new_lock()
+
+            def run(spans, owner):
+                try:
+                    return loops.run_spans_locked(runs, spans, length, params, data, step,
+                                                  epoch, lock, owner)
+                except BaseException:
+                    abandon_lock(lock, owner)  # else the others wait for it forever
+                    raise
         else:
-            def run(spans):
+            def run(spans, owner):
                 return loops.run_spans(runs, spans, length, params, data, step, epoch)
 
         updates = 0
         for phase in plan.phases:
             # The calling thread runs the first share itself: one thread hand-off
             # fewer, which matters when a phase lasts only a few milliseconds.
-            others = [lambda spans=spans: run(spans) for spans in phase[1:] if len(spans)]
-            updates += sum(self._crew.run(lambda: run(phase[0]), others))
+            others = [lambda spans=spans, w=w: run(spans, w + 1)
+                      for w, spans in enumerate(phase) if w and len(spans)]
+            updates += sum(self._crew.run(lambda: run(phase[0], 1), others))
         return updates
 
     def _run_phased(self, loops, plan, params, data, step, epoch):

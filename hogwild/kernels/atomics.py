@@ -6,10 +6,16 @@ the Hogwild! paper compares against, so it must be a real lock in compiled code
 (an atomic compare-and-swap with acquire ordering, a release store to unlock),
 not a Python lock taken around a whole chunk.
 
-The lock word is element 0 of an int32 array; callers give it its own cache line
-(see ``new_lock``) so that it does not falsely share with parameters.
+Every wait here can end two ways: what it waits for happens, or the run's abort
+word is raised (a worker failed or died; the backend raises it). A lock is a
+gates array with one gate (``new_lock``): the abort word, then the lock word on a
+cache line of its own, holding its owner (worker number + 1) so that a backend
+can free the lock of a worker that failed or died while holding it
+(``release_if_owner``). Waits back off (spin, then yield the core, then sleep:
+``_back_off``), so more workers than cores slow a run down instead of stalling it.
 """
 import numpy as np
+from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -64,24 +70,45 @@ def _atomic_store(typingctx, array, index, value):
     return sig, codegen
 
 
-@njit(nogil=True, cache=True, inline="always")
-def acquire(lock):
-    """Spin until lock[0] goes 0 -> 1 for this thread."""
-    while True:
-        if _compare_and_swap(lock, 0, np.int32(0), np.int32(1)) == 0:
-            return
-        while _atomic_load(lock, 0) != 0:
-            pass
+def _call_libc(builder, name, args):
+    """Call the C library's int32 function ``name``, linked by symbol name so that
+    numba's on-disk cache stays valid (a ctypes function pointer would bake one
+    process's address into the cached code)."""
+    fnty = ir.FunctionType(ir.IntType(32), [ir.IntType(32)] * len(args))
+    return builder.call(cgutils.get_or_insert_function(builder.module, fnty, name), args)
+
+
+@intrinsic
+def _sched_yield(typingctx):
+    """Give the core to another runnable thread, if there is one."""
+    def codegen(context, builder, signature, args):
+        return _call_libc(builder, "sched_yield", [])
+
+    return types.int32(), codegen
+
+
+@intrinsic
+def _usleep(typingctx, micros):
+    """Sleep ``micros`` microseconds (an int32 constant or variable)."""
+    def codegen(context, builder, signature, args):
+        return _call_libc(builder, "usleep",
+                          [context.cast(builder, args[0], signature.args[0], types.int32)])
+
+    return types.int32(micros), codegen
+
+
+SPIN_POLLS = 20_000   # about 20 us of polling: a hand-off between running workers
+YIELD_POLLS = 200     # then give the core to another runnable thread this many times
+SLEEP_MICROS = 50     # then sleep between polls: the awaited worker has no core
 
 
 @njit(nogil=True, cache=True, inline="always")
-def release(lock):
-    _atomic_store(lock, 0, np.int32(0))
-
-
-def new_lock():
-    """A fresh unlocked lock word, alone on a 64-byte cache line."""
-    return np.zeros(16, dtype=np.int32)
+def _back_off(polls):
+    """Pause before poll number ``polls`` of a wait."""
+    if polls >= SPIN_POLLS + YIELD_POLLS:
+        _usleep(SLEEP_MICROS)
+    elif polls >= SPIN_POLLS:
+        _sched_yield()
 
 
 # --- gates: point-to-point ordering between workers ----------------------------------
@@ -92,6 +119,7 @@ def new_lock():
 # word, set when a worker fails so that the others stop waiting.
 
 GATE_STRIDE = 16  # int32 words per 64-byte cache line
+LOCK_WORD = GATE_STRIDE  # a lock is gate 0 of a one-gate array
 
 
 def new_gates(count):
@@ -99,13 +127,47 @@ def new_gates(count):
     return np.zeros(GATE_STRIDE * (count + 1), dtype=np.int32)
 
 
+def new_lock():
+    """A fresh unlocked lock with a clear abort word, each on its own cache line."""
+    return new_gates(1)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def acquire(lock, owner):
+    """Wait until the lock word goes 0 -> ``owner`` (a worker's number + 1);
+    False if the run was aborted first."""
+    polls = 0
+    while True:
+        if _compare_and_swap(lock, LOCK_WORD, np.int32(0), np.int32(owner)) == 0:
+            return True
+        while _atomic_load(lock, LOCK_WORD) != 0:
+            if _atomic_load(lock, 0) != 0:
+                return False
+            _back_off(polls)
+            polls += 1
+
+
+@njit(nogil=True, cache=True, inline="always")
+def release(lock):
+    _atomic_store(lock, LOCK_WORD, np.int32(0))
+
+
+@njit(nogil=True, cache=True)
+def release_if_owner(lock, owner):
+    """Free the lock if ``owner`` holds it (that worker failed or died holding it)."""
+    _compare_and_swap(lock, LOCK_WORD, np.int32(owner), np.int32(0))
+
+
 @njit(nogil=True, cache=True, inline="always")
 def wait_for_gate(gates, gate, level):
-    """Spin until gate ``gate`` reaches ``level``; False if the run was aborted."""
+    """Wait until gate ``gate`` reaches ``level``; False if the run was aborted."""
     slot = GATE_STRIDE * (gate + 1)
+    polls = 0
     while _atomic_load(gates, slot) < level:
         if _atomic_load(gates, 0) != 0:
             return False
+        _back_off(polls)
+        polls += 1
     return True
 
 
@@ -134,9 +196,16 @@ def raise_gate(gates, gate, level):
 
 
 def abort_gates(gates):
-    """Tell workers waiting on these gates to give up (a worker failed)."""
+    """Tell workers waiting on these gates (or this lock) to give up (a worker failed)."""
     gates[0] = 1
 
 
-__all__ = ["acquire", "release", "new_lock", "new_gates", "wait_for_gate", "open_gate",
-           "abort_gates", "spin_for_gate", "raise_gate"]
+def abandon_lock(lock, owner):
+    """Worker ``owner`` failed or died: free the lock if it held it, and abort the
+    others' waits (they would otherwise wait for its share forever)."""
+    release_if_owner(lock, owner)
+    abort_gates(lock)
+
+
+__all__ = ["acquire", "release", "release_if_owner", "abandon_lock", "new_lock", "new_gates",
+           "wait_for_gate", "open_gate", "abort_gates", "spin_for_gate", "raise_gate"]

@@ -48,8 +48,9 @@ def run_spans(runs, spans, run_length, params, data, step, epoch):
 
 
 @njit(nogil=True, cache=True)
-def run_spans_locked(runs, spans, run_length, params, data, step, epoch, lock):
-    """As run_spans, but every update holds the spinlock ``lock`` (the baseline)."""
+def run_spans_locked(runs, spans, run_length, params, data, step, epoch, lock, owner):
+    """As run_spans, but every update holds the spinlock ``lock`` as ``owner`` (the
+    baseline). Returns -1 if the run was aborted (another worker failed)."""
     done = 0
     for s in range(spans.shape[0]):
         limit = spans[s, 2]
@@ -57,7 +58,8 @@ def run_spans_locked(runs, spans, run_length, params, data, step, epoch, lock):
             first = runs[r]
             last = min(first + run_length, limit)
             for e in range(first, last):
-                acquire(lock)
+                if not acquire(lock, owner):
+                    return -1
                 update_sample(e, params, data, step, epoch)
                 release(lock)
             done += last - first
