@@ -117,6 +117,9 @@ def _add_run_options(parser, problem):
                              "over shared memory), gpu (one NVIDIA GPU; --workers is then "
                              "CUDA streams) or ray (several nodes with a parameter server; "
                              "--workers is then threads per node, default 1)")
+    parser.add_argument("--oversubscribe", action="store_true",
+                        help="allow more than 4 workers per usable core (they mostly wait "
+                             "for a core; refused without this flag)")
     parser.add_argument("--streams", type=int, default=None,
                         help="with --backend gpu: CUDA streams (the workers; default: "
                              "--workers, else all usable cores)")
@@ -326,7 +329,7 @@ def run_svm(args):
                       decay=args.decay, step_schedule=args.schedule, workers=args.workers,
                       scheduler=args.scheduler, backend=args.backend,
                       distributed=_distributed(args), shuffle_block=args.shuffle_block,
-                      seed=args.seed)
+                      seed=args.seed, oversubscribe=args.oversubscribe)
     _train_with_progress(args, lambda report, progress: model.fit(
         train.X, train.y, eval_set=(test.X, test.y) if test else None, callback=report,
         progress=progress, **_fit_options(args)))
@@ -397,7 +400,7 @@ def run_mc(args):
         bias_reg=args.bias_reg, epochs=args.epochs, step=args.step, decay=args.decay,
         workers=args.workers, scheduler=args.scheduler, backend=args.backend,
         distributed=_distributed(args), grid=args.grid, shuffle_ratings=not stored_random,
-        factor_dtype=args.factor_dtype, seed=args.seed)
+        factor_dtype=args.factor_dtype, seed=args.seed, oversubscribe=args.oversubscribe)
     _train_with_progress(args, lambda report, progress: model.fit(
         train, eval_set=test, callback=report, progress=progress, **_fit_options(args)),
         unit="ratings")
@@ -469,7 +472,8 @@ def run_cuts(args):
     n_labels = check_int("labels", args.labels, 2)
     fit_options = dict(epochs=args.epochs, step=args.step, decay=args.decay,
                        workers=args.workers, scheduler=args.scheduler, backend=args.backend,
-                       distributed=_distributed(args), seed=args.seed, **_fit_options(args))
+                       distributed=_distributed(args), seed=args.seed,
+                       oversubscribe=args.oversubscribe, **_fit_options(args))
     result = {"problem": "cuts", "data": str(args.data), "labels": n_labels,
               "scheduler": args.scheduler, "backend": args.backend, "epochs": args.epochs,
               "seed": args.seed}

@@ -80,8 +80,22 @@ def aligned_copy(array):
     return copy
 
 
-def check_workers(workers):
-    return usable_cores() if workers is None else check_int("workers", workers, 1)
+OVERSUBSCRIBE_FACTOR = 4  # workers per usable core allowed without oversubscribe=True
+
+
+def check_workers(workers, oversubscribe=False):
+    """The number of CPU workers (default: the usable cores). More than
+    OVERSUBSCRIBE_FACTOR per usable core is refused unless ``oversubscribe``:
+    they would mostly wait for a core, and 1000 processes can exhaust memory."""
+    if workers is None:
+        return usable_cores()
+    workers = check_int("workers", workers, 1)
+    limit = OVERSUBSCRIBE_FACTOR * usable_cores()
+    if workers > limit and not oversubscribe:
+        raise HogwildError(f"workers={workers} is more than {OVERSUBSCRIBE_FACTOR} per usable "
+                           f"core ({usable_cores()} here); use at most {limit}, or "
+                           "oversubscribe=True (--oversubscribe) to run them anyway")
+    return workers
 
 
 def _diverged(what, epoch, step):
@@ -175,7 +189,8 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
         workers=None, scheduler="hogwild", backend="threads", seed=None, shuffle_block=1,
         evaluate: Optional[Callable] = None, callback: Optional[Callable] = None,
         checkpoint=None, checkpoint_every=1, resume=None,
-        progress: Optional[Callable] = None, distributed=None) -> FitResult:
+        progress: Optional[Callable] = None, distributed=None,
+        oversubscribe=False) -> FitResult:
     """Train ``objective`` with lock-free parallel SGD.
 
     The objective's params are copied; the trained copies are in ``result.params``.
@@ -201,6 +216,9 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     ``blocked`` (for the objective's block layout), ``colored`` and ``cyclades``
     with any number of workers; ``hogwild`` and ``locked`` with several workers are
     reproducible only in distribution.
+
+    ``workers`` (default: the usable cores) above 4 per usable core is refused
+    unless ``oversubscribe=True``; on backend "gpu" it counts CUDA streams.
     """
     if backend == "ray":
         return _fit_on_ray(objective, distributed, workers, scheduler, epochs=epochs, step=step,
@@ -223,7 +241,8 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     if supported is not None and sched.name not in supported:
         raise HogwildError(f"backend {backend!r} runs the schedulers {', '.join(supported)}; "
                            f"got {sched.name!r}")
-    planner = sched.prepare(objective, check_workers(workers))
+    planner = sched.prepare(objective, check_workers(
+        workers, oversubscribe or not backend_cls.workers_share_cores))
     n_workers = planner.workers
     rng = np.random.default_rng(seed)
     settings = {"scheduler": sched.name, "step": step, "decay": decay,

@@ -243,7 +243,7 @@ def cut_objective(n_vertices, u, v, w, terminals, n_labels):
 def multiway_cut(n_vertices, u, v, w, terminals, n_labels, *, epochs=200, step=0.1,
                  decay=0.98, workers=None, scheduler="hogwild", backend="threads",
                  distributed=None, seed=None, callback=None, checkpoint=None,
-                 checkpoint_every=None, resume=None, progress=None):
+                 checkpoint_every=None, resume=None, progress=None, oversubscribe=False):
     """Solve the relaxation with Hogwild! SGD and round it.
 
     terminals: dict vertex -> label in 0..n_labels-1 (at least one vertex).
@@ -277,7 +277,8 @@ def multiway_cut(n_vertices, u, v, w, terminals, n_labels, *, epochs=200, step=0
     result = engine_fit(objective, epochs=epochs, step=step, decay=decay, workers=workers,
                         scheduler=scheduler, backend=backend, distributed=distributed,
                         seed=seed, evaluate=evaluate, callback=callback, checkpoint=checkpoint,
-                        checkpoint_every=checkpoint_every, resume=resume, progress=progress)
+                        checkpoint_every=checkpoint_every, resume=resume, progress=progress,
+                        oversubscribe=oversubscribe)
     return CutResult(labels=best["labels"], cut=best["cut"],
                      relaxation=result.objective * len(u), x=result.params[0],
                      history=result.history, workers=result.workers,

@@ -425,7 +425,8 @@ class MatrixFactorization(Params):
         (biased model; default reg).
     epochs, step, decay, step_schedule: SGD schedule (hogwild.steps); default step
         0.03 (biased) or 0.02 (paper), decay 0.9 per epoch.
-    workers: threads or processes (default: all usable cores).
+    workers: threads or processes (default: all usable cores; more than 4 per usable
+        core only with oversubscribe=True).
     scheduler: "hogwild" (lock-free), "blocked" (conflict-free grid blocks,
         bitwise reproducible for a seed and grid), "serial", "locked", "colored" or
         "cyclades" (conflict-free, bitwise reproducible for a seed; colored needs as
@@ -460,7 +461,7 @@ class MatrixFactorization(Params):
                  step=None, decay=0.9, step_schedule="geometric", workers=None,
                  scheduler="hogwild", backend="threads", distributed=None, grid=None,
                  shuffle_block=256, shuffle_ratings=True, init_scale=None,
-                 factor_dtype="float32", seed=None):
+                 factor_dtype="float32", seed=None, oversubscribe=False):
         self.rank = rank
         self.model = model
         self.reg = reg
@@ -470,6 +471,7 @@ class MatrixFactorization(Params):
         self.decay = decay
         self.step_schedule = step_schedule
         self.workers = workers
+        self.oversubscribe = oversubscribe
         self.scheduler = scheduler
         self.backend = backend
         self.distributed = distributed
@@ -535,7 +537,7 @@ class MatrixFactorization(Params):
         if self.scheduler == "blocked":
             grid = self.grid
             if grid is None:
-                grid = max(8, 2 * check_workers(workers))
+                grid = max(8, 2 * check_workers(workers, self.oversubscribe))
             order, row_labels, col_labels, layout = block_layout(
                 users, items, grid, np.random.default_rng(seeds[0]))
             users = row_labels[users[order]].astype(np.int32)
@@ -589,7 +591,7 @@ class MatrixFactorization(Params):
                             shuffle_block=self.shuffle_block, seed=seeds[2],
                             evaluate=evaluate, callback=callback, checkpoint=checkpoint,
                             checkpoint_every=checkpoint_every, resume=resume,
-                            progress=progress)
+                            progress=progress, oversubscribe=self.oversubscribe)
         self._set_factors(result.params)
         self._seen = _group_by_user(users, items, n_users)
         self.history_ = result.history

@@ -340,7 +340,8 @@ class SparseSVM(Params):
     epochs, step, decay, step_schedule: SGD schedule (see hogwild.steps); step="auto"
         is 0.2 / (mean squared row norm), which suits unit-norm TF-IDF rows and
         binary features alike (the chosen value is kept in ``step_``).
-    workers: threads or processes (default: all usable cores; per node with "ray");
+    workers: threads or processes (default: all usable cores; per node with "ray";
+        more than 4 per usable core only with oversubscribe=True);
         backend: "threads", "processes" (see hogwild.backends) or "ray" (several nodes
         with a parameter server; ``distributed`` is a hogwild.distributed.SSPSettings
         or a dict of its fields); scheduler: hogwild | locked | serial |
@@ -365,7 +366,8 @@ class SparseSVM(Params):
 
     def __init__(self, *, loss="hinge", reg=1e-4, fit_intercept=True, epochs=20, step="auto",
                  decay=0.9, step_schedule="geometric", workers=None, scheduler="hogwild",
-                 backend="threads", shuffle_block=16, seed=None, distributed=None):
+                 backend="threads", shuffle_block=16, seed=None, distributed=None,
+                 oversubscribe=False):
         self.loss = loss
         self.reg = reg
         self.fit_intercept = fit_intercept
@@ -374,6 +376,7 @@ class SparseSVM(Params):
         self.decay = decay
         self.step_schedule = step_schedule
         self.workers = workers
+        self.oversubscribe = oversubscribe
         self.scheduler = scheduler
         self.backend = backend
         self.distributed = distributed
@@ -429,7 +432,7 @@ class SparseSVM(Params):
                             shuffle_block=self.shuffle_block, seed=self.seed,
                             evaluate=evaluate, callback=callback, checkpoint=checkpoint,
                             checkpoint_every=checkpoint_every, resume=resume,
-                            progress=progress)
+                            progress=progress, oversubscribe=self.oversubscribe)
         self.coef_ = result.params[0]
         self.intercept_ = intercept_of(result.params)
         self.classes_ = classes

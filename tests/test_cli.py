@@ -407,3 +407,23 @@ def test_an_unwritable_cache_folder_costs_caching_not_the_run(tmp_path):
     assert done.stderr.count("hogwild: warning: cannot write compiled kernels to ") == 1
     assert "Traceback" not in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+# --- issue 16: hostile or unlucky input -------------------------------------------------
+
+@pytest.mark.parametrize("problem,argv", [
+    ("svm", ["--backend", "processes"]),
+    ("mc", ["--data", "jumbo:50x40x400", "--scheduler", "blocked"]),
+    ("cuts", ["--data", "random:20x40"]),
+])
+def test_more_than_four_workers_per_core_are_refused_before_starting(capsys, monkeypatch,
+                                                                       problem, argv):
+    monkeypatch.setattr("hogwild.engine.usable_cores", lambda: 2)
+    status, out, err = run(capsys, "run", problem, "--epochs", "1", "--workers", "1000", *argv)
+    assert status == 2 and out == ""
+    assert err == ("hogwild: error: workers=1000 is more than 4 per usable core (2 here); use "
+                   "at most 8, or oversubscribe=True (--oversubscribe) to run them anyway\n")
+    status, out, err = run(capsys, "run", problem, "--epochs", "1", "--workers", "9",
+                           "--oversubscribe", "--json", *argv)
+    assert status == 0, err
+    assert json.loads(out)["workers"] == 9

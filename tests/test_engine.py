@@ -390,6 +390,21 @@ def test_locked_scheduler_really_locks():
             "no lost update without the lock: probe too weak"
 
 
+@pytest.mark.parametrize("backend", ["threads", "processes"])
+def test_more_workers_than_four_per_core_need_oversubscribe(monkeypatch, backend):
+    monkeypatch.setattr("hogwild.engine.usable_cores", lambda: 1)
+    objective = Objective(racy_increment, zero_loss, params=np.zeros(16, np.int64),
+                          data=np.array([64], np.int64), n_samples=1000)
+    with pytest.raises(HogwildError) as error:
+        fit(objective, epochs=1, workers=5, scheduler="locked", backend=backend)
+    assert str(error.value) == ("workers=5 is more than 4 per usable core (1 here); use at "
+                                "most 4, or oversubscribe=True (--oversubscribe) to run "
+                                "them anyway")
+    result = fit(objective, epochs=2, workers=5, scheduler="locked", backend=backend,
+                 oversubscribe=True)
+    assert result.workers == 5 and int(result.params[0][0]) == 2000
+
+
 def test_serial_is_bitwise_reproducible_for_a_seed():
     objective, _ = least_squares()
     runs = [fit(objective, epochs=3, step=0.3, scheduler="serial", seed=s).params[0]

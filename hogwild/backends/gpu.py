@@ -244,6 +244,7 @@ class SampleStream:
 
 class GpuBackend:
     name = "gpu"
+    workers_share_cores = False  # workers are CUDA streams, not CPU cores
     schedulers = SCHEDULERS  # the engine refuses others before preparing them
 
     def __init__(self, workers, threads_per_worker=None):

@@ -54,6 +54,7 @@ def _dumps_functions(loops):
 
 class ProcessesBackend(HostParameters):
     name = "processes"
+    workers_share_cores = True  # workers are CPU processes: bounded by check_workers
 
     def __init__(self, workers):
         self.workers = workers

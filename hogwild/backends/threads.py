@@ -104,6 +104,7 @@ class _Crew:
 
 class ThreadsBackend(HostParameters):
     name = "threads"
+    workers_share_cores = True  # workers are CPU threads: bounded by check_workers
 
     def __init__(self, workers):
         self.workers = workers
