@@ -2,7 +2,10 @@
 
 Nothing in the package downloads on its own: `hogwild download NAME` (or
 ``download_dataset``) does it once, and loaders then find the file in the cache.
-file:// URLs work too (tests use them, and a mirror on a shared drive).
+file:// URLs work too (tests use them, and a mirror on a shared drive). Every
+download is checked against a SHA-256 (an md5 only where no SHA-256 of the
+original is known), and downloads and extracted files are capped in size, so a
+hostile server or archive cannot fill the disk.
 """
 import hashlib
 import os
@@ -15,6 +18,8 @@ from pathlib import Path
 from hogwild.errors import HogwildError
 
 CHUNK = 1 << 20
+MAX_DOWNLOAD_BYTES = 2 << 30    # the largest MovieLens archive is 262 MB
+MAX_EXTRACTED_BYTES = 4 << 30   # its largest ratings file is 678 MB
 
 
 def _progress_bar(total, name, enabled):
@@ -27,13 +32,21 @@ def _progress_bar(total, name, enabled):
     return tqdm(total=total, unit="B", unit_scale=True, desc=name, disable=None)
 
 
-def fetch(url, destination, md5=None, progress=True):
+def _too_large(what, limit):
+    return HogwildError(f"{what} is larger than {limit:,} bytes: refused (a download "
+                        "or archive that large is not a rating dataset)")
+
+
+def fetch(url, destination, sha256=None, md5=None, progress=True):
     """Stream ``url`` into ``destination`` (atomically: a partial download never
-    lands there) and check its md5 when one is given."""
+    lands there), at most MAX_DOWNLOAD_BYTES, and check its ``sha256`` (else its
+    ``md5``) when one is given."""
     destination = Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=destination.parent, prefix=".download-")
-    digest = hashlib.md5()
+    kind, expected = ("sha256", sha256) if sha256 is not None or md5 is None else ("md5", md5)
+    digest = hashlib.new(kind)
+    received = 0
     try:
         with os.fdopen(fd, "wb") as out:
             try:
@@ -46,6 +59,9 @@ def fetch(url, destination, md5=None, progress=True):
                 bar = _progress_bar(int(total) if total else None, destination.name, progress)
                 try:
                     while chunk := response.read(CHUNK):
+                        received += len(chunk)
+                        if received > MAX_DOWNLOAD_BYTES:
+                            raise _too_large(f"the download of {url}", MAX_DOWNLOAD_BYTES)
                         out.write(chunk)
                         digest.update(chunk)
                         if bar is not None:
@@ -53,9 +69,9 @@ def fetch(url, destination, md5=None, progress=True):
                 finally:
                     if bar is not None:
                         bar.close()
-        if md5 is not None and digest.hexdigest() != md5:
-            raise HogwildError(f"checksum mismatch for {url}: md5 {digest.hexdigest()}, "
-                               f"expected {md5}; the download is corrupt or the file "
+        if expected is not None and digest.hexdigest() != expected.lower():
+            raise HogwildError(f"checksum mismatch for {url}: {kind} {digest.hexdigest()}, "
+                               f"expected {expected}; the download is corrupt or the file "
                                f"changed upstream")
         os.replace(tmp, destination)
     finally:
@@ -65,7 +81,8 @@ def fetch(url, destination, md5=None, progress=True):
 
 
 def extract_member(archive, member, destination):
-    """Copy one file out of a zip archive (atomically)."""
+    """Copy one file out of a zip archive (atomically), at most MAX_EXTRACTED_BYTES
+    (counted as it is inflated: a zip header's sizes can lie)."""
     destination = Path(destination)
     fd, tmp = tempfile.mkstemp(dir=destination.parent, prefix=".extract-")
     try:
@@ -73,8 +90,12 @@ def extract_member(archive, member, destination):
             if member not in z.namelist():
                 raise HogwildError(f"{archive} has no {member}; it holds: "
                                    f"{', '.join(z.namelist()[:10])}")
+            written = 0
             with z.open(member) as src:
                 while chunk := src.read(CHUNK):
+                    written += len(chunk)
+                    if written > MAX_EXTRACTED_BYTES:
+                        raise _too_large(f"{member} in {archive}", MAX_EXTRACTED_BYTES)
                     out.write(chunk)
         os.replace(tmp, destination)
     except zipfile.BadZipFile:

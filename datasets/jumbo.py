@@ -21,7 +21,7 @@ import numpy as np
 
 from hogwild.datasets.ratings import Ratings
 from hogwild.errors import HogwildError, check_int
-from hogwild.paths import cache_dir
+from hogwild.paths import cache_folder
 
 _VERSION = 1
 CHUNK = 1 << 22
@@ -66,7 +66,7 @@ def make_jumbo(n_rows, n_cols, n_ratings, rank=10, noise=0.5, test_ratings=None,
     n_rows = check_int("rows", n_rows, 1)
     n_cols = check_int("columns", n_cols, 1)
     n_ratings = check_int("ratings", n_ratings, 1)
-    rank = check_int("rank", rank, 1)
+    rank = check_int("rank", rank, 1, min(n_rows, n_cols))
     if max(n_rows, n_cols) >= 2 ** 31:
         raise HogwildError("Jumbo rows and columns must be < 2**31")
     if not noise >= 0:
@@ -77,8 +77,11 @@ def make_jumbo(n_rows, n_cols, n_ratings, rank=10, noise=0.5, test_ratings=None,
     info = {"version": _VERSION, "rows": n_rows, "cols": n_cols, "ratings": n_ratings,
             "test_ratings": test_ratings, "rank": rank, "noise": float(noise), "seed": seed}
     if folder == "auto":
-        folder = cache_dir() / "jumbo" / (f"{n_rows}x{n_cols}x{n_ratings}-r{rank}-"
-                                          f"n{noise:g}-t{test_ratings}-s{seed}")
+        try:
+            folder = cache_folder("jumbo") / (f"{n_rows}x{n_cols}x{n_ratings}-r{rank}-"
+                                              f"n{noise:g}-t{test_ratings}-s{seed}")
+        except OSError:  # a read-only cache: generate in memory, cache nothing
+            folder = None
     if folder is not None and (Path(folder) / "info.json").is_file():
         return _open(Path(folder)) + (info,)
 

@@ -21,7 +21,7 @@ REASONS = {
     BAD_USER: "the user id is not an integer from 0 to 2**63 - 1",
     BAD_ITEM: "the item id is not an integer from 0 to 2**63 - 1",
     BAD_RATING: "the rating is not a number",
-    NOT_FINITE: "the rating is NaN or Inf",
+    NOT_FINITE: "the rating is NaN, Inf or beyond float32's range (|x| > 3.4e38)",
     MISSING_FIELD: "expected user, item and rating fields",
 }
 

@@ -10,7 +10,7 @@ from hogwild.datasets.download import extract_member, fetch
 from hogwild.datasets.ratings import read_ratings
 from hogwild.datasets.svmlight import load_svmlight
 from hogwild.errors import HogwildError, choose
-from hogwild.paths import cache_dir, shared_data_dir
+from hogwild.paths import cache_dir, cache_folder, shared_data_dir
 
 
 @dataclass(frozen=True)
@@ -84,16 +84,20 @@ _GROUPLENS = "https://files.grouplens.org/datasets/movielens/"
 class RatingsDataset:
     """A rating dataset found in the shared data folder or downloaded by the user.
 
-    ``md5`` is the checksum GroupLens publishes next to each archive (none for
-    ml-latest-small, which changes with every release).
+    ``sha256``: the archive's SHA-256, as TensorFlow Datasets records it for the
+    same GroupLens URL (tensorflow/datasets: url_checksums/movielens.txt); for
+    ml-10m, which it does not list, the md5 GroupLens publishes is checked instead.
+    ml-latest-small changes with new releases: a mismatch then says so, and
+    ``--url`` with ``--sha256`` accepts a newer file.
     """
 
     name: str
     description: str
     url: str
-    md5: Optional[str]
+    sha256: Optional[str]
     member: str  # the ratings file inside the zip archive
     shared: Optional[str] = None  # path in the shared data folder, when it has it
+    md5: Optional[str] = None  # only where no SHA-256 is known
 
     def downloaded_path(self) -> Path:
         return cache_dir() / "downloads" / self.name / Path(self.member).name
@@ -109,39 +113,56 @@ class RatingsDataset:
 RATINGS_DATASETS = {
     d.name: d for d in (
         RatingsDataset("ml-100k", "MovieLens 100K: 100,000 ratings, 943 users, 1,682 movies",
-                       _GROUPLENS + "ml-100k.zip", "0e33842e24a9c977be4e0107933c0723",
+                       _GROUPLENS + "ml-100k.zip",
+                       "50d2a982c66986937beb9ffb3aa76efe955bf3d5c6b761f4e3a7cd717c6a3229",
                        "ml-100k/u.data", shared="movielens-100k/u.data"),
         RatingsDataset("ml-1m", "MovieLens 1M: 1,000,209 ratings, 6,040 users, 3,706 movies",
-                       _GROUPLENS + "ml-1m.zip", "c4d9eecfca2ab87c1945afe126590906",
+                       _GROUPLENS + "ml-1m.zip",
+                       "a6898adb50b9ca05aa231689da44c217cb524e7ebd39d264c56e2832f2c54e20",
                        "ml-1m/ratings.dat", shared="movielens-1m/ratings_reindexed.tsv.gz"),
         RatingsDataset("ml-10m", "MovieLens 10M: 10,000,054 ratings, 69,878 users",
-                       _GROUPLENS + "ml-10m.zip", "ce571fd55effeba0271552578f2648bd",
-                       "ml-10M100K/ratings.dat"),
+                       _GROUPLENS + "ml-10m.zip", None, "ml-10M100K/ratings.dat",
+                       md5="ce571fd55effeba0271552578f2648bd"),
         RatingsDataset("ml-20m", "MovieLens 20M: 20,000,263 ratings, 138,493 users",
-                       _GROUPLENS + "ml-20m.zip", "cd245b17a1ae2cc31bb14903e1204af3",
+                       _GROUPLENS + "ml-20m.zip",
+                       "96f243c338a8665f6bcc89c53edf6ee39162a846940de6b7c8c48aeada765ff3",
                        "ml-20m/ratings.csv"),
         RatingsDataset("ml-25m", "MovieLens 25M: 25,000,095 ratings, 162,541 users",
-                       _GROUPLENS + "ml-25m.zip", "6b51fb2759a8657d3bfcbfc42b592ada",
+                       _GROUPLENS + "ml-25m.zip",
+                       "8b21cfb7eb1706b4ec0aac894368d90acf26ebdfb6aced3ebd4ad5bd1eb9c6aa",
                        "ml-25m/ratings.csv"),
         RatingsDataset("ml-latest-small", "MovieLens latest, small: about 100,000 ratings",
-                       _GROUPLENS + "ml-latest-small.zip", None,
+                       _GROUPLENS + "ml-latest-small.zip",
+                       "696d65a3dfceac7c45750ad32df2c259311949efec81f0f144fdfb91ebc9e436",
                        "ml-latest-small/ratings.csv"),
     )
 }
 
 
-def download_dataset(name, url=None, md5=None, progress=True) -> Path:
+def download_dataset(name, url=None, sha256=None, progress=True) -> Path:
     """Download a rating dataset into the cache, verify it, and extract its ratings
-    file; returns that file's path. ``url`` (with its ``md5``) points at a mirror."""
+    file; returns that file's path. ``url`` points at a mirror and needs the
+    ``sha256`` of its archive: nothing unchecked lands in the cache."""
     spec = choose(RATINGS_DATASETS, name, "rating dataset")
+    if url is not None and not _is_sha256(sha256):
+        raise HogwildError(f"--url needs --sha256, the 64 hex digits of the mirror's archive "
+                           f"(sha256sum prints them); got {sha256!r}")
     target = spec.downloaded_path()
-    target.parent.mkdir(parents=True, exist_ok=True)
+    cache_folder("downloads", spec.name)
     archive = target.parent / Path(spec.url).name
-    fetch(url or spec.url, archive, md5=spec.md5 if url is None else md5, progress=progress)
+    if url is None:
+        fetch(spec.url, archive, sha256=spec.sha256, md5=spec.md5, progress=progress)
+    else:
+        fetch(url, archive, sha256=sha256, progress=progress)
     try:
         return extract_member(archive, spec.member, target)
     finally:
         archive.unlink()
+
+
+def _is_sha256(text):
+    return isinstance(text, str) and len(text) == 64 and \
+        all(c in "0123456789abcdefABCDEF" for c in text)
 
 
 def load_ratings(data):

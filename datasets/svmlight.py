@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from hogwild.datasets import svmlight_parser as P
 from hogwild.datasets.files import read_bytes
 from hogwild.errors import DataFormatError, HogwildError, check_int
-from hogwild.paths import cache_dir
+from hogwild.paths import cache_dir, cache_folder
 
 _CACHE_VERSION = "svmlight-2"
 _ARRAYS = ("indptr", "indices", "values", "labels", "row_lines")
@@ -89,8 +89,7 @@ def _store_cached(folder, arrays, zero_based, source):
     """Best effort: a cache folder that cannot be written (a read-only disk) only
     means the next load parses the file again."""
     try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
+        tmp = Path(tempfile.mkdtemp(dir=cache_folder("datasets"), prefix=".tmp-"))
     except OSError:
         return
     indices = arrays["indices"]

@@ -12,14 +12,18 @@ BAD_INDEX = 2
 BAD_VALUE = 3
 MISSING_COLON = 4
 NOT_FINITE = 5
+UNSORTED_INDEX = 6
 
 REASONS = {
     BAD_LABEL: "the label is not a number",
     BAD_INDEX: "a feature index is not a non-negative integer",
     BAD_VALUE: "a feature value is not a number",
     MISSING_COLON: "expected index:value",
-    NOT_FINITE: "NaN or Inf value",
+    NOT_FINITE: "a value is NaN, Inf or beyond float32's range (|x| > 3.4e38)",
+    UNSORTED_INDEX: "feature indices must increase along a line (one is repeated or out "
+                    "of order)",
 }
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # values are stored as float32
 
 _SPACE, _TAB, _CR, _NL, _HASH, _COLON = 32, 9, 13, 10, 35, 58
 _POW10 = np.array([10.0 ** i for i in range(23)])
@@ -40,7 +44,8 @@ def _token_end(buf, i, end):
 @njit(nogil=True, cache=True)
 def _parse_float(buf, i, end):
     """(value, status) of buf[i:end]: decimal or exponent notation, exactly rounded
-    for up to 18 significant digits; nan/inf spelt out give NOT_FINITE."""
+    for up to 18 significant digits; nan/inf spelt out, and magnitudes float32
+    cannot hold (which would become inf where they are stored), give NOT_FINITE."""
     if i >= end:
         return 0.0, BAD_VALUE
     sign = 1.0
@@ -98,7 +103,7 @@ def _parse_float(buf, i, end):
         value = value * _POW10[exponent] if exponent < 23 else value * 10.0 ** exponent
     elif exponent < 0:
         value = value / _POW10[-exponent] if -exponent < 23 else value / 10.0 ** (-exponent)
-    if not np.isfinite(value):
+    if not value <= FLOAT32_MAX:
         return 0.0, NOT_FINITE
     return sign * value, OK
 
@@ -121,7 +126,8 @@ def parse(buf, indptr, indices, values, labels, row_lines):
     """Fill the preallocated outputs; returns (rows, nnz, status, line, line_start).
 
     Blank lines and '#' comments are skipped, 'qid:N' tokens ignored. Indices are
-    stored as written (the caller chooses the base). On error, status says why and
+    stored as written (the caller chooses the base) and must increase along a line,
+    as scikit-learn requires. On error, status says why and
     line / line_start locate the offending line (1-based line number).
     """
     n = buf.size
@@ -147,6 +153,7 @@ def parse(buf, indptr, indices, values, labels, row_lines):
         if status != OK:
             return rows, nnz, BAD_LABEL if status == BAD_VALUE else status, line, start
         i = j
+        previous = -1
         while True:
             while i < end and _is_blank(buf[i]):
                 i += 1
@@ -167,6 +174,9 @@ def parse(buf, indptr, indices, values, labels, row_lines):
                     index = index * 10 + (buf[k] - 48)
                 if index > 2147483647:
                     return rows, nnz, BAD_INDEX, line, start
+                if index <= previous:
+                    return rows, nnz, UNSORTED_INDEX, line, start
+                previous = index
             i = j + 1
             j = i
             while j < end and not _is_blank(buf[j]) and buf[j] != _HASH:

@@ -30,8 +30,8 @@ import numpy as np
 
 from hogwild.backends.gpu import SCHEDULERS as GPU_SCHEDULERS, check_gpu
 from hogwild.conflicts import Supports, sparsity_stats
-from hogwild.engine import aligned_copy, usable_cores
-from hogwild.errors import HogwildError, choose
+from hogwild.engine import aligned_copy, check_workers, usable_cores
+from hogwild.errors import HogwildError, check_int, choose
 from hogwild.kernels.compiler import compile_loops
 from hogwild.objective import Objective
 from hogwild.machine import compute_ceiling, describe_machine
@@ -558,6 +558,9 @@ def plot(header, records, folder):
 
 def _names(text, allowed, what):
     names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise HogwildError(f"--{what}s: expected a comma-separated list of {', '.join(allowed)}; "
+                           f"got {text!r}")
     for name in names:
         choose(allowed, name, what)
     return names
@@ -571,6 +574,7 @@ def _counts(text):
     if not counts or counts[0] < 1:
         raise HogwildError(f"--workers: expected a comma-separated list of counts >= 1, "
                            f"got {text!r}")
+    check_workers(counts[-1])  # the same bound as a run's
     return counts
 
 
@@ -610,7 +614,8 @@ def main(args):
     counts = _counts(args.workers) if args.workers else list(range(1, usable_cores() + 1))
     if args.quick and not args.workers:
         counts = [1, 2]
-    rounds = args.rounds or (1 if args.quick else 3)
+    rounds = (1 if args.quick else 3) if args.rounds is None else \
+        check_int("rounds", args.rounds, 1)
     header, records = run_benchmark(problems, schedulers, backends, counts, rounds,
                                     args.quick, args.seed, progress=True, peers=args.peers)
     folder = Path(args.out_dir)

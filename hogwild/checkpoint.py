@@ -4,7 +4,9 @@ A checkpoint is an .npz file (no pickle) holding the parameter arrays, the
 scheduler's own state (CYCLADES' batches) and a JSON header: format and version,
 the objective's name and sample count, the parameters' shapes and dtypes, the
 epochs done, the random generator's state, the next step size, the fit settings
-and the history, and a SHA-256 of every array. It is written atomically
+and the history, and a SHA-256 of every array; the settings include a SHA-256 of
+the objective's data, so that a resume can refuse other data or other settings
+(which would silently break the bitwise-resume promise). It is written atomically
 (hogwild.atomic: a temporary file, fsync, rename, fsync of the folder), so a crash
 at any moment leaves either the previous checkpoint or the new one, never a
 mixture. Loading refuses a truncated, corrupted or mismatched file with an error
@@ -40,6 +42,38 @@ class Checkpoint:
 
 def _digest(array):
     return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
+
+
+def data_fingerprint(arrays):
+    """SHA-256 of data arrays: their dtypes, shapes and bytes, in order."""
+    digest = hashlib.sha256()
+    for array in arrays:
+        array = np.ascontiguousarray(array)
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(memoryview(array.reshape(-1).view(np.uint8)))
+    return digest.hexdigest()
+
+
+# Header fields and the JSON types they must have; a file that differs was not
+# written by hogwild (or was edited), and is refused before anything uses it.
+HEADER_TYPES = {"epoch": int, "rng_state": dict, "step": (int, float), "history": list,
+                "objective": str, "n_samples": int, "settings": dict, "shapes": list,
+                "dtypes": list, "planner_names": list, "digests": dict}
+
+
+def _check_header(path, header, arrays):
+    for name, kind in HEADER_TYPES.items():
+        value = header.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise HogwildError(f"checkpoint {path} has a malformed header: field {name!r} is "
+                               "missing or of the wrong type")
+    n_params = sum(name.startswith("param_") for name in arrays)
+    if len(header["shapes"]) != n_params or len(header["dtypes"]) != n_params:
+        raise HogwildError(f"checkpoint {path} has a malformed header: it describes "
+                           f"{len(header['shapes'])} parameter arrays and holds {n_params}")
+    if not all(f"planner_{name}" in arrays for name in header["planner_names"]):
+        raise HogwildError(f"checkpoint {path} has a malformed header: field 'planner_names' "
+                           "names arrays it does not hold")
 
 
 def save_checkpoint(path, checkpoint):
@@ -82,6 +116,7 @@ def load_checkpoint(path):
     if header.get("version") != VERSION:
         raise HogwildError(f"checkpoint {path} has format version {header.get('version')}; "
                            f"this hogwild reads version {VERSION}")
+    _check_header(path, header, arrays)
     digests = header["digests"]
     if set(digests) != set(arrays):
         raise HogwildError(f"checkpoint {path} is corrupted: it lists arrays "
@@ -99,8 +134,19 @@ def load_checkpoint(path):
                                for name in header["planner_names"]})
 
 
-def check_compatible(checkpoint, path, objective, epochs):
-    """Refuse to resume ``objective`` from a checkpoint of something else."""
+def restore_field(path, field, restore):
+    """restore(): use a checkpoint's ``field``; one that does not fit (a crafted or
+    foreign header) is a HogwildError naming it, not a KeyError or TypeError."""
+    try:
+        return restore()
+    except (KeyError, TypeError, ValueError, IndexError):
+        raise HogwildError(f"checkpoint {path} has a malformed header: field {field!r} does "
+                           "not fit this run") from None
+
+
+def check_compatible(checkpoint, path, objective, epochs, settings):
+    """Refuse to resume ``objective`` with fit ``settings`` from a checkpoint of
+    something else, naming the first field that differs."""
     if checkpoint.objective != objective.name:
         raise HogwildError(f"checkpoint {path} is for objective {checkpoint.objective!r}, "
                            f"not {objective.name!r}")
@@ -117,3 +163,15 @@ def check_compatible(checkpoint, path, objective, epochs):
     if checkpoint.epoch > epochs:
         raise HogwildError(f"checkpoint {path} is after epoch {checkpoint.epoch}, beyond "
                            f"epochs={epochs}; ask for more epochs to continue it")
+    saved = checkpoint.settings
+    if "data_sha256" in saved and saved["data_sha256"] != settings["data_sha256"]:
+        hint = ("; its run had seed=None, which orders the data differently every run: "
+                "give a seed to make a run resumable") if saved.get("seed") is None else \
+            "; resume with the same data and seed"
+        raise HogwildError(f"checkpoint {path} was written for other data (or another order "
+                           f"of it){hint}")
+    for name, value in settings.items():
+        if name in saved and saved[name] != value:
+            raise HogwildError(f"checkpoint {path} was written with {name}={saved[name]!r}, "
+                               f"this run has {name}={value!r}; resume with the same {name} "
+                               "(or start afresh without resume)")

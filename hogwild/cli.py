@@ -9,7 +9,8 @@
     hogwild datasets
 
 Errors caused by the input print one line, ``hogwild: error: ...``, and exit 2;
-Ctrl-C finishes the epoch, writes the checkpoint, says where, and exits 130.
+Ctrl-C (or SIGTERM) finishes the epoch, writes the checkpoint, says where, and
+exits 130 (143); a second one abandons the epoch, leaving the last checkpoint.
 """
 import argparse
 import json
@@ -22,7 +23,7 @@ import warnings
 import numpy as np
 
 from hogwild.atomic import atomic_file
-from hogwild.errors import HogwildError, Interrupted
+from hogwild.errors import HogwildError, Interrupted, check_int
 
 
 def _positive_or_auto(text):
@@ -86,8 +87,10 @@ def build_parser():
         "download", help="download a rating dataset into the cache",
         description="Download a rating dataset (checksum verified) into the hogwild cache.")
     download.add_argument("name", help=f"one of: {', '.join(RATINGS_DATASETS)}")
-    download.add_argument("--url", help="download from this mirror instead (file:// works)")
-    download.add_argument("--md5", help="expected md5 of the mirror's archive")
+    download.add_argument("--url", help="download from this mirror instead (file:// works; "
+                                        "needs --sha256)")
+    download.add_argument("--sha256", help="SHA-256 of the mirror's archive (required with "
+                                           "--url)")
 
     stats = commands.add_parser(
         "stats", help="sparsity statistics (Omega, Delta, rho) of a problem's data",
@@ -147,20 +150,46 @@ def _add_run_options(parser, problem):
                              "--seed); --epochs is the total")
 
 
+def _staleness(text):
+    """--staleness as an int >= 0, or None for inf (asynchronous)."""
+    staleness = text.strip().lower()
+    if staleness in ("inf", "infinity", "none"):
+        return None
+    if staleness.isdigit():
+        return int(staleness)
+    raise HogwildError(f"--staleness: expected an integer >= 0 or inf, got {text!r}")
+
+
 def _distributed(args):
     """The SSP settings of --backend ray (None for the other backends)."""
     if args.backend != "ray":
         return None
-    staleness = args.staleness.strip().lower()
-    if staleness in ("inf", "infinity", "none"):
-        staleness = None
-    elif staleness.isdigit():
-        staleness = int(staleness)
-    else:
-        raise HogwildError(f"--staleness: expected an integer >= 0 or inf, got "
-                           f"{args.staleness!r}")
-    return {"nodes": args.nodes, "staleness": staleness, "clock_every": args.clock_every,
-            "address": args.ray_address}
+    return {"nodes": args.nodes, "staleness": _staleness(args.staleness),
+            "clock_every": args.clock_every, "address": args.ray_address}
+
+
+# Integer options and their bounds (None: unbounded), checked before any work, on
+# every backend, so that a bad value is named even where the option is unused.
+INT_OPTIONS = {"seed": (0, None), "terminal_seed": (0, None), "split_seed": (0, None),
+               "streams": (1, None), "device": (0, None), "nodes": (1, None),
+               "clock_every": (1, None), "checkpoint_every": (1, None),
+               "shuffle_block": (1, 2**31 - 1), "grid": (1, 2**15),
+               "jumbo_rank": (1, 2**15), "labels": (2, 2**15), "rounds": (1, None)}
+
+
+def _check_numbers(args):
+    """Every numeric option within its bounds (NaN and inf refused), or one line
+    naming the option."""
+    for name, (low, high) in INT_OPTIONS.items():
+        if getattr(args, name, None) is not None:
+            check_int("--" + name.replace("_", "-"), getattr(args, name), low, high)
+    if getattr(args, "staleness", None) is not None:
+        _staleness(args.staleness)
+    for name in ("unary", "jumbo_noise"):
+        value = getattr(args, name, None)
+        if value is not None and not 0 <= value < float("inf"):
+            raise HogwildError(f"--{name.replace('_', '-')} must be a finite number >= 0, "
+                               f"got {value!r}")
 
 
 def _fit_options(args):
@@ -457,19 +486,21 @@ def _graph_terminals(spec, n_labels, ids, seed):
             raise HogwildError(f"--terminals: expected ID:LABEL, got {item.strip()!r}")
         if int(vertex) not in index:
             raise HogwildError(f"--terminals: vertex {vertex.strip()} is not in the graph")
-        terminals[index[int(vertex)]] = int(label)
+        given = terminals.setdefault(index[int(vertex)], int(label))
+        if given != int(label):
+            raise HogwildError(f"--terminals: vertex {int(vertex)} is given two labels, "
+                               f"{given} and {int(label)}")
     return terminals
 
 
 def run_cuts(args):
     from hogwild.datasets.registry import load_graph
-    from hogwild.errors import check_int
     from hogwild.problems.graph_cuts import (cut_weight, exact_two_label_cut, multiway_cut,
                                              nearest_terminal_labels)
     from hogwild.problems import segmentation
 
     started = time.perf_counter()
-    n_labels = check_int("labels", args.labels, 2)
+    n_labels = args.labels  # bounded by _check_numbers
     fit_options = dict(epochs=args.epochs, step=args.step, decay=args.decay,
                        workers=args.workers, scheduler=args.scheduler, backend=args.backend,
                        distributed=_distributed(args), seed=args.seed,
@@ -573,7 +604,7 @@ def sparsity(args):
 def download(args):
     from hogwild.datasets.registry import download_dataset
 
-    path = download_dataset(args.name, url=args.url, md5=args.md5)
+    path = download_dataset(args.name, url=args.url, sha256=args.sha256)
     print(f"{args.name}: ratings in {path}")
 
 
@@ -669,6 +700,7 @@ def _check_output(path, option):
 
 def _dispatch(args):
     try:
+        _check_numbers(args)
         if getattr(args, "backend", None) == "gpu":
             _use_gpu(args)
         _check_output(getattr(args, "save", None), "--save")
@@ -694,8 +726,9 @@ def _dispatch(args):
     except Interrupted as stop:
         where = (f"; checkpoint written to {stop.checkpoint} (continue with --resume "
                  f"{stop.checkpoint})") if stop.checkpoint else ""
-        print(f"hogwild: interrupted after epoch {stop.epoch}{where}", file=sys.stderr)
-        return 130
+        when = f" after epoch {stop.epoch}" if stop.epoch is not None else ""
+        print(f"hogwild: interrupted{when}{where}", file=sys.stderr)
+        return 128 + stop.signum
     except KeyboardInterrupt:
         print("hogwild: interrupted", file=sys.stderr)
         return 130

@@ -30,14 +30,17 @@ import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
 
 from hogwild.backends.host import HostParameters
 from hogwild.backends.threads import ThreadsBackend
-from hogwild.checkpoint import Checkpoint, check_compatible, load_checkpoint, save_checkpoint
-from hogwild.engine import EpochRecord, FitResult, aligned_copy, check_workers, evaluator
+from hogwild.checkpoint import (Checkpoint, check_compatible, data_fingerprint, load_checkpoint,
+                                restore_field, save_checkpoint)
+from hogwild.engine import (MAX_EPOCHS, EpochRecord, FitResult, aligned_copy, check_workers,
+                            evaluator)
 from hogwild.errors import HogwildError, check_int, choose
 from hogwild.kernels.compiler import compile_loops
 from hogwild.objective import Objective
@@ -408,7 +411,7 @@ def fit_ssp(objective, settings: SSPSettings, *, epochs=10, step=0.1, decay=1.0,
         raise HogwildError(f"settings must be a hogwild.distributed.SSPSettings, got "
                            f"{type(settings).__name__}")
     settings = settings.checked()
-    check_int("epochs", epochs, 1)
+    check_int("epochs", epochs, 1, MAX_EPOCHS)
     StepSchedule(step_schedule, step, decay)
     local = objective if isinstance(objective, Objective) else objective()
     if not isinstance(local, Objective):
@@ -418,11 +421,12 @@ def fit_ssp(objective, settings: SSPSettings, *, epochs=10, step=0.1, decay=1.0,
         raise HogwildError(f"{settings.nodes} nodes for {local.n_samples} samples: at most "
                            "one node per sample")
     started_ray = False
-    if not ray.is_initialized():  # a local instance has room for every node actor
-        local_cpus = None if settings.address else max(
-            os.cpu_count() or 1, settings.nodes * settings.workers_per_node)
-        ray.init(address=settings.address, num_cpus=local_cpus, include_dashboard=False,
-                 log_to_driver=False)
+    if not ray.is_initialized():
+        if settings.address:
+            _join_cluster(ray, settings.address)
+        else:  # a local instance with room for every node actor
+            start_local_ray(ray, max(os.cpu_count() or 1,
+                                     settings.nodes * settings.workers_per_node))
         started_ray = True
     try:
         return _drive(ray, objective, local, settings, epochs, step, decay, step_schedule,
@@ -431,6 +435,52 @@ def fit_ssp(objective, settings: SSPSettings, *, epochs=10, step=0.1, decay=1.0,
     finally:
         if started_ray:
             ray.shutdown()
+
+
+def start_local_ray(ray, num_cpus):
+    """A new Ray instance of this machine alone: every service bound to the
+    loopback interface, never RAY_ADDRESS's or an already running cluster
+    (address="local"), its files created private (umask 077: the token file
+    ~/.ray/auth_token grants access to the instance)."""
+    from ray._private import ray_constants
+
+    loopback_only = ray_constants.ENABLE_RAY_CLUSTER  # Ray's own switch, off on macOS
+    ray_constants.ENABLE_RAY_CLUSTER = False  # and Windows: services on 127.0.0.1
+    umask = os.umask(0o077)
+    try:
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
+                 log_to_driver=False)
+    finally:
+        os.umask(umask)
+        ray_constants.ENABLE_RAY_CLUSTER = loopback_only
+    _make_private(ray_token_path())
+
+
+def ray_token_path():
+    """Where Ray keeps its authentication token unless told otherwise."""
+    return Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
+
+
+def _make_private(path):
+    """Mode 0600 for a file of ours that grants access (Ray writes it 0644)."""
+    try:
+        if path.is_file() and path.stat().st_uid == os.getuid():
+            path.chmod(0o600)
+    except OSError:
+        pass
+
+
+def _join_cluster(ray, address):
+    """Join the cluster at ``address`` (asked for explicitly), with Ray's token
+    authentication: a cluster without it runs anyone's code."""
+    mode = os.environ.get("RAY_AUTH_MODE", "").lower()
+    if mode == "disabled" or not (os.environ.get("RAY_AUTH_TOKEN")
+                                  or ray_token_path().is_file()):
+        raise HogwildError(f"joining the Ray cluster at {address} needs Ray's token "
+                           "authentication: set RAY_AUTH_MODE=token and give the cluster's "
+                           "token in RAY_AUTH_TOKEN or ~/.ray/auth_token (see the README)")
+    os.environ["RAY_AUTH_MODE"] = "token"
+    ray.init(address=address, include_dashboard=False, log_to_driver=False)
 
 
 def _by_value(ray, *functions):
@@ -450,10 +500,18 @@ def _drive(ray, source, local, settings, epochs, step, decay, step_schedule, see
     layout = FlatLayout(local.params)
     history = []
     params = local.params
+    fit_settings = {"backend": "ray", "scheduler": settings.local_scheduler, "step": step,
+                    "decay": decay, "step_schedule": step_schedule, "seed": seed if seed is None
+                    or isinstance(seed, int) else repr(seed), "nodes": nodes,
+                    "staleness": settings.staleness, "clock_every": settings.clock_every}
+    if checkpoint is not None or resume is not None:
+        fit_settings["data_sha256"] = data_fingerprint(local.data)
     if resume is not None:
         saved = load_checkpoint(resume)
-        check_compatible(saved, resume, local, epochs)
-        params, history = saved.params, [EpochRecord(**record) for record in saved.history]
+        check_compatible(saved, resume, local, epochs, fit_settings)
+        params = saved.params
+        history = restore_field(resume, "history", lambda: [EpochRecord(**record)
+                                                            for record in saved.history])
     clocks = clocks_per_epoch(local.n_samples, nodes, settings.clock_every)
     start_clock = len(history) * clocks
     flat = layout.flatten(params)
@@ -468,10 +526,6 @@ def _drive(ray, source, local, settings, epochs, step, decay, step_schedule, see
     schedule = StepSchedule(step_schedule, step, decay)
     metrics = evaluator(evaluate, local, HostParameters())
     workers, finished, restarts = {}, {}, []
-    fit_settings = {"backend": "ray", "scheduler": settings.local_scheduler, "step": step,
-                    "decay": decay, "step_schedule": step_schedule, "seed": seed if seed is None
-                    or isinstance(seed, int) else repr(seed), "nodes": nodes,
-                    "staleness": settings.staleness, "clock_every": settings.clock_every}
 
     def new_node(node):
         return actors["node"].options(num_cpus=settings.workers_per_node).remote(

@@ -19,8 +19,9 @@ import numpy as np
 from numba.core.errors import NumbaError
 
 from hogwild.backends import get_backend
-from hogwild.checkpoint import Checkpoint, check_compatible, load_checkpoint, save_checkpoint
-from hogwild.errors import DivergenceError, HogwildError, Interrupted, check_int
+from hogwild.checkpoint import (Checkpoint, check_compatible, data_fingerprint, load_checkpoint,
+                                restore_field, save_checkpoint)
+from hogwild.errors import DivergenceError, HogwildError, Interrupted, check_int, check_seed
 from hogwild.kernels.compiler import compile_loops, slp_vectorizer
 from hogwild.objective import Metric, Objective
 from hogwild.schedulers import get_scheduler
@@ -80,6 +81,7 @@ def aligned_copy(array):
     return copy
 
 
+MAX_EPOCHS = 1_000_000  # more is a typo (and epochs x samples could overflow int64)
 OVERSUBSCRIBE_FACTOR = 4  # workers per usable core allowed without oversubscribe=True
 
 
@@ -118,28 +120,44 @@ def _compile(runner, loops, objective, params, data, scheduler):
             from None
 
 
+class _StopRequest:
+    """Which stop signal arrived first, if any (``signum``)."""
+
+    def __init__(self):
+        self.signum = None
+
+    def is_set(self):
+        return self.signum is not None
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextlib.contextmanager
 def _stop_after_epoch():
-    """While training: the first Ctrl-C asks to stop after the current epoch (the
-    returned flag's ``is_set``), a second one interrupts at once. Only the main
-    thread can install signal handlers; elsewhere Ctrl-C keeps its usual effect."""
-    requested = threading.Event()
+    """While training: the first Ctrl-C or SIGTERM asks to stop after the current
+    epoch (the returned request's ``is_set``), a second one interrupts at once.
+    Only the main thread can install signal handlers; elsewhere both signals keep
+    their usual effect."""
+    requested = _StopRequest()
     if threading.current_thread() is not threading.main_thread():
         yield requested
         return
 
     def handler(signum, frame):
         if requested.is_set():
-            raise KeyboardInterrupt
-        requested.set()
-        print("hogwild: stopping after this epoch (Ctrl-C again to abandon it)",
+            raise Interrupted(None, signum=signum)
+        requested.signum = signum
+        again = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        print(f"hogwild: stopping after this epoch ({again} again to abandon it)",
               file=sys.stderr, flush=True)
 
-    previous = signal.signal(signal.SIGINT, handler)
+    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
     try:
         yield requested
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, action in previous.items():
+            signal.signal(signum, action)
 
 
 def evaluator(evaluate, objective, runner):
@@ -211,6 +229,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     colored, cyclades) the result is bitwise that of an uninterrupted run. The
     first Ctrl-C during a fit stops it after the current epoch (checkpointed,
     then hogwild.errors.Interrupted is raised); a second one abandons the epoch.
+    SIGTERM does the same as Ctrl-C.
 
     Reproducibility: with a seed, ``serial`` is bitwise reproducible, and so are
     ``blocked`` (for the objective's block layout), ``colored`` and ``cyclades``
@@ -230,8 +249,9 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
         raise HogwildError(f"distributed settings are for backend='ray', not {backend!r}")
     if not isinstance(objective, Objective):
         raise HogwildError(f"objective must be a hogwild.Objective, got {type(objective).__name__}")
-    check_int("epochs", epochs, 1)
-    shuffle_block = check_int("shuffle_block", shuffle_block, 1)
+    check_int("epochs", epochs, 1, MAX_EPOCHS)
+    shuffle_block = check_int("shuffle_block", shuffle_block, 1, 2**31 - 1)
+    check_seed(seed)
     if checkpoint_every is not None:
         checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
     schedule = StepSchedule(step_schedule, step, decay)
@@ -248,17 +268,21 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     settings = {"scheduler": sched.name, "step": step, "decay": decay,
                 "step_schedule": step_schedule, "shuffle_block": shuffle_block,
                 "seed": seed if seed is None or isinstance(seed, int) else repr(seed)}
+    if checkpoint is not None or resume is not None:
+        settings["data_sha256"] = data_fingerprint(objective.data)
 
     params = tuple(aligned_copy(p) for p in objective.params)
     history = []
     if resume is not None:
         saved = load_checkpoint(resume)
-        check_compatible(saved, resume, objective, epochs)
+        check_compatible(saved, resume, objective, epochs, settings)
         params = tuple(aligned_copy(p) for p in saved.params)
-        rng.bit_generator.state = saved.rng_state
-        history = [EpochRecord(**record) for record in saved.history]
+        history = restore_field(resume, "history", lambda: [EpochRecord(**record)
+                                                            for record in saved.history])
+        restore_field(resume, "rng_state", lambda: setattr(rng.bit_generator, "state",
+                                                           saved.rng_state))
         if saved.planner:
-            planner.restore(saved.planner)
+            restore_field(resume, "planner_names", lambda: planner.restore(saved.planner))
 
     def save(epochs_done, params):
         save_checkpoint(checkpoint, Checkpoint(
@@ -309,7 +333,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
             if checkpoint is not None and (periodic or stop_requested.is_set()):
                 save(done, runner.to_host(params))
             if stop_requested.is_set() and done < epochs:
-                raise Interrupted(done, checkpoint)
+                raise Interrupted(done, checkpoint, stop_requested.signum)
         params = runner.export(params)
     return FitResult(params=params, history=history, scheduler=sched.name, backend=backend,
                      workers=n_workers, seed=seed, setup_seconds=planner.setup_seconds,

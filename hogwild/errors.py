@@ -4,6 +4,8 @@ Every error a user can cause is a ``HogwildError`` with a one-line message that
 names the problem (file, line, parameter, allowed values), so the CLI can print
 it without a traceback.
 """
+import signal
+
 import numpy as np
 
 
@@ -20,20 +22,39 @@ class DivergenceError(HogwildError, ArithmeticError):
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C stopped training after a whole epoch. ``epoch`` epochs are done and,
-    when the run had a checkpoint path, their state is in ``checkpoint``."""
+    """Ctrl-C (SIGINT) or SIGTERM stopped training. After the first signal, the run
+    stops after a whole epoch: ``epoch`` epochs are done and, when the run had a
+    checkpoint path, their state is in ``checkpoint``. A second signal abandons the
+    epoch under way (``epoch`` is None; the last checkpoint is intact).
+    ``signum`` is the signal; a command line exits with 128 + signum."""
 
-    def __init__(self, epoch, checkpoint=None):
-        super().__init__(f"interrupted after epoch {epoch}")
+    def __init__(self, epoch, checkpoint=None, signum=signal.SIGINT):
+        super().__init__(f"{signal.Signals(signum).name}: " + (
+            f"interrupted after epoch {epoch}" if epoch is not None
+            else "interrupted during an epoch"))
         self.epoch = epoch
         self.checkpoint = checkpoint
+        self.signum = signum
 
 
-def check_int(name, value, minimum):
-    """value as an int >= minimum, or a HogwildError naming the parameter."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise HogwildError(f"{name} must be an integer >= {minimum}, got {value!r}")
+def check_int(name, value, minimum, maximum=None):
+    """value as an int >= minimum (and <= maximum), or a HogwildError naming the
+    parameter."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum \
+            or (maximum is not None and value > maximum):
+        bounds = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum:,}"
+        raise HogwildError(f"{name} must be an integer {bounds}, got {value!r}")
     return int(value)
+
+
+def check_seed(seed):
+    """A seed numpy accepts: None, an integer >= 0, a SeedSequence or a Generator."""
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        check_int("seed", seed, 0)
+    elif not (seed is None or isinstance(seed, (np.random.SeedSequence,
+                                                np.random.Generator))):
+        raise HogwildError(f"seed must be None or an integer >= 0, got {seed!r}")
+    return seed
 
 
 def choose(options, name, what):

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from numba.core import caching
 
-from hogwild.paths import cache_dir
+from hogwild.errors import HogwildError
+from hogwild.paths import cache_dir, code_cache_folder
 
 _PACKAGES = ("hogwild",)  # hogwild.problems and hogwild.datasets included
 
@@ -30,8 +31,8 @@ class HogwildCacheLocator(caching._CacheLocator):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
         folder = Path(py_file).resolve().parent
-        tag = hashlib.sha1(str(folder).encode()).hexdigest()[:16]
-        self._cache_path = str(cache_dir() / "numba" / f"{folder.name}_{tag}")
+        self._folder_name = f"{folder.name}_{hashlib.sha1(str(folder).encode()).hexdigest()[:16]}"
+        self._cache_path = str(cache_dir() / "numba" / self._folder_name)
 
     def get_cache_path(self):
         return self._cache_path
@@ -50,9 +51,10 @@ class HogwildCacheLocator(caching._CacheLocator):
             return None
         locator = cls(py_func, py_file)
         try:
+            code_cache_folder("numba", locator._folder_name)  # 0700, and nobody else's
             locator.ensure_cache_path()
-        except OSError:  # an unwritable cache directory: numba's user-wide cache
-            # rather than its in-tree one, which would be the installed package
+        except (OSError, HogwildError):  # an unwritable or untrusted cache directory:
+            # numba's user-wide cache rather than its in-tree one (the installed package)
             user_wide = getattr(caching, "UserWideCacheLocator", None) \
                 or caching._UserWideCacheLocator
             return user_wide.from_function(py_func, py_file)

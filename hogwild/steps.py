@@ -23,6 +23,9 @@ class StepSchedule:
         if not (isinstance(self.step, (int, float)) and math.isfinite(self.step)
                 and self.step > 0):
             raise HogwildError(f"step must be a finite number > 0, got {self.step!r}")
+        if not (isinstance(self.decay, (int, float)) and not isinstance(self.decay, bool)
+                and math.isfinite(self.decay)):
+            raise HogwildError(f"decay must be a finite number, got {self.decay!r}")
         if self.kind == "geometric" and not 0 < self.decay <= 1:
             raise HogwildError(f"decay must be in (0, 1] for the geometric schedule, "
                                f"got {self.decay!r}")

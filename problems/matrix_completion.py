@@ -38,7 +38,7 @@ from hogwild.conflicts import Supports
 from hogwild.datasets.ratings import Ratings
 from hogwild.engine import check_workers
 from hogwild.engine import fit as engine_fit
-from hogwild.errors import HogwildError, check_int, choose
+from hogwild.errors import HogwildError, check_int, check_seed, choose
 from hogwild.estimator import Params
 from hogwild.kernels.compiler import FASTMATH_FLAGS
 from hogwild.model_file import read_model, write_model
@@ -231,20 +231,22 @@ def ratings_arrays(ratings):
 
 
 def check_values(values, what="ratings"):
-    """float32 ratings; NaN or Inf is an error that names the first bad position.
-    Checked in chunks, so that 100 million ratings need no large temporaries."""
-    values = np.asarray(values)
-    if values.dtype.kind not in "fiu":
-        raise HogwildError(f"{what} must be numbers, got dtype {values.dtype}")
-    values = values.astype(np.float32, copy=False)
+    """float32 ratings; NaN, Inf or a value float32 cannot hold is an error that
+    names the first bad position. Checked in chunks, so that 100 million ratings
+    need no large temporaries."""
+    given = np.asarray(values)
+    if given.dtype.kind not in "fiu":
+        raise HogwildError(f"{what} must be numbers, got dtype {given.dtype}")
+    with np.errstate(over="ignore"):  # beyond float32's range becomes inf: refused below
+        values = given.astype(np.float32, copy=False)
     chunk = 1 << 22
     for start in range(0, values.size, chunk):
         bad = ~np.isfinite(values[start:start + chunk])
         if bad.any():
             k = start + int(np.argmax(bad))
             total = int(np.count_nonzero(~np.isfinite(values)))
-            raise HogwildError(f"{what} hold {total} NaN or Inf values "
-                               f"(the first at position {k}: {values[k]})")
+            raise HogwildError(f"{what} hold {total} NaN, Inf or values beyond float32's "
+                               f"range (the first at position {k}: {given[k]})")
     return values
 
 
@@ -531,7 +533,7 @@ class MatrixFactorization(Params):
         user_index, users = IdIndex.build(raw_users)
         item_index, items = IdIndex.build(raw_items)
         n_users, n_items = len(user_index), len(item_index)
-        seeds = np.random.SeedSequence(self.seed).spawn(3)
+        seeds = np.random.SeedSequence(check_seed(self.seed)).spawn(3)
         workers = self.workers
         layout = None
         if self.scheduler == "blocked":

@@ -12,6 +12,8 @@ giving pixel p label l then costs unary * (-ln P(I_p | seeds of l)) plus a
 constant. Reading and writing PNG needs Pillow
 (pip install hogwild[images]).
 """
+import math
+
 import numpy as np
 
 from hogwild.atomic import atomic_file
@@ -65,6 +67,9 @@ def segment(image, seeds, connectivity=4, unary=1.0, **fit_options):
     to multiway_cut (epochs, step, decay, workers, scheduler, seed)."""
     seeds = np.asarray(seeds)
     image = np.asarray(image)
+    if isinstance(unary, bool) or not isinstance(unary, (int, float, np.number)) \
+            or not 0 <= unary < math.inf:
+        raise HogwildError(f"unary must be a finite number >= 0, got {unary!r}")
     if seeds.shape != image.shape[:2]:
         raise HogwildError(f"seeds have shape {seeds.shape}, the image {image.shape[:2]}")
     labels = np.unique(seeds[seeds >= 0])

@@ -21,7 +21,7 @@ from numba import njit
 
 from hogwild.conflicts import Supports
 from hogwild.engine import fit as engine_fit
-from hogwild.errors import HogwildError, choose
+from hogwild.errors import HogwildError, check_seed, choose
 from hogwild.estimator import Params
 from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric, Objective
@@ -218,9 +218,11 @@ def as_csr(X, n_features=None):
     if n_features is not None and X.shape[1] != n_features:
         raise HogwildError(f"X has {X.shape[1]} features, but the model was fitted with "
                            f"{n_features}")
-    csr = sp.csr_matrix(X, dtype=np.float32)
+    with np.errstate(over="ignore"):  # beyond float32's range becomes inf: refused below
+        csr = sp.csr_matrix(X, dtype=np.float32)
     if not np.isfinite(csr.data).all():
-        raise HogwildError("X contains NaN or Inf values")
+        raise HogwildError("X contains NaN, Inf or values beyond float32's range "
+                           "(|x| > 3.4e38)")
     if not csr.has_canonical_format:
         csr = csr.copy()
         csr.sum_duplicates()
@@ -401,6 +403,7 @@ class SparseSVM(Params):
         """
         check_loss(self.loss)
         check_reg(self.reg)
+        check_seed(self.seed)
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise HogwildError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
         choose(SCHEDULERS, self.scheduler, "scheduler")

@@ -112,6 +112,59 @@ def test_bad_checkpoints_are_refused_naming_the_problem(tmp_path):
         fit(pair_objective(), epochs=3, resume=tmp_path / "missing.npz")
 
 
+def test_a_resume_with_other_settings_or_data_is_refused_naming_the_field(tmp_path):
+    """The bitwise-resume promise holds only for the same settings and data."""
+    path = tmp_path / "run.npz"
+    options = dict(step=0.3, scheduler="serial", seed=0)
+    fit(pair_objective(), epochs=2, checkpoint=path, **options)
+    for change, message in (
+            ({"seed": 5}, "was written with seed=0, this run has seed=5; resume with the "
+                          "same seed (or start afresh without resume)"),
+            ({"step": 0.2}, "was written with step=0.3, this run has step=0.2; resume with "
+                            "the same step (or start afresh without resume)"),
+            ({"scheduler": "hogwild"}, "was written with scheduler='serial', this run has "
+                                       "scheduler='hogwild'; resume with the same scheduler"),
+            ({"shuffle_block": 4}, "was written with shuffle_block=1, this run has "
+                                   "shuffle_block=4")):
+        with pytest.raises(HogwildError) as error:
+            fit(pair_objective(), epochs=3, resume=path, **{**options, **change})
+        assert str(error.value).startswith(f"checkpoint {path} {message}")
+    with pytest.raises(HogwildError) as error:  # same shapes and name, other values
+        fit(pair_objective(seed=3), epochs=3, resume=path, **options)
+    assert str(error.value) == (f"checkpoint {path} was written for other data (or another "
+                                "order of it); resume with the same data and seed")
+    fit(pair_objective(), epochs=2, checkpoint=path, **{**options, "seed": None})
+    with pytest.raises(HogwildError) as error:
+        fit(pair_objective(seed=3), epochs=3, resume=path, **{**options, "seed": None})
+    assert str(error.value).endswith("its run had seed=None, which orders the data "
+                                     "differently every run: give a seed to make a run "
+                                     "resumable")
+    assert fit(pair_objective(), epochs=3, resume=path, **options | {"seed": None}).history
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("epoch", "2", "field 'epoch' is missing or of the wrong type"),
+    ("history", None, "field 'history' is missing or of the wrong type"),
+    ("shapes", [[300]], "it describes 1 parameter arrays and holds 2"),
+    ("planner_names", ["order"], "field 'planner_names' names arrays it does not hold"),
+    ("history", [{"epoch": 1}, {"epoch": 2}], "field 'history' does not fit this run"),
+    ("rng_state", {"bit_generator": "PCG64", "state": 7}, "field 'rng_state' does not fit "
+                                                          "this run"),
+])
+def test_a_crafted_checkpoint_header_is_refused_naming_the_field(tmp_path, field, value,
+                                                                 message):
+    path = tmp_path / "run.npz"
+    fit(pair_objective(), epochs=2, step=0.3, scheduler="serial", seed=1, checkpoint=path)
+    with np.load(path) as archive:
+        arrays = dict(archive)
+    header = json.loads(arrays.pop("header").tobytes())
+    header[field] = value
+    np.savez(path, **arrays, header=np.frombuffer(json.dumps(header).encode(), np.uint8))
+    with pytest.raises(HogwildError) as error:
+        fit(pair_objective(), epochs=3, step=0.3, scheduler="serial", seed=1, resume=path)
+    assert str(error.value) == f"checkpoint {path} has a malformed header: {message}"
+
+
 KILLED_WRITER = textwrap.dedent("""
     import hashlib, sys
     import numpy as np

@@ -69,12 +69,22 @@ def test_run_svm_on_a_file_with_a_test_file(capsys, tmp_path):
                                "geometric, inverse"),
     (["--save", "/no-such-folder/m.npz"],
      "--save /no-such-folder/m.npz: the folder /no-such-folder does not exist"),
+    (["--decay", "inf", "--schedule", "inverse"], "decay must be a finite number, got inf"),
+    (["--decay", "nan"], "decay must be a finite number, got nan"),
+    (["--seed", "-1"], "--seed must be an integer >= 0, got -1"),
+    (["--epochs", "99999999999999999999"], "epochs must be an integer from 1 to 1,000,000, got "
+                                           "99999999999999999999"),
+    (["--shuffle-block", "99999999999999999999"], "--shuffle-block must be an integer from 1 "
+                                                  "to 2,147,483,647, got 99999999999999999999"),
+    (["--nodes", "0"], "--nodes must be an integer >= 1, got 0"),  # checked on every backend
+    (["--staleness", "abc"], "--staleness: expected an integer >= 0 or inf, got 'abc'"),
     (["--scheduler", "cyclades"], "scheduler='cyclades' runs together only samples that share "
                                   "no coordinate, and an intercept is a coordinate of every "
                                   "sample; pass fit_intercept=False (--no-intercept) or another "
                                   "scheduler"),
 ])
 def test_bad_input_prints_one_line_and_exits_2(capsys, argv, message):
+    """Bad options, including (issue 16, item 9) values that only look numeric."""
     status, out, err = run(capsys, "run", "svm", "--epochs", "1", *argv)
     assert status == 2
     assert err == f"hogwild: error: {message}\n"
@@ -206,7 +216,8 @@ def test_mc_nan_rating_names_the_line(capsys, tmp_path):
     status, _, err = run(capsys, "run", "mc", "--data", str(tmp_path / "r.tsv"))
     assert status == 2
     assert err == (f"hogwild: error: {tmp_path / 'r.tsv'}, line 2: malformed rating line "
-                   "(the rating is NaN or Inf): '2\\t1\\tNaN'\n")
+                   "(the rating is NaN, Inf or beyond float32's range (|x| > 3.4e38)): "
+                   "'2\\t1\\tNaN'\n")
 
 
 def test_download_command_from_a_mirror(capsys, tmp_path, monkeypatch):
@@ -216,8 +227,12 @@ def test_download_command_from_a_mirror(capsys, tmp_path, monkeypatch):
     archive = tmp_path / "ml-1m.zip"
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("ml-1m/ratings.dat", "1::1193::5::978300760\n2::1193::4::978300761\n")
-    md5 = hashlib.md5(archive.read_bytes()).hexdigest()
-    status, out, err = run(capsys, "download", "ml-1m", "--url", archive.as_uri(), "--md5", md5)
+    sha256 = hashlib.sha256(archive.read_bytes()).hexdigest()
+    status, out, err = run(capsys, "download", "ml-1m", "--url", archive.as_uri())
+    assert status == 2 and err == ("hogwild: error: --url needs --sha256, the 64 hex digits of "
+                                   "the mirror's archive (sha256sum prints them); got None\n")
+    status, out, err = run(capsys, "download", "ml-1m", "--url", archive.as_uri(), "--sha256",
+                           sha256)
     assert status == 0, err
     assert out.startswith("ml-1m: ratings in ") and out.strip().endswith("ratings.dat")
     status, out, _ = run(capsys, "datasets")
@@ -306,7 +321,14 @@ def test_run_cuts_segments_an_image(capsys, tmp_path):
                                                          "the graph"),
     (["--data", "random:20x40", "--terminals", "random:0"], "--terminals 'random:0': expected "
                                                              "random:K with K >= 1"),
-    (["--data", "random:20x40", "--labels", "1"], "labels must be an integer >= 2, got 1"),
+    (["--data", "random:20x40", "--labels", "1"],
+     "--labels must be an integer from 2 to 32,768, got 1"),
+    (["--data", "random:20x40", "--unary", "nan"], "--unary must be a finite number >= 0, got "
+                                                    "nan"),
+    (["--data", "random:20x40", "--unary", "-1"], "--unary must be a finite number >= 0, got "
+                                                   "-1.0"),
+    (["--data", "random:20x40", "--terminals", "0:0,0:1"], "--terminals: vertex 0 is given "
+                                                            "two labels, 0 and 1"),
 ])
 def test_cuts_bad_input_prints_one_line(capsys, argv, message):
     status, _, err = run(capsys, "run", "cuts", "--epochs", "1", *argv)
@@ -404,9 +426,35 @@ def test_an_unwritable_cache_folder_costs_caching_not_the_run(tmp_path):
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["epochs"] == 1
-    assert done.stderr.count("hogwild: warning: cannot write compiled kernels to ") == 1
+    assert done.stderr.count("hogwild: warning: cannot keep compiled kernels in ") == 1
     assert "Traceback" not in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def test_a_cache_folder_others_may_write_is_not_trusted_with_code(tmp_path):
+    """Compiled kernels are executed from the cache folder: one that other users may
+    write to is not used (one warning; the run completes), and a new one is 0700."""
+    import os
+    import stat
+    import sys
+    shared = tmp_path / "shared-cache"
+    shared.mkdir()
+    shared.chmod(0o777)
+    command = [sys.executable, "-c", "from hogwild.cli import main; raise SystemExit(main(["
+               "'run', 'svm', '--epochs', '1', '--json']))"]
+    done = subprocess.run(command, env={**os.environ, "HOGWILD_CACHE_DIR": str(shared)},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (f"hogwild: warning: cannot keep compiled kernels in {shared / 'kernels'} (cache "
+            f"folder {shared} is writable by other users (mode 777): hogwild runs the code it "
+            "caches there, so it does not use it;") in done.stderr
+    assert not (shared / "kernels").exists() and not (shared / "numba").exists()
+    fresh = tmp_path / "fresh-cache"
+    done = subprocess.run(command, env={**os.environ, "HOGWILD_CACHE_DIR": str(fresh)},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "warning" not in done.stderr, done.stderr[-2000:]
+    for folder in (fresh, fresh / "kernels", fresh / "numba"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
 
 
 # --- issue 16: hostile or unlucky input -------------------------------------------------
@@ -427,3 +475,16 @@ def test_more_than_four_workers_per_core_are_refused_before_starting(capsys, mon
                            "--oversubscribe", "--json", *argv)
     assert status == 0, err
     assert json.loads(out)["workers"] == 9
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--rounds", "-1"], "--rounds must be an integer >= 1, got -1"),
+    (["--problems", ""], "--problems: expected a comma-separated list of svm, mc, cuts; got ''"),
+    (["--workers", "1,99999999999999999999"], "workers=99999999999999999999 is more than 4 per "
+                                              "usable core"),
+])
+def test_bench_bad_input_prints_one_line_before_any_work(capsys, tmp_path, argv, message):
+    status, out, err = run(capsys, "bench", "--quick", "--out-dir", str(tmp_path / "b"), *argv)
+    assert status == 2 and out == ""
+    assert err.startswith(f"hogwild: error: {message}") and err.count("\n") == 1
+    assert not (tmp_path / "b").exists()

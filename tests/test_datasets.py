@@ -85,18 +85,26 @@ def test_test_file_aligned_to_training_features(tmp_path):
         load_svmlight(path, n_features=5, zero_based=False, cache=False)
 
 
+NOT_FINITE = "a value is NaN, Inf or beyond float32's range (|x| > 3.4e38)"
+UNSORTED = "feature indices must increase along a line (one is repeated or out of order)"
+
+
 @pytest.mark.parametrize("text,line,reason", [
     ("1 1:2\nabc 2:3\n", 2, "the label is not a number"),
     ("1 1:2\n-1 2:3 x:4\n", 2, "a feature index is not a non-negative integer"),
     ("1 1:2\n-1 -2:3\n", 2, "a feature index is not a non-negative integer"),
     ("1 1:2 4\n", 1, "expected index:value"),
     ("1 1:2\n1 3:4e\n", 2, "a feature value is not a number"),
-    ("1 1:2\n\n1 3:nan\n", 3, "NaN or Inf value"),
-    ("1 1:inf\n", 1, "NaN or Inf value"),
-    ("1 1:1e400\n", 1, "NaN or Inf value"),
-    ("nan 1:1\n", 1, "NaN or Inf value"),
+    ("1 1:2\n\n1 3:nan\n", 3, NOT_FINITE),
+    ("1 1:inf\n", 1, NOT_FINITE),
+    ("1 1:1e400\n", 1, NOT_FINITE),
+    ("nan 1:1\n", 1, NOT_FINITE),
+    ("1 1:2\n-1 2:1e39\n", 2, NOT_FINITE),  # finite in float64, inf once stored as float32
+    ("1 1:2\n-1 3:1 2:1\n", 2, UNSORTED),  # scikit-learn refuses these too
+    ("1 1:2\n-1 2:1 2:1\n", 2, UNSORTED),
 ])
 def test_malformed_lines_are_named(tmp_path, text, line, reason):
+    """Each malformed line is refused naming the file, the line and why."""
     path = write(tmp_path, text)
     bad = text.split("\n")[line - 1]
     with pytest.raises(DataFormatError) as info:
@@ -183,11 +191,11 @@ def test_a_feature_index_too_large_for_memory_names_its_line(tmp_path, monkeypat
     line; a large but affordable feature space (hashed features) still loads."""
     import hogwild.datasets.svmlight as svmlight
     path = tmp_path / "hostile.svm"
-    path.write_text("1 1:1 5:2\n-1 2:1\n1 2000000000:1 3:1\n")
+    path.write_text("1 1:1 5:2\n-1 2:1\n1 3:1 2000000000:1\n")
     monkeypatch.setattr(svmlight, "_physical_memory", lambda: 24 * 2**30)
     with pytest.raises(DataFormatError, match=str(path) + r", line 3: feature index 1999999999 "
                        r"makes a model of 2,000,000,000 features, which needs 37.3 GiB, more "
                        r"than this machine's 24.0 GiB of memory"):
         load_svmlight(path, cache=False)
-    path.write_text("1 1:1 5:2\n-1 2:1\n1 268435456:1 3:1\n")  # 2**28 hashed features: 5 GiB
+    path.write_text("1 1:1 5:2\n-1 2:1\n1 3:1 268435456:1\n")  # 2**28 hashed features: 5 GiB
     assert load_svmlight(path, cache=False).X.shape == (3, 2**28)

@@ -6,6 +6,11 @@ without Ray; a node that dies mid-run is restarted and the run ends close to an
 undisturbed one; pushes are sparse; bad settings get one-line errors.
 """
 import functools
+import os
+import shutil
+import stat
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,7 +19,8 @@ ray = pytest.importorskip("ray", reason="backend 'ray' needs Ray (hogwild[distri
 
 from hogwild.datasets.synthetic import make_sparse_classification  # noqa: E402
 from hogwild.distributed import (FlatLayout, SSPSettings, clock_runs,  # noqa: E402
-                                 clocks_per_epoch, fit_ssp, run_seed)
+                                 clocks_per_epoch, fit_ssp, ray_token_path, run_seed,
+                                 start_local_ray)
 from hogwild.checkpoint import load_checkpoint  # noqa: E402
 from hogwild.engine import fit  # noqa: E402
 from hogwild.errors import HogwildError  # noqa: E402
@@ -26,11 +32,19 @@ from hogwild.steps import StepSchedule  # noqa: E402
 STEP_DECAY = 0.9
 
 
+def listening_sockets():
+    """{(address, port)} of this machine's listening TCP sockets, from ``ss -ltn``."""
+    out = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True, check=True).stdout
+    return {tuple(line.split()[3].rsplit(":", 1)) for line in out.splitlines() if line.strip()}
+
+
 @pytest.fixture(scope="module")
 def local_ray():
-    """One local Ray instance for the module (starting one takes seconds)."""
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
-    yield
+    """One local Ray instance for the module (starting one takes seconds), started
+    as backend "ray" starts its own; yields the sockets listening before it."""
+    before = listening_sockets() if shutil.which("ss") else None
+    start_local_ray(ray, 4)
+    yield before
     ray.shutdown()
 
 
@@ -269,3 +283,44 @@ def test_cli_staleness_must_be_a_count_or_inf(capsys):
     assert main(["run", "svm", "--backend", "ray", "--staleness", "soon", "--epochs", "1"]) == 2
     assert capsys.readouterr().err == ("hogwild: error: --staleness: expected an integer >= 0 "
                                        "or inf, got 'soon'\n")
+
+
+# --- issue 16, item 8: a local run is this machine's alone ----------------------------
+
+@pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss (iproute2) to list sockets")
+def test_a_local_ray_instance_listens_on_loopback_only(local_ray, svm):
+    objective, step = svm
+    fit_ssp(objective, SSPSettings(nodes=2), epochs=1, step=step, seed=0)  # actors up
+    opened = listening_sockets() - local_ray
+    assert opened, "Ray opened no listening socket: the probe sees nothing"
+    exposed = sorted(f"{a}:{p}" for a, p in opened
+                     if a not in ("127.0.0.1", "[::1]", "[::ffff:127.0.0.1]"))
+    assert exposed == [], f"listening beyond the loopback interface: {exposed}"
+    token = ray_token_path()
+    if token.is_file():  # Ray writes it 0644; it grants access to the instance
+        assert stat.S_IMODE(token.stat().st_mode) == 0o600
+
+
+def test_a_local_run_ignores_ray_address_in_the_environment(tmp_path):
+    """RAY_ADDRESS (or a cluster already running here) must not be joined silently;
+    it used to fail with a ValueError about num_cpus."""
+    env = dict(os.environ, RAY_ADDRESS="127.0.0.1:1")
+    done = subprocess.run([sys.executable, "-m", "hogwild.cli", "run", "svm", "--backend", "ray",
+                           "--epochs", "1", "--nodes", "2", "--json"], capture_output=True,
+                          text=True, env=env, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("env", [{"RAY_AUTH_MODE": "disabled", "RAY_AUTH_TOKEN": "x" * 32},
+                                 {"RAY_AUTH_TOKEN_PATH": "/nonexistent/token"}])
+def test_joining_a_cluster_needs_token_authentication(tmp_path, env):
+    env = {**{k: v for k, v in os.environ.items() if k != "RAY_AUTH_TOKEN"}, **env}
+    done = subprocess.run([sys.executable, "-m", "hogwild.cli", "run", "svm", "--backend", "ray",
+                           "--ray-address", "10.0.0.1:6379", "--epochs", "1"],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == ("hogwild: error: joining the Ray cluster at 10.0.0.1:6379 needs "
+                           "Ray's token authentication: set RAY_AUTH_MODE=token and give the "
+                           "cluster's token in RAY_AUTH_TOKEN or ~/.ray/auth_token (see the "
+                           "README)\n")

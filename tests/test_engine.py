@@ -435,7 +435,7 @@ def test_divergence_names_the_epoch_and_suggests_a_smaller_step():
 @pytest.mark.parametrize("kwargs,message", [
     ({"workers": 0}, "workers must be an integer >= 1, got 0"),
     ({"workers": 1.5}, "workers must be an integer >= 1, got 1.5"),
-    ({"epochs": 0}, "epochs must be an integer >= 1, got 0"),
+    ({"epochs": 0}, "epochs must be an integer from 1 to 1,000,000, got 0"),
     ({"step": 0}, "step must be a finite number > 0, got 0"),
     ({"step": -1.0}, r"step must be a finite number > 0, got -1.0"),
     ({"step": float("nan")}, "step must be a finite number > 0, got nan"),
@@ -447,7 +447,7 @@ def test_divergence_names_the_epoch_and_suggests_a_smaller_step():
     ({"decay": 1.5}, r"decay must be in \(0, 1\] for the geometric schedule, got 1.5"),
     ({"step_schedule": "constant", "decay": 0.5},
      "decay=0.5 has no effect with the constant schedule"),
-    ({"shuffle_block": 0}, "shuffle_block must be an integer >= 1, got 0"),
+    ({"shuffle_block": 0}, "shuffle_block must be an integer from 1 to 2,147,483,647, got 0"),
 ])
 def test_bad_fit_arguments_are_named(kwargs, message):
     with pytest.raises(HogwildError, match=message):

@@ -240,7 +240,11 @@ def test_loading_a_file_of_another_kind_or_version_is_refused(tmp_path):
     ({"init_scale": float("inf")}, None, "init_scale must be a finite number >= 0, got inf"),
     ({"init_scale": "small"}, None, "init_scale must be a finite number >= 0, got 'small'"),
     ({}, ([1, 2], [1, 2], [4.0, np.nan]),
-     r"ratings hold 1 NaN or Inf values \(the first at position 1: nan\)"),
+     r"ratings hold 1 NaN, Inf or values beyond float32's range \(the first at position 1: "
+     r"nan\)"),
+    ({}, ([1, 2], [1, 2], [4.0, 1e39]),
+     r"ratings hold 1 NaN, Inf or values beyond float32's range \(the first at position 1: "
+     r"1e\+39\)"),
     ({}, (np.zeros(0, int), np.zeros(0, int), np.zeros(0)),
      "empty data: the training set has no ratings"),
     ({}, ([1, 2], [1], [4.0, 3.0]),

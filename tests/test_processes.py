@@ -114,7 +114,7 @@ RUN = textwrap.dedent("""
         except Interrupted as stop:
             print(f"interrupted after epoch {stop.epoch}; checkpoint {stop.checkpoint}",
                   file=sys.stderr)
-            sys.exit(130)
+            sys.exit(128 + stop.signum)
         except HogwildError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(2)
@@ -166,17 +166,58 @@ def test_an_exception_in_a_worker_reaches_the_parent(tmp_path, scheduler):
     assert load_checkpoint(tmp_path / "run.npz").epoch == 2
 
 
-def test_ctrl_c_in_the_parent_checkpoints_and_cleans_up(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_in_the_parent_checkpoints_and_cleans_up(tmp_path, signum):
     before = our_segment_folders()
     process = start_run(tmp_path)
-    wait_for_epoch(process, 1)
-    process.send_signal(signal.SIGINT)
+    (child,) = wait_for_epoch(process, 1)
+    process.send_signal(signum)
     _, err = process.communicate(timeout=60)
-    assert process.returncode == 130, err
-    assert "hogwild: stopping after this epoch" in err
+    assert process.returncode == 128 + signum, err
+    again = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
+    assert f"hogwild: stopping after this epoch ({again} again to abandon it)" in err
+    assert "Traceback" not in err
+    assert not pid_running(child)
     epoch = int(err.split("interrupted after epoch ")[1].split(";")[0])
     assert load_checkpoint(tmp_path / "run.npz").epoch == epoch >= 1
     assert our_segment_folders() <= before
+
+
+def pid_running(pid):
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def files_in(folders):
+    return [f for name in folders for f in (segments_root() / name).glob("*")]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
+@pytest.mark.parametrize("scheduler", ["hogwild", "locked", "cyclades"])
+def test_children_die_with_a_killed_parent_and_leave_no_shared_memory(tmp_path, scheduler):
+    """SIGKILL of the parent: the kernel kills its children (no orphan spins on a
+    core), no segment file is left (they were unlinked once mapped), and the next
+    run's start-up sweep removes the empty folder."""
+    before = our_segment_folders()
+    process = start_run(tmp_path, scheduler)
+    (child,) = wait_for_epoch(process, 2)
+    left = our_segment_folders() - before
+    assert len(left) == 1 and files_in(left) == []  # unlinked while the run goes on
+    time.sleep(0.05)  # into epoch 3
+    process.kill()
+    _, err = process.communicate(timeout=60)
+    deadline = time.perf_counter() + 5
+    while pid_running(child) and time.perf_counter() < deadline:
+        time.sleep(0.02)
+    assert not pid_running(child), "the worker outlived its parent"
+    assert err == ""  # no traceback from an orphan
+    assert load_checkpoint(tmp_path / "run.npz").epoch >= 2
+    SegmentSet().close()  # a new run's start-up sweep
+    assert not (our_segment_folders() & left)
 
 
 def slow_update(e, params, data, step):

@@ -57,7 +57,10 @@ def test_reads_each_rating_format(tmp_path, name, text, compress):
     ("1,10,5\n2,36893488147419103233,3\n", r"line 2: malformed rating line \(the item id is "
                                           r"not an integer from 0 to 2\*\*63 - 1\)"),
     ("1,10,5\n9223372036854775808,10,3\n", r"line 2: .*the user id is not an integer"),
-    ("1,10,5\n2,11,nan\n", r"line 2: malformed rating line \(the rating is NaN or Inf\)"),
+    ("1,10,5\n2,11,nan\n", r"line 2: malformed rating line \(the rating is NaN, Inf or "
+                           r"beyond float32's range \(\|x\| > 3.4e38\)\)"),
+    ("1,10,5\n2,11,1e39\n", r"line 2: malformed rating line \(the rating is NaN, Inf or "
+                            r"beyond float32's range"),
     ("1,10,5\n2,11,four\n", r"line 2: malformed rating line \(the rating is not a number\)"),
     ("1,10,5\n2,11\n", r"line 2: malformed rating line \(expected user, item and rating "
                        r"fields\): '2,11'"),
@@ -144,19 +147,19 @@ def movielens_zip(tmp_path, member="ml-100k/u.data", text="1\t10\t5\t0\n2\t10\t3
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr(member, text)
         z.writestr("ml-100k/README", "readme")
-    return archive, hashlib.md5(archive.read_bytes()).hexdigest()
+    return archive, hashlib.sha256(archive.read_bytes()).hexdigest()
 
 
 def test_download_verifies_and_extracts_from_a_file_url(tmp_path):
-    archive, md5 = movielens_zip(tmp_path)
-    path = download_dataset("ml-100k", url=archive.as_uri(), md5=md5, progress=False)
+    archive, sha256 = movielens_zip(tmp_path)
+    path = download_dataset("ml-100k", url=archive.as_uri(), sha256=sha256, progress=False)
     assert path == RATINGS_DATASETS["ml-100k"].downloaded_path()
     assert read_ratings(path).users.tolist() == [1, 2]
     assert not any(p.name.endswith(".zip") for p in path.parent.iterdir())
 
 
 def test_download_over_http_on_loopback(tmp_path):
-    archive, md5 = movielens_zip(tmp_path)
+    archive, sha256 = movielens_zip(tmp_path)
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def __init__(self, *args, **kwargs):
@@ -170,7 +173,7 @@ def test_download_over_http_on_loopback(tmp_path):
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/{archive.name}"
-        path = download_dataset("ml-100k", url=url, md5=md5, progress=False)
+        path = download_dataset("ml-100k", url=url, sha256=sha256, progress=False)
     finally:
         server.shutdown()
     assert read_ratings(path).values.tolist() == [5.0, 3.0]
@@ -178,20 +181,46 @@ def test_download_over_http_on_loopback(tmp_path):
 
 def test_download_refuses_a_bad_checksum_and_leaves_nothing(tmp_path):
     archive, _ = movielens_zip(tmp_path)
-    with pytest.raises(HogwildError, match=r"checksum mismatch for file:.*ml-100k.zip: md5 "
-                                           r"[0-9a-f]{32}, expected 0{32}"):
-        download_dataset("ml-100k", url=archive.as_uri(), md5="0" * 32, progress=False)
+    with pytest.raises(HogwildError, match=r"checksum mismatch for file:.*ml-100k.zip: sha256 "
+                                           r"[0-9a-f]{64}, expected 0{64}"):
+        download_dataset("ml-100k", url=archive.as_uri(), sha256="0" * 64, progress=False)
+    folder = RATINGS_DATASETS["ml-100k"].downloaded_path().parent
+    assert not folder.exists() or not any(folder.iterdir())
+
+
+@pytest.mark.parametrize("sha256", [None, "", "abc", "z" * 64, 7])
+def test_a_mirror_needs_a_sha256(tmp_path, sha256):
+    archive, _ = movielens_zip(tmp_path)
+    with pytest.raises(HogwildError) as error:
+        download_dataset("ml-100k", url=archive.as_uri(), sha256=sha256, progress=False)
+    assert str(error.value) == ("--url needs --sha256, the 64 hex digits of the mirror's "
+                                f"archive (sha256sum prints them); got {sha256!r}")
+
+
+def test_oversized_downloads_and_zip_bombs_are_refused(tmp_path, monkeypatch):
+    import hogwild.datasets.download as download
+    archive, sha256 = movielens_zip(tmp_path, text="1\t10\t5\t0\n" * 20_000)
+    monkeypatch.setattr(download, "MAX_EXTRACTED_BYTES", 100_000)  # inflates to 160 kB
+    with pytest.raises(HogwildError) as error:
+        download_dataset("ml-100k", url=archive.as_uri(), sha256=sha256, progress=False)
+    assert str(error.value).startswith("ml-100k/u.data in ")
+    assert str(error.value).endswith("is larger than 100,000 bytes: refused (a download or archive "
+                                     "that large is not a rating dataset)")
+    monkeypatch.setattr(download, "MAX_DOWNLOAD_BYTES", 100)
+    with pytest.raises(HogwildError, match=r"the download of file:.*ml-100k.zip is larger "):
+        download_dataset("ml-100k", url=archive.as_uri(), sha256=sha256, progress=False)
     folder = RATINGS_DATASETS["ml-100k"].downloaded_path().parent
     assert not folder.exists() or not any(folder.iterdir())
 
 
 def test_download_errors_are_one_line(tmp_path):
     with pytest.raises(HogwildError, match=r"cannot download file:.*missing.zip: "):
-        download_dataset("ml-100k", url=(tmp_path / "missing.zip").as_uri(), progress=False)
-    archive, md5 = movielens_zip(tmp_path, member="other/u.data")
+        download_dataset("ml-100k", url=(tmp_path / "missing.zip").as_uri(), sha256="0" * 64,
+                         progress=False)
+    archive, sha256 = movielens_zip(tmp_path, member="other/u.data")
     with pytest.raises(HogwildError, match=r"ml-100k.zip has no ml-100k/u.data; it holds: "
                                            r"other/u.data, ml-100k/README"):
-        download_dataset("ml-100k", url=archive.as_uri(), md5=md5, progress=False)
+        download_dataset("ml-100k", url=archive.as_uri(), sha256=sha256, progress=False)
 
 
 def test_a_missing_named_dataset_says_how_to_get_it(monkeypatch, tmp_path):

@@ -145,8 +145,12 @@ def test_works_in_scikit_learn_pipelines_and_cross_validation(small):
     (lambda X, y: (sp.csr_matrix((0, 5)), y[:0]), r"empty data: X has shape \(0, 5\)"),
     (lambda X, y: (sp.csr_matrix((3000, 0)), y), r"empty data: X has shape \(3000, 0\)"),
     (lambda X, y: ([[1, 2]], y), "X must be a scipy.sparse matrix or numpy array, got list"),
-    (lambda X, y: (_with_value(X, np.nan), y), "X contains NaN or Inf values"),
-    (lambda X, y: (_with_value(X, np.inf), y), "X contains NaN or Inf values"),
+    (lambda X, y: (_with_value(X, np.nan), y), "X contains NaN, Inf or values beyond "
+                                                "float32's range"),
+    (lambda X, y: (_with_value(X, np.inf), y), "X contains NaN, Inf or values beyond "
+                                                "float32's range"),
+    (lambda X, y: (_with_value(X, 1e39), y), r"X contains NaN, Inf or values beyond "
+                                              r"float32's range \(\|x\| > 3.4e38\)"),
     (lambda X, y: (X, np.where(y > 0, 1.0, np.nan)), "y contains NaN or Inf values"),
 ])
 def test_bad_input_messages(small, make_input, message):
@@ -179,7 +183,7 @@ def test_predict_checks_fit_and_feature_count(small):
 
 
 def _with_value(X, value):
-    X = X.copy()
+    X = X.astype(np.float64)  # 1e39 is a float64 value that float32 cannot hold
     X.data[5] = value
     return X
 

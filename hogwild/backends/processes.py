@@ -18,15 +18,19 @@ children's process sentinels; when one dies (SIGKILL, a crash) it frees the
 at once, so no worker waits for it, and the parent stops the run between two
 pieces of its own share (pieces of about CHUNK_SAMPLES updates) with an error
 naming the worker and the signal. Every segment is deleted when the backend
-closes, however the run ended. Children ignore SIGINT: Ctrl-C is the parent's
-(see hogwild.engine.fit).
+closes, however the run ended; once every child has attached a segment its file
+is unlinked (hogwild.backends.shared_memory), so nothing large outlives a killed
+parent. Children ignore SIGINT: Ctrl-C is the parent's (see hogwild.engine.fit).
+Children die with their parent: the kernel kills them when it dies
+(PR_SET_PDEATHSIG on Linux; elsewhere a thread watches the parent's pid), so no
+orphan spins on a core after the parent was killed.
 """
+import ctypes
 import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
 import signal
-import sys
 import threading
 import time
 import traceback
@@ -63,6 +67,7 @@ class ProcessesBackend(HostParameters):
         self._segments = SegmentSet()
         self._processes, self._pipes = {}, {}  # children 1..workers-1
         self._runs = self._sync = None
+        self._n_samples = 1
         self._kind = None  # the running epoch's kind of share: spans, locked, gated, phased
         self._shared = []  # specs of params then data, in order
         self._counters = self._segments.create((workers * COUNTER_STRIDE,), np.int64)
@@ -74,6 +79,7 @@ class ProcessesBackend(HostParameters):
 
     def share(self, params, data, n_samples=None):
         """Shared copies of params and data (the children attach the same files)."""
+        self._n_samples = n_samples or 1
         shared = []
         for array in params + data:
             copy, spec = self._segments.share(array)
@@ -88,11 +94,13 @@ class ProcessesBackend(HostParameters):
         """Compile the loops here (filling numba's cache), then start the children,
         which load them from the cache, and wait until each is ready."""
         warm_up_loops(loops, params, data, scheduler)
-        self._ensure_buffers(1, 1)
+        self._ensure_buffers(self._n_samples, self.workers)  # an epoch has <= n runs
         setup = pickle.dumps({"functions": _dumps_functions(loops), "token":
                               self._segments.token, "arrays": self._shared,
                               "n_params": len(params), "counters": self._counters[1],
-                              "chunk_samples": CHUNK_SAMPLES, "scheduler": scheduler})
+                              "buffers": [self._runs[1], self._sync[1]],
+                              "chunk_samples": CHUNK_SAMPLES, "scheduler": scheduler,
+                              "parent": os.getpid()})
         context = multiprocessing.get_context("spawn")
         start = time.perf_counter()
         for w in range(1, self.workers):
@@ -103,6 +111,7 @@ class ProcessesBackend(HostParameters):
             child_end.close()
             self._processes[w], self._pipes[w] = process, parent_end
         self._collect(set(self._processes), None)
+        self._segments.unlink_files()  # every child has mapped every segment
         self.startup_seconds = time.perf_counter() - start
         if self._processes:
             self._wake_watchdog, wake = context.Pipe()
@@ -123,12 +132,21 @@ class ProcessesBackend(HostParameters):
             abort_gates(self._sync[0])
 
     def _ensure_buffers(self, n_runs, n_gates):
-        """Shared plan buffers big enough for this epoch (grown when needed)."""
+        """Shared plan buffers big enough for this epoch (grown when needed: running
+        children then attach the new ones before their files are unlinked)."""
+        grown = False
         if self._runs is None or self._runs[0].size < n_runs:
             self._runs = self._segments.create((max(n_runs, 1024),), np.int64)
+            grown = True
         need = GATE_STRIDE * (n_gates + 1)
         if self._sync is None or self._sync[0].size < need:
             self._sync = self._segments.create((max(need, 4096),), np.int32)
+            grown = True
+        if grown and self._processes:
+            for pipe in self._pipes.values():
+                pipe.send(("attach", self._runs[1], self._sync[1]))
+            self._collect(set(self._processes), None)
+            self._segments.unlink_files()
 
     # -- epochs ---------------------------------------------------------------------
 
@@ -348,40 +366,77 @@ def _pieces(kind, spans, run_length, chunk_samples):
 
 # -- the child process -------------------------------------------------------------------
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent(parent):
+    """Have this process killed when ``parent`` dies: by the kernel where Linux's
+    prctl is available (instantly, even while compiled code spins), else by a
+    thread that polls the parent's pid."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    except (OSError, AttributeError):
+        def watch():
+            while os.getppid() == parent:
+                time.sleep(POLL_SECONDS)
+            os._exit(1)
+
+        threading.Thread(target=watch, daemon=True, name="hogwild-parent-watch").start()
+    if os.getppid() != parent:  # it died before prctl took effect
+        os._exit(1)
+
+
 def _worker_main(pipe, setup, me):
-    """Attach the run's arrays, load the loops, then run epochs on command."""
+    """Attach the run's arrays, load the loops, then run epochs on command. A
+    parent gone (its pipe closed) ends the child quietly."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     try:
+        setup = pickle.loads(setup)
+        _die_with_parent(setup["parent"])
         loops, params, data, token, fastmath, counters, chunk = _worker_setup(setup)
+        attached = {}
+
+        def view(spec):
+            if spec.path not in attached:
+                attached[spec.path] = attach(spec, token)[0]
+            return attached[spec.path]
+
+        for spec in setup["buffers"]:
+            view(spec)
         pipe.send(("ready", 0))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent
         _send_error(pipe, exc)
         return
-    attached = {}
-
-    def view(spec):
-        if spec.path not in attached:
-            attached[spec.path] = attach(spec, token)[0]
-        return attached[spec.path]
-
     while True:
-        _await_command(pipe)
-        command = pipe.recv()
+        try:
+            _await_command(pipe)
+            command = pipe.recv()
+        except (EOFError, OSError):
+            return  # the parent is gone
         if command[0] == "stop":
             return
-        _, kind, n_runs, spans, run_length, step, epoch, gate_words, runs_spec, sync_spec = command
-        runs = view(runs_spec)[:n_runs]
-        sync = view(sync_spec)
-        gates = sync[:gate_words]
+        if command[0] == "attach":  # grown plan buffers, unlinked once all have them
+            for spec in command[1:]:
+                view(spec)
+            reply = ("done", 0)
+        else:
+            _, kind, n_runs, spans, run_length, step, epoch, gate_words, runs_spec, \
+                sync_spec = command
+            runs = view(runs_spec)[:n_runs]
+            gates = view(sync_spec)[:gate_words]
+            try:
+                with slp_vectorizer(fastmath):  # as the parent compiled, should this compile
+                    done = _run_share(loops, kind, runs, spans, run_length, params, data,
+                                      step, epoch, gates, me, counters, chunk)
+            except BaseException as exc:  # noqa: BLE001 - reported to the parent
+                abandon_lock(gates, me + 1)
+                _send_error(pipe, exc)
+                return
+            reply = ("done", int(done))
         try:
-            with slp_vectorizer(fastmath):  # as the parent compiled, should this compile
-                done = _run_share(loops, kind, runs, spans, run_length, params, data, step,
-                                  epoch, gates, me, counters, chunk)
-        except BaseException as exc:  # noqa: BLE001 - reported to the parent
-            abandon_lock(gates, me + 1)
-            _send_error(pipe, exc)
-            return
-        pipe.send(("done", int(done)))
+            pipe.send(reply)
+        except (BrokenPipeError, OSError):
+            return  # the parent is gone
 
 
 def _await_command(pipe, spin_seconds=SPIN_SECONDS):
@@ -396,7 +451,6 @@ def _await_command(pipe, spin_seconds=SPIN_SECONDS):
 def _worker_setup(setup):
     from hogwild.kernels.compiler import compile_loops
 
-    setup = pickle.loads(setup)
     update, loss, fastmath = pickle.loads(setup["functions"])
     arrays = [attach(spec, setup["token"])[0] for spec in setup["arrays"]]
     params, data = tuple(arrays[:setup["n_params"]]), tuple(arrays[setup["n_params"]:])
@@ -416,4 +470,4 @@ def _send_error(pipe, exc):
     try:
         pipe.send(("error", payload, text))
     except (BrokenPipeError, OSError):
-        print(text, file=sys.stderr)
+        pass  # the parent is gone: nobody is left to tell

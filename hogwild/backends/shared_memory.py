@@ -9,8 +9,12 @@ so a stale or foreign file with a colliding name is refused, never used. Plain
 files, unlike multiprocessing.shared_memory on Python < 3.13, involve no
 resource tracker, so nothing warns or unlinks behind the run's back.
 
-The parent removes the folder when the run ends, however it ends; a folder left
-by a parent that was itself killed is removed by the next run of the same user.
+Once every worker has mapped the files, the parent unlinks them
+(``unlink_files``): the memory lives on in the mappings and is freed with the last
+process that maps it, so a parent killed with SIGKILL (its children die with it)
+leaves at most an empty folder. The parent removes the folder when the run ends,
+however it ends; a folder left by a parent that was itself killed is removed by
+the next run of the same user.
 """
 import mmap
 import os
@@ -77,6 +81,7 @@ class SegmentSet:
                                             dir=root or segments_root()))
         self.token = secrets.token_bytes(16)
         self._maps = []
+        self._linked = []  # files not yet unlinked
 
     def create(self, shape, dtype, fill=None):
         """(array, spec): a zeroed (or ``fill``-copied) shared array."""
@@ -93,6 +98,7 @@ class SegmentSet:
         mapped[:HEADER_BYTES] = (MAGIC + self.token + nbytes.to_bytes(8, "little")).ljust(
             HEADER_BYTES, b"\0")
         self._maps.append(mapped)
+        self._linked.append(path)
         array = np.frombuffer(mapped, dtype, int(np.prod(shape, dtype=np.int64)),
                               HEADER_BYTES).reshape(shape)
         if fill is not None:
@@ -102,6 +108,13 @@ class SegmentSet:
     def share(self, array):
         """(shared copy, spec) of ``array``."""
         return self.create(array.shape, array.dtype, fill=array)
+
+    def unlink_files(self):
+        """Remove the files made so far, once every worker has attached them: the
+        mappings keep the memory, and nothing is left behind if this process dies."""
+        for path in self._linked:
+            path.unlink(missing_ok=True)
+        self._linked = []
 
     def close(self):
         for mapped in self._maps:

@@ -25,7 +25,7 @@ from numba.core import config as numba_config
 
 from hogwild.atomic import atomic_file
 from hogwild.errors import HogwildError
-from hogwild.paths import cache_dir
+from hogwild.paths import cache_dir, code_cache_folder
 
 _TEMPLATE_PATH = Path(__file__).with_name("loops_template.py")
 _TEMPLATE_MARKER = "# ---- template body ----\n"
@@ -209,13 +209,14 @@ _private = []  # this process's fallback folder for generated modules, if needed
 
 def _private_folder(wanted, error):
     """A temporary folder for this process's generated modules when the cache
-    folder cannot be written (a read-only disk): the run works, with one warning,
-    and kernels are compiled afresh in each process. Removed at exit."""
+    folder cannot be written (a read-only disk) or trusted (others may write to
+    it): the run works, with one warning, and kernels are compiled afresh in each
+    process. Removed at exit."""
     if not _private:
         _private.append(Path(tempfile.mkdtemp(prefix="hogwild-kernels-")))
         atexit.register(shutil.rmtree, _private[0], True)
         reason = getattr(error, "strerror", None) or error
-        warnings.warn(f"cannot write compiled kernels to {wanted} ({reason}); "
+        warnings.warn(f"cannot keep compiled kernels in {wanted} ({reason}); "
                       "they are compiled afresh in every process (set HOGWILD_CACHE_DIR to a "
                       "writable folder to cache them)", stacklevel=3)
     return _private[0]
@@ -231,7 +232,11 @@ def compile_loops(update, loss, fastmath=False) -> CompiledLoops:
     if key in _loaded:
         return _loaded[key]
     module_name = f"hogwild_loops_{key}"
-    path = cache_dir() / "kernels" / f"{module_name}.py"
+    try:
+        folder = code_cache_folder("kernels")
+    except (OSError, HogwildError) as error:  # read-only, or others could write there
+        folder = _private_folder(cache_dir() / "kernels", error)
+    path = folder / f"{module_name}.py"
     source = _module_source(key, functions, cache, fastmath)
     if not path.exists() or path.read_text() != source:
         try:
