@@ -1,9 +1,19 @@
 """Reading data files whole: plain, gzip or bzip2 (detected from the bytes), with
-one-line errors that name the file."""
+one-line errors that name the file; and the memory a dataset may ask for."""
 import bz2
 import gzip
+import os
 
 from hogwild.errors import DataFormatError, HogwildError
+
+
+def physical_memory():
+    """This machine's memory in bytes (None where the OS does not say): data that
+    cannot fit is refused up front, not discovered by the OOM killer."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def read_bytes(path):

@@ -19,12 +19,14 @@ from pathlib import Path
 
 import numpy as np
 
+from hogwild.datasets import files
 from hogwild.datasets.ratings import Ratings
 from hogwild.errors import HogwildError, check_int
 from hogwild.paths import cache_folder
 
 _VERSION = 1
 CHUNK = 1 << 22
+RATING_BYTES = 12  # int32 user, int32 item, float32 value
 
 
 def parse_jumbo_spec(text):
@@ -74,6 +76,12 @@ def make_jumbo(n_rows, n_cols, n_ratings, rank=10, noise=0.5, test_ratings=None,
     if test_ratings is None:
         test_ratings = int(min(max(n_ratings // 100, 1000), 1_000_000))
     test_ratings = check_int("test_ratings", test_ratings, 1)
+    needed = (n_ratings + test_ratings) * RATING_BYTES + (n_rows + n_cols) * rank * 4
+    memory = files.physical_memory()
+    if memory is not None and needed > memory:
+        raise HogwildError(f"jumbo:{n_rows}x{n_cols}x{n_ratings} needs {needed / 2**30:,.1f} "
+                           f"GiB for its ratings and planted factors, more than this "
+                           f"machine's {memory / 2**30:.1f} GiB of memory")
     info = {"version": _VERSION, "rows": n_rows, "cols": n_cols, "ratings": n_ratings,
             "test_ratings": test_ratings, "rank": rank, "noise": float(noise), "seed": seed}
     if folder == "auto":

@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from hogwild.datasets import svmlight_parser as P
+from hogwild.datasets import files
 from hogwild.datasets.files import read_bytes
 from hogwild.errors import DataFormatError, HogwildError, check_int
 from hogwild.paths import cache_dir, cache_folder
@@ -151,17 +152,10 @@ def _align_features(arrays, n_features, extra_features, path):
 MODEL_BYTES_PER_FEATURE = 20
 
 
-def _physical_memory():
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # not POSIX: no check
-        return None
-
-
 def _check_feature_space(arrays, max_index, path):
     """Refuse a largest feature index whose model cannot fit in this machine's
     memory (one index of 2e9 asked for 15 GiB before any error), naming its line."""
-    memory = _physical_memory()
+    memory = files.physical_memory()
     needed = (max_index + 1) * MODEL_BYTES_PER_FEATURE
     if memory is None or needed <= memory:
         return

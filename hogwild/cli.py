@@ -691,6 +691,8 @@ def _check_output(path, option):
     training, rather than after it."""
     if path is None:
         return
+    if os.path.isdir(path):
+        raise HogwildError(f"{option} {path}: it is a directory; give a file path")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise HogwildError(f"{option} {path}: the folder {folder} does not exist")
@@ -705,6 +707,7 @@ def _dispatch(args):
             _use_gpu(args)
         _check_output(getattr(args, "save", None), "--save")
         _check_output(getattr(args, "out", None), "--out")
+        _check_output(getattr(args, "checkpoint", None), "--checkpoint")
         if args.command == "datasets":
             list_datasets(args)
         elif args.command == "bench":
@@ -723,6 +726,10 @@ def _dispatch(args):
     except HogwildError as exc:
         print(f"hogwild: error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("hogwild: error: out of memory; use smaller data (or a machine with more "
+              "memory)", file=sys.stderr)
+        return 1
     except Interrupted as stop:
         where = (f"; checkpoint written to {stop.checkpoint} (continue with --resume "
                  f"{stop.checkpoint})") if stop.checkpoint else ""

@@ -121,8 +121,18 @@ def read_seeds(path, shape):
 def read_gray(path):
     """A PNG (or any Pillow-readable image) as a float 2-D array of gray levels."""
     Image = _pillow()
-    with Image.open(path) as picture:
-        return np.asarray(picture.convert("L"), np.float64)
+    try:
+        with Image.open(path) as picture:
+            return np.asarray(picture.convert("L"), np.float64)
+    except FileNotFoundError:
+        raise HogwildError(f"cannot read image {path}: no such file") from None
+    except IsADirectoryError:
+        raise HogwildError(f"cannot read image {path}: it is a directory") from None
+    except PermissionError:
+        raise HogwildError(f"cannot read image {path}: permission denied") from None
+    except (OSError, ValueError, SyntaxError) as exc:  # PIL.UnidentifiedImageError is an OSError
+        raise HogwildError(f"cannot read image {path}: not an image Pillow can read "
+                           f"({type(exc).__name__})") from None
 
 
 def write_labels(labels, path):

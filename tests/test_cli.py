@@ -488,3 +488,38 @@ def test_bench_bad_input_prints_one_line_before_any_work(capsys, tmp_path, argv,
     assert status == 2 and out == ""
     assert err.startswith(f"hogwild: error: {message}") and err.count("\n") == 1
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["svm", "--checkpoint", "{tmp}"], "--checkpoint {tmp}: it is a directory; give a file path"),
+    (["svm", "--save", "{tmp}"], "--save {tmp}: it is a directory; give a file path"),
+    (["svm", "--checkpoint", "{tmp}/no/c.npz"], "--checkpoint {tmp}/no/c.npz: the folder "
+                                                "{tmp}/no does not exist"),
+    (["cuts", "--data", "{tmp}/missing.png"], "cannot read image {tmp}/missing.png: no such "
+                                              "file"),
+    (["cuts", "--data", "{tmp}/text.png"], "cannot read image {tmp}/text.png: not an image "
+                                           "Pillow can read (UnidentifiedImageError)"),
+    (["mc", "--data", "jumbo:100000000x100000000x100000000000"],
+     "jumbo:100000000x100000000x100000000000 needs 1,125.0 GiB for its ratings and planted "
+     "factors, more than this machine's"),
+])
+def test_unusable_paths_and_impossible_data_are_one_line_before_training(capsys, tmp_path,
+                                                                           argv, message):
+    pytest.importorskip("PIL", reason="reading images needs Pillow (hogwild[images])")
+    (tmp_path / "text.png").write_text("not a picture\n")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    status, out, err = run(capsys, "run", *argv[:1], "--epochs", "1", *argv[1:])
+    assert status == 2 and out == ""
+    assert err.startswith("hogwild: error: " + message.replace("{tmp}", str(tmp_path)))
+    assert err.count("\n") == 1
+
+
+def test_out_of_memory_is_one_line(capsys, monkeypatch):
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr("hogwild.datasets.registry.load_svm_data", exhausted)
+    status, out, err = run(capsys, "run", "svm", "--epochs", "1")
+    assert status == 1 and out == ""
+    assert err == ("hogwild: error: out of memory; use smaller data (or a machine with more "
+                   "memory)\n")

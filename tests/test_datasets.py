@@ -192,7 +192,7 @@ def test_a_feature_index_too_large_for_memory_names_its_line(tmp_path, monkeypat
     import hogwild.datasets.svmlight as svmlight
     path = tmp_path / "hostile.svm"
     path.write_text("1 1:1 5:2\n-1 2:1\n1 3:1 2000000000:1\n")
-    monkeypatch.setattr(svmlight, "_physical_memory", lambda: 24 * 2**30)
+    monkeypatch.setattr("hogwild.datasets.files.physical_memory", lambda: 24 * 2**30)
     with pytest.raises(DataFormatError, match=str(path) + r", line 3: feature index 1999999999 "
                        r"makes a model of 2,000,000,000 features, which needs 37.3 GiB, more "
                        r"than this machine's 24.0 GiB of memory"):
