@@ -38,13 +38,16 @@ def test_processes_give_the_threads_results(scheduler):
     assert our_segment_folders() <= before  # the run's folder is gone (and stale ones)
 
 
-def test_blocked_matrix_completion_matches_threads_bitwise():
+@pytest.mark.parametrize("grid", [None, 150])
+def test_blocked_matrix_completion_matches_threads_bitwise(grid):
+    """grid 150 needs 300 gates, more than the gate buffer the workers attach at
+    start: they attach a larger one mid-run, before its file is unlinked."""
     from hogwild.datasets.jumbo import make_jumbo
     from hogwild.problems.matrix_completion import MatrixFactorization
 
     train, _, _ = make_jumbo(300, 200, 20_000, rank=3, seed=0, folder=None)
     fits = [MatrixFactorization(rank=8, epochs=3, scheduler="blocked", workers=2, seed=0,
-                                backend=backend).fit(train).user_factors_
+                                grid=grid, backend=backend).fit(train).user_factors_
             for backend in ("threads", "processes")]
     np.testing.assert_array_equal(fits[0], fits[1])
 
