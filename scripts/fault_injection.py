@@ -17,6 +17,8 @@ Then it counts, all of which must be 0:
     hangs           the run had not ended 60 s after the fault
     wrong_exits     an exit status other than the fault's (143, 130, 2 for a
                     dead worker, 1 for an exception; any for kill-parent)
+    tracebacks      a traceback on stderr where none belongs (every fault but
+                    raise: a worker's BrokenPipeError or EOFError, say)
     orphans         a worker process alive 5 s after the training process ended
     leftover_bytes  bytes in the run's shared-memory files after it ended
     leftover_dirs   its shared-memory folders after the next run's start-up sweep
@@ -52,6 +54,8 @@ EXPECTED_STATUS = {"kill-worker": 2, "sigterm": 143, "ctrl-c": 130, "raise": 1}
 N_SAMPLES = 40_000
 HANG_SECONDS = 60
 ORPHAN_SECONDS = 5
+COUNTS = ("hangs", "wrong_exits", "tracebacks", "orphans", "leftover_bytes", "leftover_dirs",
+          "corrupt", "resume_diffs")  # per trial; all must be 0
 
 
 def slow_pair_update(e, params, data, step, epoch):
@@ -191,9 +195,8 @@ def trial(rng, backend, scheduler, fault, folder, references):
     poison = (int(rng.integers(1, 3)), int(rng.integers(0, N_SAMPLES))) \
         if fault == "raise" else (-1, -1)
     process = start_victim(scheduler, backend, checkpoint, 1000, poison)
-    record = {"backend": backend, "scheduler": scheduler, "fault": fault, "hangs": 0,
-              "wrong_exits": 0, "orphans": 0, "leftover_bytes": 0, "leftover_dirs": 0,
-              "corrupt": 0, "resume_diffs": 0}
+    record = {"backend": backend, "scheduler": scheduler, "fault": fault,
+              **dict.fromkeys(COUNTS, 0)}
     first = read_epoch(process, time.monotonic() + 120)
     started = time.monotonic()
     second = read_epoch(process, time.monotonic() + 60)  # an epoch's length, for timing
@@ -210,15 +213,17 @@ def trial(rng, backend, scheduler, fault, folder, references):
     if record["hangs"]:
         kill_session(process)
     record["status"] = process.returncode
-    err = checkpoint.with_suffix(".stderr").read_text()
     if fault in EXPECTED_STATUS and process.returncode != EXPECTED_STATUS[fault]:
         record["wrong_exits"] = 1
-        record["stderr"] = err[-500:]
     deadline = time.monotonic() + ORPHAN_SECONDS
     while any(running(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     record["orphans"] = sum(running(pid) for pid in workers)
     kill_session(process)
+    err = checkpoint.with_suffix(".stderr").read_text()  # an orphan's words included
+    record["tracebacks"] = int(fault != "raise" and "Traceback" in err)
+    if record["wrong_exits"] or record["tracebacks"]:
+        record["stderr"] = err[-500:]
     folders = segment_folders(process.pid)
     record["leftover_bytes"] = sum(f.stat().st_size for d in folders for f in d.iterdir())
     SegmentSet().close()  # what the next run's start-up does
@@ -272,10 +277,6 @@ def plan(trials_per_backend, rng):
             choices = [s for s in SCHEDULERS if fault != "kill-worker" or s != "serial"]
             runs.append((backend, choices[int(rng.integers(len(choices)))], fault))
     return runs
-
-
-COUNTS = ("hangs", "wrong_exits", "orphans", "leftover_bytes", "leftover_dirs", "corrupt",
-          "resume_diffs")
 
 
 def summarise(records):

@@ -1,7 +1,7 @@
 """scripts/fault_injection.py --quick (issue 16): every fault (a killed worker, the
 training process killed with SIGKILL or SIGTERM, Ctrl-C, an exception in an update)
-on both CPU backends, at random moments, leaves no hang, wrong exit status, orphan
-worker, shared memory, corrupt checkpoint or resume that differs from an
+on both CPU backends, at random moments, leaves no hang, wrong exit status, stray
+traceback, orphan worker, shared memory, corrupt checkpoint or resume that differs from an
 uninterrupted run. The full run (50 trials per backend) is in docs/fault_injection.json."""
 import json
 import os
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "fault_injection.py"
-COUNTS = ("hangs", "wrong_exits", "orphans", "leftover_bytes", "leftover_dirs", "corrupt",
-          "resume_diffs")
+COUNTS = ("hangs", "wrong_exits", "tracebacks", "orphans", "leftover_bytes", "leftover_dirs",
+          "corrupt", "resume_diffs")
 
 
 @pytest.mark.timeout(900)
