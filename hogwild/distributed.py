@@ -25,6 +25,7 @@ OSDI 2014):
 Messages between actors carry numpy arrays and numbers only. The objective's
 Python functions travel once, from the driver to the node actors, when they start.
 """
+import functools
 import math
 import os
 import sys
@@ -504,11 +505,11 @@ def _drive(ray, source, local, settings, epochs, step, decay, step_schedule, see
                     "decay": decay, "step_schedule": step_schedule, "seed": seed if seed is None
                     or isinstance(seed, int) else repr(seed), "nodes": nodes,
                     "staleness": settings.staleness, "clock_every": settings.clock_every}
-    if checkpoint is not None or resume is not None:
-        fit_settings["data_sha256"] = data_fingerprint(local.data)
+    data_sha256 = functools.cache(lambda: data_fingerprint(local.data))  # once, if needed
     if resume is not None:
         saved = load_checkpoint(resume)
-        check_compatible(saved, resume, local, epochs, fit_settings)
+        check_compatible(saved, resume, local, epochs,
+                         {**fit_settings, "data_sha256": data_sha256()})
         params = saved.params
         history = restore_field(resume, "history", lambda: [EpochRecord(**record)
                                                             for record in saved.history])
@@ -542,7 +543,7 @@ def _drive(ray, source, local, settings, epochs, step, decay, step_schedule, see
             rng_state=np.random.default_rng(0).bit_generator.state,
             step=schedule(epochs_done), history=[asdict(r) for r in history],
             objective=local.name, n_samples=local.n_samples,
-            settings={**fit_settings, **(note or {})}))
+            settings={**fit_settings, "data_sha256": data_sha256(), **(note or {})}))
 
     try:
         began = time.perf_counter()

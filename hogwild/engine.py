@@ -5,6 +5,7 @@ the update phase only, evaluation between epochs, the finiteness check and the
 single per-epoch callback.
 """
 import contextlib
+import functools
 import math
 import os
 import re
@@ -268,14 +269,14 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     settings = {"scheduler": sched.name, "step": step, "decay": decay,
                 "step_schedule": step_schedule, "shuffle_block": shuffle_block,
                 "seed": seed if seed is None or isinstance(seed, int) else repr(seed)}
-    if checkpoint is not None or resume is not None:
-        settings["data_sha256"] = data_fingerprint(objective.data)
+    data_sha256 = functools.cache(lambda: data_fingerprint(objective.data))  # once, if needed
 
     params = tuple(aligned_copy(p) for p in objective.params)
     history = []
     if resume is not None:
         saved = load_checkpoint(resume)
-        check_compatible(saved, resume, objective, epochs, settings)
+        check_compatible(saved, resume, objective, epochs,
+                         {**settings, "data_sha256": data_sha256()})
         params = tuple(aligned_copy(p) for p in saved.params)
         history = restore_field(resume, "history", lambda: [EpochRecord(**record)
                                                             for record in saved.history])
@@ -288,7 +289,8 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
         save_checkpoint(checkpoint, Checkpoint(
             epoch=epochs_done, params=params, rng_state=rng.bit_generator.state,
             step=schedule(epochs_done), history=[asdict(r) for r in history],
-            objective=objective.name, n_samples=objective.n_samples, settings=settings,
+            objective=objective.name, n_samples=objective.n_samples,
+            settings={**settings, "data_sha256": data_sha256()},
             planner=getattr(planner, "state", dict)()))
 
     data = objective.data
