@@ -63,6 +63,13 @@ def read_ratings(path) -> Ratings:
     return Ratings(users[:n].copy(), items[:n].copy(), values[:n].copy(), str(path))
 
 
+def check_split(test_fraction, by):
+    """A split's settings, or a HogwildError naming the bad one."""
+    choose(SPLITS, by, "split")
+    if not 0 < test_fraction < 1:  # NaN fails too
+        raise HogwildError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
+
+
 def split_ratings(ratings, test_fraction=0.2, seed=0, by="rating"):
     """Deterministic (train, test) split for a seed.
 
@@ -71,9 +78,7 @@ def split_ratings(ratings, test_fraction=0.2, seed=0, by="rating"):
     by="user": each user's ratings are split alike (per-user holdout), keeping at
     least one rating of every user in train.
     """
-    choose(SPLITS, by, "split")
-    if not 0 < test_fraction < 1:
-        raise HogwildError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
+    check_split(test_fraction, by)
     rng = np.random.default_rng(seed)
     n = len(ratings)
     if by == "rating":

@@ -185,6 +185,9 @@ def _check_numbers(args):
             check_int("--" + name.replace("_", "-"), getattr(args, name), low, high)
     if getattr(args, "staleness", None) is not None:
         _staleness(args.staleness)
+    if getattr(args, "test_fraction", None) is not None:  # also where jumbo data ignores it
+        from hogwild.datasets.ratings import check_split
+        check_split(args.test_fraction, args.split)
     for name in ("unary", "jumbo_noise"):
         value = getattr(args, name, None)
         if value is not None and not 0 <= value < float("inf"):

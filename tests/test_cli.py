@@ -196,6 +196,10 @@ def test_run_mc_text_report_on_a_ratings_file(capsys, tmp_path):
     (["--scheduler", "fast"], "unknown scheduler 'fast'; choose one of: hogwild, blocked, "
                               "serial, locked, colored, cyclades"),
     (["--test-fraction", "1"], r"test_fraction must be in (0, 1), got 1.0"),
+    (["--data", "jumbo:50x40x400", "--test-fraction", "nan"],  # unused, still checked
+     "test_fraction must be in (0, 1), got nan"),
+    (["--data", "jumbo:50x40x400", "--split", "abc"], "unknown split 'abc'; choose one of: "
+                                                      "rating, user"),
     (["--split", "movie"], "unknown split 'movie'; choose one of: rating, user"),
     (["--factor-dtype", "float64"], "unknown factor_dtype 'float64'; choose one of: float32, "
                                     "float16"),
