@@ -41,7 +41,7 @@ from hogwild.backends.host import HostParameters
 from hogwild.backends.shared_memory import SegmentSet, attach
 from hogwild.backends.threads import warm_up_loops
 from hogwild.errors import HogwildError
-from hogwild.kernels.atomics import GATE_STRIDE, abandon_lock, abort_gates, release_if_owner
+from hogwild.kernels.atomics import GATE_STRIDE, abandon_lock, abort_gates
 from hogwild.kernels.compiler import slp_vectorizer
 
 POLL_SECONDS = 0.1
@@ -127,9 +127,7 @@ class ProcessesBackend(HostParameters):
         dead = [sentinels[item] for item in ready if item in sentinels]
         if dead and not self._closing.is_set():
             self._dead = dead[0]
-            if self._kind == "locked":
-                release_if_owner(self._sync[0], dead[0] + 1)  # the lock it died holding
-            abort_gates(self._sync[0])
+            _give_up(self._sync[0], self._kind, dead[0] + 1)
 
     def _ensure_buffers(self, n_runs, n_gates):
         """Shared plan buffers big enough for this epoch (grown when needed: running
@@ -187,8 +185,8 @@ class ProcessesBackend(HostParameters):
                                       0, self._counters[0], CHUNK_SAMPLES,
                                       lambda: self._poll(busy, replies, epoch, updates))
             except BaseException:
-                abandon_lock(gates, 1)  # a lock this share held: the children must not
-                self._fail()  # wait for it
+                _give_up(gates, kind, 1)  # the children must not wait for this share
+                self._fail()
                 raise
             replies.update(self._collect(busy - set(replies), epoch, updates))
             updates += mine + sum(replies.values())
@@ -312,6 +310,15 @@ class ProcessesBackend(HostParameters):
         self.close()
 
 
+def _give_up(gates, kind, owner):
+    """Worker ``owner`` failed or died: free the lock if it held it (``locked``;
+    elsewhere that word is gate 0) and abort every other worker's waits."""
+    if kind == "locked":
+        abandon_lock(gates, owner)
+    else:
+        abort_gates(gates)
+
+
 def _raise_remote(w, message):
     _, payload, text = message
     try:
@@ -429,7 +436,7 @@ def _worker_main(pipe, setup, me):
                     done = _run_share(loops, kind, runs, spans, run_length, params, data,
                                       step, epoch, gates, me, counters, chunk)
             except BaseException as exc:  # noqa: BLE001 - reported to the parent
-                abandon_lock(gates, me + 1)
+                _give_up(gates, kind, me + 1)
                 _send_error(pipe, exc)
                 return
             reply = ("done", int(done))
