@@ -155,6 +155,32 @@ def test_matrix_completion_with_a_warp_per_rating_agrees_with_the_cpu():
     assert out.strip() == "ok"
 
 
+def test_gpu_kernels_are_cached_by_code_not_by_closure():
+    """Matrix completion builds its update as a new closure every fit; the GPU
+    path keyed its kernels by the closure's id, so every fit recompiled and the
+    cache grew without bound. Keyed by the code fingerprint, a second fit of the
+    same model reuses every kernel, and another rank compiles its own."""
+    out = simulate("""
+        from hogwild.kernels import cuda as gpu_kernels
+        rng = np.random.default_rng(0)
+        ratings = (rng.integers(0, 12, 40), rng.integers(0, 8, 40),
+                   rng.integers(1, 6, 40).astype(np.float32))
+
+        def fit(rank):
+            MatrixFactorization(rank=rank, epochs=1, scheduler="serial", seed=0,
+                                backend="gpu").fit(ratings, eval_set=ratings)
+            return len(gpu_kernels._kernels), len(gpu_kernels._device_functions)
+
+        for rank in (8, 32):  # 32: a warp per rating, its update built afresh every fit
+            first = fit(rank)
+            again = fit(rank)
+            assert again == first, (rank, first, again)
+        assert fit(4)[0] > again[0]
+        print("ok")
+    """)
+    assert out.strip() == "ok"
+
+
 def test_half_precision_factors_train_like_float32_on_the_gpu():
     """factor_dtype='float16' stores the factors in half precision on the device
     (arithmetic in float32): the objective follows the float32 run's to within

@@ -20,9 +20,12 @@ import types
 import numpy as np
 from numba import cuda  # a module global: the simulator swaps it for its own in kernels
 
-from hogwild.kernels.compiler import python_function, takes_epoch
+from hogwild.kernels.compiler import fingerprint, python_function, takes_epoch
 from hogwild.kernels.warp import WARP_SIZE
 
+# Compiled device functions and kernels, keyed by the code fingerprint the CPU
+# path uses: a new closure over the same code (matrix completion builds its
+# update afresh every fit) finds the kernel compiled for the last one.
 _device_functions = {}
 _kernels = {}
 
@@ -35,9 +38,9 @@ def device_function(fn, _building=None):
     """A CUDA device function compiled from fn's Python source, its numba helpers
     turned into device functions too."""
     source = python_function(fn)
-    key = id(source)
+    key = fingerprint(source)
     if key in _device_functions:
-        return _device_functions[key][1]
+        return _device_functions[key]
     building = {} if _building is None else _building
     globals_ = dict(source.__globals__)
     for name in source.__code__.co_names:
@@ -54,18 +57,16 @@ def device_function(fn, _building=None):
                                  source.__defaults__, closure)
     rebuilt.__qualname__ = source.__qualname__
     compiled = cuda.jit(device=True)(rebuilt)
-    _device_functions[key] = (source, compiled)  # keep source alive: its id is the key
+    _device_functions[key] = compiled
     return compiled
 
 
 def _built_once(kind, fn, build):
-    """build() once per (kind, fn's Python function); the function is kept alive
-    beside its kernel, as its id is the key."""
-    source = python_function(fn)
-    key = (kind, id(source))
+    """build() once per (kind, fn's code)."""
+    key = (kind, fingerprint(fn))
     if key not in _kernels:
-        _kernels[key] = (source, build())
-    return _kernels[key][1]
+        _kernels[key] = build()
+    return _kernels[key]
 
 
 def _runs_kernel(sample_update, lanes):
