@@ -18,7 +18,9 @@ from hogwild import numba_cache  # noqa: E402
 
 numba_cache.install()  # before any module below defines a cached numba function
 
-from hogwild.engine import EpochRecord, FitResult, fit, usable_cores  # noqa: E402
+from hogwild.engine import fit  # noqa: E402
+from hogwild.limits import usable_cores  # noqa: E402
+from hogwild.results import EpochRecord, FitResult  # noqa: E402
 from hogwild.errors import DataFormatError, DivergenceError, HogwildError  # noqa: E402
 from hogwild.objective import Metric, Objective  # noqa: E402
 from hogwild.schedulers import SCHEDULERS  # noqa: E402

@@ -30,7 +30,8 @@ import numpy as np
 
 from hogwild.backends.gpu import SCHEDULERS as GPU_SCHEDULERS, check_gpu
 from hogwild.conflicts import Supports, sparsity_stats
-from hogwild.engine import aligned_copy, check_workers, usable_cores
+from hogwild.backends.host import aligned_copy
+from hogwild.limits import check_workers, usable_cores
 from hogwild.errors import HogwildError, check_int, choose
 from hogwild.kernels.compiler import compile_loops
 from hogwild.objective import Objective

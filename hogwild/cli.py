@@ -37,7 +37,7 @@ def _positive_or_auto(text):
 
 def build_parser():
     from hogwild.datasets.registry import DEFAULT_SVM_DATASET, RATINGS_DATASETS, SVM_DATASETS
-    from hogwild.engine import usable_cores
+    from hogwild.limits import usable_cores
 
     parser = argparse.ArgumentParser(prog="hogwild", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -36,12 +36,13 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from hogwild.backends.host import HostParameters
+from hogwild.backends.host import HostParameters, aligned_copy
 from hogwild.backends.threads import ThreadsBackend
 from hogwild.checkpoint import (Checkpoint, check_compatible, data_fingerprint, load_checkpoint,
                                 restore_field, save_checkpoint)
-from hogwild.engine import (MAX_EPOCHS, EpochRecord, FitResult, aligned_copy, check_workers,
-                            evaluator)
+from hogwild.evaluation import evaluator
+from hogwild.limits import MAX_EPOCHS, check_workers
+from hogwild.results import EpochRecord, FitResult
 from hogwild.errors import HogwildError, check_int, choose
 from hogwild.kernels.compiler import compile_loops
 from hogwild.objective import Objective

@@ -7,98 +7,29 @@ single per-epoch callback.
 import contextlib
 import functools
 import math
-import os
 import re
 import signal
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from typing import Callable, Optional
 
 import numpy as np
 from numba.core.errors import NumbaError
 
 from hogwild.backends import get_backend
+from hogwild.backends.host import aligned_copy
 from hogwild.checkpoint import (Checkpoint, check_compatible, data_fingerprint, load_checkpoint,
                                 restore_field, save_checkpoint)
 from hogwild.errors import DivergenceError, HogwildError, Interrupted, check_int, check_seed
+from hogwild.evaluation import evaluator
 from hogwild.kernels.compiler import compile_loops, slp_vectorizer
-from hogwild.objective import Metric, Objective
+from hogwild.limits import MAX_EPOCHS, check_workers
+from hogwild.objective import Objective
+from hogwild.results import EpochRecord, FitResult
 from hogwild.schedulers import get_scheduler
 from hogwild.steps import StepSchedule
-
-
-def usable_cores():
-    """Cores this process may run on (respects affinity masks and cgroups' cpusets)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-@dataclass
-class EpochRecord:
-    """One epoch: ``seconds`` is the update phase alone; drawing the epoch's plan
-    (``plan_seconds``: batches, components) and evaluation are excluded."""
-
-    epoch: int
-    step: float
-    seconds: float
-    updates: int
-    updates_per_s: float
-    objective: float
-    metrics: dict = field(default_factory=dict)
-    plan_seconds: float = 0.0
-
-
-@dataclass
-class FitResult:
-    params: tuple
-    history: list
-    scheduler: str
-    backend: str
-    workers: int
-    seed: Optional[int]
-    setup_seconds: float = 0.0  # scheduler preparation, e.g. colouring the conflict graph
-    startup_seconds: float = 0.0  # starting worker processes (processes backend)
-    distributed: Optional[dict] = None  # backend "ray": staleness, waiting, traffic, restarts
-
-    @property
-    def objective(self):
-        return self.history[-1].objective
-
-
-CACHE_LINE = 64
-
-
-def aligned_copy(array):
-    """A C-contiguous copy starting on a 64-byte boundary. numpy aligns to 16 bytes,
-    so a 128-byte factor row (rank 32, float32) could straddle three cache lines
-    and every 64-byte SIMD load two of them: 20-25% slower updates."""
-    buffer = np.empty(array.nbytes + CACHE_LINE, np.uint8)
-    start = -buffer.ctypes.data % CACHE_LINE
-    copy = buffer[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
-    copy[...] = array
-    return copy
-
-
-MAX_EPOCHS = 1_000_000  # more is a typo (and epochs x samples could overflow int64)
-OVERSUBSCRIBE_FACTOR = 4  # workers per usable core allowed without oversubscribe=True
-
-
-def check_workers(workers, oversubscribe=False):
-    """The number of CPU workers (default: the usable cores). More than
-    OVERSUBSCRIBE_FACTOR per usable core is refused unless ``oversubscribe``:
-    they would mostly wait for a core, and 1000 processes can exhaust memory."""
-    if workers is None:
-        return usable_cores()
-    workers = check_int("workers", workers, 1)
-    limit = OVERSUBSCRIBE_FACTOR * usable_cores()
-    if workers > limit and not oversubscribe:
-        raise HogwildError(f"workers={workers} is more than {OVERSUBSCRIBE_FACTOR} per usable "
-                           f"core ({usable_cores()} here); use at most {limit}, or "
-                           "oversubscribe=True (--oversubscribe) to run them anyway")
-    return workers
 
 
 def _diverged(what, epoch, step):
@@ -159,32 +90,6 @@ def _stop_after_epoch():
     finally:
         for signum, action in previous.items():
             signal.signal(signum, action)
-
-
-def evaluator(evaluate, objective, runner):
-    """params -> dict of metrics, from fit's ``evaluate``: a callable given host
-    parameters, or a Metric (or a list of them) computed by ``runner`` where the
-    parameters live, each metric's data placed there once."""
-    if evaluate is None:
-        return lambda params: {}
-    metrics = [evaluate] if isinstance(evaluate, Metric) else evaluate
-    if callable(metrics):
-        return lambda params: dict(metrics(runner.to_host(params)))
-    metrics = list(metrics)
-    if not metrics or not all(isinstance(m, Metric) for m in metrics):
-        raise HogwildError("evaluate must be a callable(params) -> dict, a hogwild.Metric "
-                           "or a list of Metrics")
-    prepared = [(m, compile_loops(objective.update, m.value, objective.fastmath),
-                 runner.place(m.data)) for m in metrics]
-
-    def evaluate_metrics(params):
-        values = {}
-        for metric, loops, data in prepared:
-            mean = runner.loss_sum(loops, params, data, metric.n_samples) / metric.n_samples
-            values[metric.name] = float(metric.finish(mean) if metric.finish else mean)
-        return values
-
-    return evaluate_metrics
 
 
 def _fit_on_ray(objective, distributed, workers, scheduler, **options):

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from hogwild.engine import usable_cores
+from hogwild.limits import usable_cores
 
 
 def compute_ceiling(seconds=1.0):

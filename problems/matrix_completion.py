@@ -36,8 +36,8 @@ from numba import njit
 
 from hogwild.conflicts import Supports
 from hogwild.datasets.ratings import Ratings
-from hogwild.engine import check_workers
 from hogwild.engine import fit as engine_fit
+from hogwild.limits import check_workers
 from hogwild.errors import HogwildError, check_int, check_seed, choose
 from hogwild.estimator import Params
 from hogwild.kernels.compiler import FASTMATH_FLAGS

@@ -29,7 +29,7 @@ from hogwild.datasets.ratings import split_ratings
 from hogwild.datasets.registry import RATINGS_DATASETS, SVM_DATASETS, load_ratings, \
     load_svm_data
 from hogwild.datasets.synthetic import make_sparse_classification
-from hogwild.engine import usable_cores
+from hogwild.limits import usable_cores
 from hogwild.machine import benchmark_arguments, describe_machine, publish
 from hogwild.problems.matrix_completion import WARP_RANK, MatrixFactorization
 from hogwild.problems.sparse_svm import SparseSVM

@@ -470,7 +470,7 @@ def test_a_cache_folder_others_may_write_is_not_trusted_with_code(tmp_path):
 ])
 def test_more_than_four_workers_per_core_are_refused_before_starting(capsys, monkeypatch,
                                                                        problem, argv):
-    monkeypatch.setattr("hogwild.engine.usable_cores", lambda: 2)
+    monkeypatch.setattr("hogwild.limits.usable_cores", lambda: 2)
     status, out, err = run(capsys, "run", problem, "--epochs", "1", "--workers", "1000", *argv)
     assert status == 2 and out == ""
     assert err == ("hogwild: error: workers=1000 is more than 4 per usable core (2 here); use "

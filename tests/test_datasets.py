@@ -189,7 +189,6 @@ def test_a_feature_index_too_large_for_memory_names_its_line(tmp_path, monkeypat
     """Issue 16, item 4: one svmlight index of 2e9 asked for 14.9 GiB before any
     error. A largest index whose model cannot fit in memory is refused with its
     line; a large but affordable feature space (hashed features) still loads."""
-    import hogwild.datasets.svmlight as svmlight
     path = tmp_path / "hostile.svm"
     path.write_text("1 1:1 5:2\n-1 2:1\n1 3:1 2000000000:1\n")
     monkeypatch.setattr("hogwild.datasets.files.physical_memory", lambda: 24 * 2**30)

@@ -4,7 +4,7 @@ import pytest
 
 import hogwild
 from hogwild import DivergenceError, HogwildError, Objective, fit
-from hogwild.engine import usable_cores
+from hogwild.limits import usable_cores
 from hogwild.kernels.compiler import compile_loops, fingerprint
 from hogwild.conflicts import Supports, conflict_graph
 from hogwild.schedulers import block_layout, get_scheduler, shuffled_runs
@@ -392,7 +392,7 @@ def test_locked_scheduler_really_locks():
 
 @pytest.mark.parametrize("backend", ["threads", "processes"])
 def test_more_workers_than_four_per_core_need_oversubscribe(monkeypatch, backend):
-    monkeypatch.setattr("hogwild.engine.usable_cores", lambda: 1)
+    monkeypatch.setattr("hogwild.limits.usable_cores", lambda: 1)
     objective = Objective(racy_increment, zero_loss, params=np.zeros(16, np.int64),
                           data=np.array([64], np.int64), n_samples=1000)
     with pytest.raises(HogwildError) as error:
@@ -565,7 +565,7 @@ def test_sparsity_statistics_by_hand():
 
 
 def test_parameter_copies_start_on_a_cache_line():
-    from hogwild.engine import aligned_copy
+    from hogwild.backends.host import aligned_copy
     for shape, dtype in (((6040, 32), np.float32), ((7,), np.float64), ((0, 3), np.int32)):
         original = np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape)
         copy = aligned_copy(original)

@@ -1,0 +1,31 @@
+"""Per-epoch metrics: fit's ``evaluate`` turned into one function of the parameters,
+computed by the backend where the parameters live."""
+from hogwild.errors import HogwildError
+from hogwild.kernels.compiler import compile_loops
+from hogwild.objective import Metric
+
+
+def evaluator(evaluate, objective, runner):
+    """params -> dict of metrics, from fit's ``evaluate``: a callable given host
+    parameters, or a Metric (or a list of them) computed by ``runner`` where the
+    parameters live, each metric's data placed there once."""
+    if evaluate is None:
+        return lambda params: {}
+    metrics = [evaluate] if isinstance(evaluate, Metric) else evaluate
+    if callable(metrics):
+        return lambda params: dict(metrics(runner.to_host(params)))
+    metrics = list(metrics)
+    if not metrics or not all(isinstance(m, Metric) for m in metrics):
+        raise HogwildError("evaluate must be a callable(params) -> dict, a hogwild.Metric "
+                           "or a list of Metrics")
+    prepared = [(m, compile_loops(objective.update, m.value, objective.fastmath),
+                 runner.place(m.data)) for m in metrics]
+
+    def evaluate_metrics(params):
+        values = {}
+        for metric, loops, data in prepared:
+            mean = runner.loss_sum(loops, params, data, metric.n_samples) / metric.n_samples
+            values[metric.name] = float(metric.finish(mean) if metric.finish else mean)
+        return values
+
+    return evaluate_metrics

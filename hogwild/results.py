@@ -1,0 +1,36 @@
+"""What a fit returns: one record per epoch, and the result of the whole run.
+Shared by the engine and the Ray backend (hogwild.distributed)."""
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass
+class EpochRecord:
+    """One epoch: ``seconds`` is the update phase alone; drawing the epoch's plan
+    (``plan_seconds``: batches, components) and evaluation are excluded."""
+
+    epoch: int
+    step: float
+    seconds: float
+    updates: int
+    updates_per_s: float
+    objective: float
+    metrics: dict = field(default_factory=dict)
+    plan_seconds: float = 0.0
+
+
+@dataclass
+class FitResult:
+    params: tuple
+    history: list
+    scheduler: str
+    backend: str
+    workers: int
+    seed: Optional[int]
+    setup_seconds: float = 0.0  # scheduler preparation, e.g. colouring the conflict graph
+    startup_seconds: float = 0.0  # starting worker processes (processes backend)
+    distributed: Optional[dict] = None  # backend "ray": staleness, waiting, traffic, restarts
+
+    @property
+    def objective(self):
+        return self.history[-1].objective
