@@ -17,13 +17,14 @@ from hogwild.checkpoint import load_checkpoint
 from test_checkpoint import pair_objective
 
 
-def our_segment_folders():
-    return {p.name for p in segments_root().glob(f"{PREFIX}*")}
+def segment_folders(pid=None):
+    """Names of the shared-memory folders a run in process ``pid`` (default: this
+    one) made; other runs on the machine (a parallel test session) are not ours."""
+    return {p.name for p in segments_root().glob(f"{PREFIX}{pid or os.getpid()}-*")}
 
 
 @pytest.mark.parametrize("scheduler", ["serial", "colored", "cyclades", "locked", "hogwild"])
 def test_processes_give_the_threads_results(scheduler):
-    before = our_segment_folders()
     objective = pair_objective()
     options = dict(epochs=3, step=0.3, scheduler=scheduler, workers=2, seed=1)
     threads = fit(objective, **options)
@@ -35,7 +36,7 @@ def test_processes_give_the_threads_results(scheduler):
         for a, b in zip(threads.params, processes.params):
             np.testing.assert_array_equal(a, b)
     assert [r.updates for r in processes.history] == [5000] * 3
-    assert our_segment_folders() <= before  # the run's folder is gone (and stale ones)
+    assert segment_folders() == set()  # the run's folder is gone
 
 
 @pytest.mark.parametrize("grid", [None, 150])
@@ -143,7 +144,6 @@ def wait_for_epoch(process, epoch):
 
 @pytest.mark.parametrize("scheduler", ["hogwild", "locked", "cyclades"])
 def test_a_killed_worker_stops_the_run_and_leaks_nothing(tmp_path, scheduler):
-    before = our_segment_folders()
     process = start_run(tmp_path, scheduler)
     (child,) = wait_for_epoch(process, 2)  # the parent is worker 0, the child worker 1
     time.sleep(0.05)  # into epoch 3
@@ -154,24 +154,22 @@ def test_a_killed_worker_stops_the_run_and_leaks_nothing(tmp_path, scheduler):
     assert f"worker 1 (pid {child}) killed by signal SIGKILL in epoch 3" in err
     assert "the run was stopped and its shared memory removed" in err
     assert time.perf_counter() - killed_at < 10
-    assert our_segment_folders() <= before
+    assert segment_folders(process.pid) == set()
     assert load_checkpoint(tmp_path / "run.npz").epoch == 2
 
 
 @pytest.mark.parametrize("scheduler", ["hogwild", "locked"])
 def test_an_exception_in_a_worker_reaches_the_parent(tmp_path, scheduler):
-    before = our_segment_folders()
     process = start_run(tmp_path, scheduler, poisoned=2)  # raises in the third epoch
     _, err = process.communicate(timeout=120)
     assert process.returncode == 1, err
     assert "ValueError: sample 7 is poisoned" in err  # from the parent's share or the child's
-    assert our_segment_folders() <= before
+    assert segment_folders(process.pid) == set()
     assert load_checkpoint(tmp_path / "run.npz").epoch == 2
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_sigterm_in_the_parent_checkpoints_and_cleans_up(tmp_path, signum):
-    before = our_segment_folders()
     process = start_run(tmp_path)
     (child,) = wait_for_epoch(process, 1)
     process.send_signal(signum)
@@ -183,7 +181,7 @@ def test_ctrl_c_or_sigterm_in_the_parent_checkpoints_and_cleans_up(tmp_path, sig
     assert not pid_running(child)
     epoch = int(err.split("interrupted after epoch ")[1].split(";")[0])
     assert load_checkpoint(tmp_path / "run.npz").epoch == epoch >= 1
-    assert our_segment_folders() <= before
+    assert segment_folders(process.pid) == set()
 
 
 def pid_running(pid):
@@ -205,10 +203,9 @@ def test_children_die_with_a_killed_parent_and_leave_no_shared_memory(tmp_path, 
     """SIGKILL of the parent: the kernel kills its children (no orphan spins on a
     core), no segment file is left (they were unlinked once mapped), and the next
     run's start-up sweep removes the empty folder."""
-    before = our_segment_folders()
     process = start_run(tmp_path, scheduler)
     (child,) = wait_for_epoch(process, 2)
-    left = our_segment_folders() - before
+    left = segment_folders(process.pid)
     assert len(left) == 1 and files_in(left) == []  # unlinked while the run goes on
     time.sleep(0.05)  # into epoch 3
     process.kill()
@@ -220,7 +217,7 @@ def test_children_die_with_a_killed_parent_and_leave_no_shared_memory(tmp_path, 
     assert err == ""  # no traceback from an orphan
     assert load_checkpoint(tmp_path / "run.npz").epoch >= 2
     SegmentSet().close()  # a new run's start-up sweep
-    assert not (our_segment_folders() & left)
+    assert segment_folders(process.pid) == set()
 
 
 def slow_update(e, params, data, step):
@@ -254,15 +251,16 @@ def test_a_normal_cli_run_is_clean(tmp_path):
     import json
     import shutil
 
-    before = our_segment_folders()
     exe = shutil.which("hogwild")
-    done = subprocess.run([exe, "run", "svm", "--epochs", "2", "--workers", "2", "--backend",
-                           "processes", "--seed", "0", "--json"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert "resource_tracker" not in done.stderr and "leaked" not in done.stderr
-    result = json.loads(done.stdout)
+    process = subprocess.Popen([exe, "run", "svm", "--epochs", "2", "--workers", "2",
+                                "--backend", "processes", "--seed", "0", "--json"],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err
+    assert "resource_tracker" not in err and "leaked" not in err
+    result = json.loads(out)
     assert result["workers"] == 2 and result["backend"] == "processes"
     assert result["startup_seconds"] > 0 and result["test_error"] < 0.2
-    assert our_segment_folders() <= before
+    assert segment_folders(process.pid) == set()
     assert not list(tmp_path.iterdir())  # no checkpoint without Ctrl-C or --checkpoint-every
