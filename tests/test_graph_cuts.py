@@ -7,8 +7,11 @@ import scipy.sparse as sp
 from hogwild import HogwildError
 from hogwild.datasets.graphs import read_edge_list
 from hogwild.paths import shared_data_dir
-from hogwild.problems.graph_cuts import (cut_weight, exact_two_label_cut, multiway_cut,
-                                         nearest_terminal_labels, simplex_projector)
+from hogwild.kernels.compiler import compile_loops
+from hogwild.problems.graph_cuts import (cut_objective, cut_weight, exact_two_label_cut,
+                                         multiway_cut, nearest_terminal_labels,
+                                         simplex_projector)
+from reference.naive import cut_sgd_epoch
 
 
 def reference_projection(y):
@@ -148,3 +151,26 @@ def test_exact_two_label_cut_on_a_small_graph():
     assert exact_two_label_cut(4, u, v, w, {0: 0, 3: 1}) == 3.0  # cut (1, 2) and (0, 2)
     assert exact_two_label_cut(4, u, v, w, {0: 0, 1: 1}) == 6.0
     assert exact_two_label_cut(4, u, v, w + 0.5, {0: 0, 3: 1}) is None  # not integers
+
+
+@pytest.mark.parametrize("n_labels", [2, 3, 5])
+def test_serial_cut_kernel_matches_the_numpy_reference(n_labels):
+    """The compiled update (subgradient step, sorting-network projection) against
+    the plain NumPy epoch of tests/reference, edge by edge in the same order."""
+    rng = np.random.default_rng(n_labels)
+    n_vertices, m, step = 40, 300, 0.02
+    u, v = rng.integers(0, n_vertices, m), rng.integers(0, n_vertices, m)
+    w = rng.uniform(0.5, 2.0, m)
+    terminals = {i: i % n_labels for i in range(n_labels)}
+    objective, fixed, _ = cut_objective(n_vertices, u, v, w, terminals, n_labels)
+    X = objective.params[0].copy()
+    X[n_labels:] = rng.dirichlet(np.ones(n_labels), n_vertices - n_labels)  # off-centre
+    expected = X.astype(np.float64)
+    loops = compile_loops(objective.update, objective.loss, objective.fastmath)
+    for epoch in range(3):
+        order = rng.permutation(m).astype(np.int64)
+        loops.run_spans(order, np.array([[0, m, m]], np.int64), 1, (X,), objective.data, step,
+                        epoch)
+        cut_sgd_epoch(*objective.data[:3], fixed, expected, step, order)
+    np.testing.assert_allclose(X, expected, atol=2e-5)
+    np.testing.assert_allclose(X.sum(axis=1), 1.0, atol=1e-5)

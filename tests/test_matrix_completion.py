@@ -9,7 +9,9 @@ import scipy.sparse as sp
 from hogwild import HogwildError, Objective, fit
 from hogwild.datasets.jumbo import make_jumbo
 from hogwild.datasets.ratings import Ratings
+from hogwild.kernels.compiler import compile_loops
 from hogwild.problems.matrix_completion import MatrixFactorization, factor_kernels, rmse
+from reference.naive import mf_biased_sgd_epoch, mf_paper_sgd_epoch
 
 SIGMA = 0.5
 
@@ -304,3 +306,40 @@ def test_huge_integer_ids_need_no_table_of_their_size(tmp_path):
     np.testing.assert_array_equal(loaded.predict([10**12, 3 * 10**9], [1, 1]),
                                   model.predict([10**12, 3 * 10**9], [1, 1]))
     assert loaded.recommend(10**12, n=1)[0].size == 0  # it rated both items
+
+
+@pytest.mark.parametrize("model", ["biased", "paper"])
+def test_serial_kernels_match_the_numpy_reference(model):
+    """The compiled update (fast-math, as the estimator compiles it) against the
+    plain NumPy epochs of tests/reference, rating by rating in the same order."""
+    rng = np.random.default_rng(3)
+    n_users, n_items, n, rank, step = 30, 20, 600, 8, 0.05
+    users = rng.integers(0, n_users, n).astype(np.int32)
+    items = rng.integers(0, n_items, n).astype(np.int32)
+    ratings = rng.integers(1, 6, n).astype(np.float32)
+    L = (0.3 * rng.standard_normal((n_users, rank))).astype(np.float32)
+    R = (0.3 * rng.standard_normal((n_items, rank))).astype(np.float32)
+    if model == "biased":
+        biases = (0.1 * rng.standard_normal(n_users)).astype(np.float32), \
+            (0.1 * rng.standard_normal(n_items)).astype(np.float32)
+        params = (L, R, *biases)
+        data = (users, items, ratings, np.array([0.06, 0.02, ratings.mean()], np.float32))
+    else:
+        degree_reg = [(0.5 / np.maximum(np.bincount(keys, minlength=size), 1)).astype(np.float32)
+                      for keys, size in ((users, n_users), (items, n_items))]
+        params = (L, R)
+        data = (users, items, ratings, *degree_reg)
+    expected = [p.astype(np.float64) for p in params]
+    initial = [p.copy() for p in params]
+    loops = compile_loops(*factor_kernels(rank, model), fastmath=True)
+    for epoch in range(3):
+        order = rng.permutation(n).astype(np.int64)
+        loops.run_spans(order, np.array([[0, n, n]], np.int64), 1, params, data, step, epoch)
+        if model == "biased":
+            mf_biased_sgd_epoch(users, items, ratings, *expected, float(data[3][2]), 0.06, 0.02,
+                                step, order)
+        else:
+            mf_paper_sgd_epoch(users, items, ratings, *expected, *data[3:], step, order)
+    for got, want in zip(params, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    assert all(not np.allclose(got, start, atol=1e-3) for got, start in zip(params, initial))

@@ -79,3 +79,52 @@ def mean_plus_biases_rmse(train_users, train_items, train_values, test_users, te
         seen = known[where] == ids
         predictions[seen] += bias[where[seen]]
     return float(np.sqrt(np.mean((predictions - test_values) ** 2)))
+
+
+def mf_biased_sgd_epoch(users, items, ratings, L, R, user_bias, item_bias, mean, reg,
+                        bias_reg, step, order):
+    """One serial epoch of the biased model, in place: the prediction is mean +
+    b_u + b_v + L_u . R_v; each rating moves both biases (regularised by bias_reg)
+    and both factor rows (shrunk by step * reg), the rows from their old values."""
+    for e in order:
+        u, v = users[e], items[e]
+        err = mean + user_bias[u] + item_bias[v] + L[u] @ R[v] - ratings[e]
+        user_bias[u] -= step * err + step * bias_reg * user_bias[u]
+        item_bias[v] -= step * err + step * bias_reg * item_bias[v]
+        L[u], R[v] = (L[u] * (1 - step * reg) - step * err * R[v],
+                      R[v] * (1 - step * reg) - step * err * L[u])
+
+
+def mf_paper_sgd_epoch(users, items, ratings, L, R, user_reg, item_reg, step, order):
+    """One serial epoch of the Hogwild! paper's model, in place: the prediction is
+    L_u . R_v, and row u (v) is shrunk by its degree-scaled regulariser
+    user_reg[u] (item_reg[v]), never below zero."""
+    for e in order:
+        u, v = users[e], items[e]
+        err = L[u] @ R[v] - ratings[e]
+        keep_u = max(0.0, 1 - step * user_reg[u])
+        keep_v = max(0.0, 1 - step * item_reg[v])
+        L[u], R[v] = (L[u] * keep_u - step * err * R[v],
+                      R[v] * keep_v - step * err * L[u])
+
+
+def project_onto_simplex(x):
+    """The closest point of {y >= 0, sum y = 1} to x (Duchi et al. 2008, by sorting)."""
+    ordered = np.sort(x)[::-1]
+    cumulative = np.cumsum(ordered) - 1.0
+    rho = np.nonzero(ordered - cumulative / np.arange(1, x.size + 1) > 0)[0][-1]
+    return np.maximum(x - cumulative[rho] / (rho + 1), 0.0)
+
+
+def cut_sgd_epoch(u, v, w, fixed, X, step, order):
+    """One serial epoch of projected subgradient descent on the multiway-cut
+    relaxation sum_e w_e |X_u - X_v|_1, in place: each edge moves its free ends
+    towards each other by step * w_e per label, then projects them back onto the
+    simplex. Terminals (fixed) never move."""
+    for e in order:
+        a, b = u[e], v[e]
+        direction = np.sign(X[a] - X[b]) * step * w[e]
+        if not fixed[a]:
+            X[a] = project_onto_simplex(X[a] - direction)
+        if not fixed[b]:
+            X[b] = project_onto_simplex(X[b] + direction)
