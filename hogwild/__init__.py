@@ -29,5 +29,6 @@ from hogwild.vertex_programs import vertex_program  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["Objective", "Metric", "fit", "FitResult", "EpochRecord", "usable_cores", "HogwildError",
-           "DataFormatError", "DivergenceError", "SCHEDULERS", "STEP_SCHEDULES", "vertex_program", "__version__"]
+__all__ = ["Objective", "Metric", "fit", "FitResult", "EpochRecord", "usable_cores",
+           "HogwildError", "DataFormatError", "DivergenceError", "SCHEDULERS", "STEP_SCHEDULES",
+           "vertex_program", "__version__"]

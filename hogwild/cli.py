@@ -286,7 +286,8 @@ def _add_cuts_parser(problems, cores):
                       help=f"worker threads (default: usable cores, here {cores})")
     cuts.add_argument("--scheduler", default="hogwild",
                       help="hogwild, colored, cyclades, serial or locked (default: hogwild)")
-    cuts.add_argument("--epochs", type=int, default=200, help="passes over the edges (default: 200)")
+    cuts.add_argument("--epochs", type=int, default=200,
+                      help="passes over the edges (default: 200)")
     cuts.add_argument("--step", type=float, default=0.1, help="initial step (default: 0.1)")
     cuts.add_argument("--decay", type=float, default=0.98,
                       help="per-epoch step decay (default: 0.98)")

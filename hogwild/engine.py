@@ -121,21 +121,21 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     ``shuffle_block``: samples are shuffled in runs of this many consecutive
     samples (see hogwild.schedulers.shuffled_runs); use > 1 only when the
     samples' stored order is already random.
-    ``evaluate`` adds metrics (e.g. test error) to each epoch's record: a
-    hogwild.Metric or a list of them (computed where the parameters are, e.g. on
-    the GPU), or ``evaluate(params) -> dict`` called with host copies; ``callback(record)`` is called once after each epoch.
-    ``progress(done, total)`` is called with the updates done so far in the run and
-    its total: after each epoch, and during epochs as the processes backend's
-    workers report (a progress bar).
+    ``evaluate`` adds metrics (e.g. test error) to each epoch's record: a hogwild.Metric
+    or a list of them (computed where the parameters are, e.g. on the GPU), or
+    ``evaluate(params) -> dict`` called with host copies; ``callback(record)`` is called
+    once after each epoch. ``progress(done, total)`` is called with the updates done so
+    far in the run and its total: after each epoch, and during epochs as the processes
+    backend's workers report (a progress bar).
 
-    Checkpoints (see hogwild.checkpoint): with ``checkpoint=PATH`` the state after
-    every ``checkpoint_every`` epochs and after the last one (``None``: neither)
-    and after a Ctrl-C is written there atomically. ``resume=PATH`` continues a checkpointed run up to
-    ``epochs`` in total; for the deterministic schedulers (serial, blocked,
-    colored, cyclades) the result is bitwise that of an uninterrupted run. The
-    first Ctrl-C during a fit stops it after the current epoch (checkpointed,
-    then hogwild.errors.Interrupted is raised); a second one abandons the epoch.
-    SIGTERM does the same as Ctrl-C.
+    Checkpoints (see hogwild.checkpoint): with ``checkpoint=PATH`` the state after every
+    ``checkpoint_every`` epochs and after the last one (``None``: neither) and after a
+    Ctrl-C is written there atomically. ``resume=PATH`` continues a checkpointed run up
+    to ``epochs`` in total; for the deterministic schedulers (serial, blocked, colored,
+    cyclades) the result is bitwise that of an uninterrupted run. The first Ctrl-C
+    during a fit stops it after the current epoch (checkpointed, then
+    hogwild.errors.Interrupted is raised); a second one abandons the epoch. SIGTERM does
+    the same as Ctrl-C.
 
     Reproducibility: with a seed, ``serial`` is bitwise reproducible, and so are
     ``blocked`` (for the objective's block layout), ``colored`` and ``cyclades``

@@ -1,13 +1,13 @@
 """GPU benchmark: backend="gpu" against the CPU engine in the same run.
 
-Matrix completion (biased, rank 128: a warp per rating) on a Netflix-sized
-planted matrix (480,189 x 17,770, 100 million ratings) and on MovieLens 1M (rank
-128): ratings/s and test RMSE per epoch on the GPU with float32 factors, with
-half-precision factors, and with the ratings streamed through a quarter of their
-size in device memory (about eight chunks an epoch), test RMSE per epoch of the CPU engine (threads, all
-cores) on the same split, and the largest relative difference of each GPU run's. SVM (hinge) on
-imdb-aclimdb and on a 10-million-row text-like generated set: nonzeros/s and test
-error. Prints one JSON document (also --out).
+Matrix completion (biased, rank 128: a warp per rating) on a Netflix-sized planted
+matrix (480,189 x 17,770, 100 million ratings) and on MovieLens 1M (rank 128): ratings/s
+and test RMSE per epoch on the GPU with float32 factors, with half-precision factors,
+and with the ratings streamed through a quarter of their size in device memory (about
+eight chunks an epoch), test RMSE per epoch of the CPU engine (threads, all cores) on
+the same split, and the largest relative difference of each GPU run's. SVM (hinge) on
+imdb-aclimdb and on a 10-million-row text-like generated set: nonzeros/s and test error.
+Prints one JSON document (also --out).
 
     python scripts/bench_gpu.py --out docs/bench_gpu.json          # needs a GPU
     NUMBA_ENABLE_CUDASIM=1 python scripts/bench_gpu.py --quick     # simulator smoke run

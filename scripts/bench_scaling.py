@@ -147,7 +147,8 @@ def main(argv=None):
               "hogwild[bench])", file=sys.stderr)
         with_peer = False
 
-    report = {"benchmark": "bench_scaling", "quick": args.quick, "machine": describe_machine(("scikit-learn", "liblinear-official")),
+    report = {"benchmark": "bench_scaling", "quick": args.quick,
+              "machine": describe_machine(("scikit-learn", "liblinear-official")),
               "compute_ceiling_2_over_1": compute_ceiling(0.3 if args.quick else 1.0),
               "datasets": []}
     real = ["a9a"] if args.quick else ["news20-bydate", "imdb-aclimdb"]

@@ -8,10 +8,11 @@ graph cuts (snap-facebook-combined, snap-email-Enron). Prints one JSON document
     python scripts/bench_schedulers.py --quick    # a smoke run on small generated data
 
 Method. ``updates_per_s`` is the update phase only (the engine's per-epoch timer);
-``end_to_end_per_s`` also counts drawing each epoch's plan (CYCLADES' batch
-components in the first epoch, batch and colour-class shuffles), and ``setup_seconds`` is the scheduler's one-off
-preparation (colouring the conflict graph). This machine's virtual cores drift, so
-every configuration runs once per round, rounds interleave the configurations, and
+``end_to_end_per_s`` also counts drawing each epoch's plan (CYCLADES' batch components
+in the first epoch, batch and colour-class shuffles), and ``setup_seconds`` is the
+scheduler's one-off preparation (colouring the conflict graph). This machine's virtual
+cores drift, so every configuration runs once per round, rounds interleave the
+configurations, and
 each figure is the median over rounds; ratios compare medians of the same run. The
 objective after each epoch comes from the first round (same seed for every
 configuration): a conflict-free schedule is serially equivalent, so its objective

@@ -6,13 +6,14 @@ update with every numba helper it names (in its globals or closure cells,
 recursively) replaced by a CUDA device function compiled from the helper's own
 Python source. Nothing is written twice, and the CPU function is untouched.
 
-``epoch_kernel`` wraps one update in the Hogwild! kernel: each GPU thread takes
-runs of consecutive samples from the epoch's shuffled run list (a grid-stride
-loop) and applies the update to the one parameter array in device memory,
-without atomics. ``warp_epoch_kernel`` does the same with a warp per run for an
-objective's ``warp_update`` (hogwild.kernels.warp). ``loss_sum_kernel`` and ``count_non_finite`` evaluate on the
-device, so an epoch's objective needs no copy of the parameters to the host. All of this also runs under numba's CUDA simulator
-(NUMBA_ENABLE_CUDASIM=1), which is how CI tests it.
+``epoch_kernel`` wraps one update in the Hogwild! kernel: each GPU thread takes runs of
+consecutive samples from the epoch's shuffled run list (a grid-stride loop) and applies
+the update to the one parameter array in device memory, without atomics.
+``warp_epoch_kernel`` does the same with a warp per run for an objective's
+``warp_update`` (hogwild.kernels.warp). ``loss_sum_kernel`` and ``count_non_finite``
+evaluate on the device, so an epoch's objective needs no copy of the parameters to the
+host. All of this also runs under numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1), which
+is how CI tests it.
 """
 import math
 import types
