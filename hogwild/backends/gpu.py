@@ -300,7 +300,7 @@ class GpuBackend:
         if warp_update is not None:
             self.kernel, self.lanes = warp_epoch_kernel(warp_update), WARP_SIZE
         else:
-            self.kernel, self.lanes = epoch_kernel(loops.source[0]), 1
+            self.kernel, self.lanes = epoch_kernel(loops.source.update), 1
         runs = self.cuda.to_device(np.zeros(1, np.int64))
         chunk = data.buffers[0] if isinstance(data, SampleStream) else data
         with _simulator_settings():
@@ -361,7 +361,7 @@ class GpuBackend:
         from hogwild.kernels.cuda import loss_sum_kernel
 
         total = self.cuda.to_device(np.zeros(1, np.float64))
-        kernel = loss_sum_kernel(loops.source[1])
+        kernel = loss_sum_kernel(loops.source.loss)
         with _simulator_settings():
             if isinstance(data, SampleStream):
                 data.sum_losses(kernel, params, n, total)

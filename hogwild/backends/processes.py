@@ -179,7 +179,7 @@ class ProcessesBackend(HostParameters):
                     busy.add(w)
             replies = {}
             try:
-                with slp_vectorizer(loops.source[2]):
+                with slp_vectorizer(loops.source.fastmath):
                     mine = _run_share(loops, kind, runs, np.asarray(phase[0], np.int64),
                                       plan.run_length, params, data, step, epoch, gates,
                                       0, self._counters[0], CHUNK_SAMPLES,

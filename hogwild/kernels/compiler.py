@@ -36,6 +36,15 @@ _registry: dict[str, tuple[Callable, Callable]] = {}
 _loaded: dict[str, "CompiledLoops"] = {}
 
 
+class LoopSource(NamedTuple):
+    """What loops were compiled from: all a worker process needs to load the same
+    loops from the cache (it pickles by value)."""
+
+    update: Callable
+    loss: Callable
+    fastmath: bool
+
+
 class CompiledLoops(NamedTuple):
     """The compiled loops of one objective (see loops_template.py for contracts)."""
 
@@ -44,8 +53,7 @@ class CompiledLoops(NamedTuple):
     run_gated_spans: Callable
     run_phased_spans: Callable
     sum_loss: Callable
-    source: tuple  # (update, loss, fastmath) they were compiled from: what a worker
-    # process needs to load the same loops from the cache
+    source: LoopSource
 
 
 def registered_functions(key):
@@ -252,6 +260,6 @@ def compile_loops(update, loss, fastmath=False) -> CompiledLoops:
     spec.loader.exec_module(module)
     loops = CompiledLoops(module.run_spans, module.run_spans_locked, module.run_gated_spans,
                           module.run_phased_spans, module.sum_loss,
-                          (functions[0], functions[1], fastmath))
+                          LoopSource(functions[0], functions[1], fastmath))
     _loaded[key] = loops
     return loops
