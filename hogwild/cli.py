@@ -13,6 +13,7 @@ Ctrl-C (or SIGTERM) finishes the epoch, writes the checkpoint, says where, and
 exits 130 (143); a second one abandons the epoch, leaving the last checkpoint.
 """
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -23,6 +24,7 @@ import warnings
 import numpy as np
 
 from hogwild.atomic import atomic_file
+from hogwild.config import TRAINING_OPTIONS, TrainingConfig
 from hogwild.errors import HogwildError, Interrupted, check_int
 
 
@@ -51,35 +53,16 @@ def build_parser():
                      help=f"dataset name ({', '.join(SVM_DATASETS)}) or svmlight file "
                           f"(default: {DEFAULT_SVM_DATASET}, shipped with hogwild)")
     svm.add_argument("--test", help="svmlight test file (default: the dataset's test split)")
-    svm.add_argument("--workers", type=int, default=None,
-                     help=f"worker threads (default: usable cores, here {usable_cores()})")
-    svm.add_argument("--epochs", type=int, default=20, help="passes over the data (default: 20)")
-    svm.add_argument("--step", type=_positive_or_auto, default="auto",
-                     help="initial step size, or 'auto' = 0.2 / mean squared row norm")
-    svm.add_argument("--decay", type=float, default=0.9,
-                     help="per-epoch step decay (default: 0.9)")
-    svm.add_argument("--schedule", default="geometric",
-                     help="step schedule: geometric (step * decay^epoch), inverse "
-                          "(step / (1 + decay * epoch)) or constant")
     svm.add_argument("--reg", type=float, default=1e-4,
                      help="L2 strength: objective = mean loss + reg/2 ||w||^2 (default: 1e-4)")
     svm.add_argument("--loss", default="hinge", help="hinge or logistic (default: hinge)")
     svm.add_argument("--no-intercept", dest="fit_intercept", action="store_false",
                      help="fit no intercept: the score is x . w alone (default: an "
                           "unregularised intercept, as scikit-learn's fit_intercept=True)")
-    svm.add_argument("--scheduler", default="hogwild",
-                     help="hogwild (lock-free), locked (a spinlock per update), serial, or the "
-                          "conflict-free colored (colour classes of the conflict graph) and "
-                          "cyclades (components of random batches)")
-    svm.add_argument("--shuffle-block", type=int, default=16,
-                     help="shuffle in runs of this many rows (default: 16; 1 = uniform)")
-    svm.add_argument("--seed", type=int, default=None, help="random seed")
     svm.add_argument("--save", help="write the fitted model to this .npz file "
                                     "(hogwild.problems.sparse_svm.SparseSVM.load reads it)")
-    svm.add_argument("--json", action="store_true",
-                     help="print one JSON result on stdout instead of the text report")
-    _add_run_options(svm, "svm")
 
+    _add_training_options(svm, "svm", usable_cores())
     _add_mc_parser(problems, usable_cores(), RATINGS_DATASETS)
     _add_cuts_parser(problems, usable_cores())
 
@@ -113,41 +96,85 @@ def build_parser():
     return parser
 
 
-def _add_run_options(parser, problem):
-    """Backend and checkpoint options, the same for every problem."""
-    parser.add_argument("--backend", default="threads",
-                        help="threads (default), processes (workers in separate processes "
-                             "over shared memory), gpu (one NVIDIA GPU; --workers is then "
-                             "CUDA streams) or ray (several nodes with a parameter server; "
-                             "--workers is then threads per node, default 1)")
-    parser.add_argument("--oversubscribe", action="store_true",
-                        help="allow more than 4 workers per usable core (they mostly wait "
-                             "for a core; refused without this flag)")
-    parser.add_argument("--streams", type=int, default=None,
-                        help="with --backend gpu: CUDA streams (the workers; default: "
-                             "--workers, else all usable cores)")
-    parser.add_argument("--device", type=int, default=None,
-                        help="with --backend gpu: the CUDA device number (default 0)")
-    parser.add_argument("--ray-address", default=None,
-                        help="with --backend ray: join this Ray cluster (e.g. HOST:6379); "
-                             "default: start a local Ray instance")
-    parser.add_argument("--nodes", type=int, default=2,
-                        help="with --backend ray: node actors (default 2)")
-    parser.add_argument("--staleness", default="0",
-                        help="with --backend ray: how many clocks the fastest node may run "
-                             "ahead of the slowest; 0 = bulk synchronous (default), inf = "
-                             "asynchronous")
-    parser.add_argument("--clock-every", type=int, default=None,
-                        help="with --backend ray: local updates per clock (push, wait, pull); "
-                             "default: a tenth of a node's epoch")
-    parser.add_argument("--checkpoint", default=f"hogwild-{problem}-checkpoint.npz",
-                        help="checkpoint file, written on Ctrl-C and every --checkpoint-every "
-                             f"epochs (default: hogwild-{problem}-checkpoint.npz)")
-    parser.add_argument("--checkpoint-every", type=int, default=None,
-                        help="also checkpoint every this many epochs and at the end")
-    parser.add_argument("--resume", default=None,
-                        help="continue the run saved in this checkpoint (same data and "
-                             "--seed); --epochs is the total")
+def _problem_defaults(problem):
+    """The library's own defaults of a problem's training options (the estimator's,
+    or multiway_cut's CUT_TRAINING), so that the CLI declares none of its own."""
+    if problem == "cuts":
+        from hogwild.problems.graph_cuts import CUT_TRAINING
+        defaults = dataclasses.asdict(CUT_TRAINING)
+    else:
+        from hogwild.problems.matrix_completion import MatrixFactorization
+        from hogwild.problems.sparse_svm import SparseSVM
+        defaults = (SparseSVM if problem == "svm" else MatrixFactorization)().get_params()
+    return {name: defaults[name] for name in ("epochs", "step", "decay", "step_schedule",
+                                              "scheduler", "shuffle_block")}
+
+
+def _add_training_options(parser, problem, cores):
+    """The options every problem shares (hogwild.TrainingConfig's and
+    hogwild.RunControls' fields, and the output form), with the same help text
+    everywhere; each problem's defaults come from the library."""
+    group = parser.add_argument_group("training options (the same for every problem)")
+    group.add_argument("--epochs", type=int, help="passes over the samples (default: svm 20, "
+                                                  "mc 20, cuts 200)")
+    group.add_argument("--step", type=_positive_or_auto,
+                       help="initial step (default: svm 'auto' = 0.2 / mean squared row norm; "
+                            "mc 0.03 biased, 0.02 paper; cuts 0.1)")
+    group.add_argument("--decay", type=float,
+                       help="per-epoch step decay (default: svm 0.9, mc 0.9, cuts 0.98)")
+    group.add_argument("--step-schedule", "--schedule", dest="step_schedule",
+                       help="geometric (step * decay^epoch; the default), inverse "
+                            "(step / (1 + decay * epoch)) or constant")
+    group.add_argument("--workers", type=int, default=None,
+                       help=f"worker threads (default: usable cores, here {cores})")
+    group.add_argument("--oversubscribe", action="store_true",
+                       help="allow more than 4 workers per usable core (they mostly wait "
+                            "for a core; refused without this flag)")
+    group.add_argument("--scheduler",
+                       help="hogwild (lock-free; the default), locked (a spinlock per "
+                            "update), serial, blocked (mc: conflict-free grid blocks), or the "
+                            "conflict-free colored (colour classes of the conflict graph) and "
+                            "cyclades (components of random batches)")
+    group.add_argument("--shuffle-block", type=int,
+                       help="shuffle in runs of this many samples (default: svm 16, mc 256, "
+                            "cuts 1; 1 = uniform)")
+    group.add_argument("--seed", type=int, default=None,
+                       help="random seed of the training (default: none, a new order each "
+                            "run)")
+    group.add_argument("--backend", default="threads",
+                       help="threads (default), processes (workers in separate processes "
+                            "over shared memory), gpu (one NVIDIA GPU; --workers is then "
+                            "CUDA streams) or ray (several nodes with a parameter server; "
+                            "--workers is then threads per node, default 1)")
+    group.add_argument("--streams", type=int, default=None,
+                       help="with --backend gpu: CUDA streams (the workers; default: "
+                            "--workers, else all usable cores)")
+    group.add_argument("--device", type=int, default=None,
+                       help="with --backend gpu: the CUDA device number (default 0)")
+    group.add_argument("--ray-address", default=None,
+                       help="with --backend ray: join this Ray cluster (e.g. HOST:6379); "
+                            "default: start a local Ray instance")
+    group.add_argument("--nodes", type=int, default=2,
+                       help="with --backend ray: node actors (default 2)")
+    group.add_argument("--staleness", default="0",
+                       help="with --backend ray: how many clocks the fastest node may run "
+                            "ahead of the slowest; 0 = bulk synchronous (default), inf = "
+                            "asynchronous")
+    group.add_argument("--clock-every", type=int, default=None,
+                       help="with --backend ray: local updates per clock (push, wait, pull); "
+                            "default: a tenth of a node's epoch")
+    group.add_argument("--checkpoint",
+                       help="checkpoint file, written on Ctrl-C and every --checkpoint-every "
+                            "epochs (default: hogwild-PROBLEM-checkpoint.npz)")
+    group.add_argument("--checkpoint-every", type=int, default=None,
+                       help="also checkpoint every this many epochs and at the end")
+    group.add_argument("--resume", default=None,
+                       help="continue the run saved in this checkpoint (same data and "
+                            "--seed); --epochs is the total")
+    group.add_argument("--json", action="store_true",
+                       help="print one JSON result on stdout instead of the text report")
+    parser.set_defaults(checkpoint=f"hogwild-{problem}-checkpoint.npz",
+                        **_problem_defaults(problem))
 
 
 def _staleness(text):
@@ -195,7 +222,16 @@ def _check_numbers(args):
                                f"got {value!r}")
 
 
-def _fit_options(args):
+def _training(args):
+    """The TrainingConfig fields of the shared options (the estimators' parameters
+    of the same names)."""
+    return {name: getattr(args, name) for name in TRAINING_OPTIONS if name != "distributed"} \
+        | {"distributed": _distributed(args)}
+
+
+def _controls(args):
+    """The RunControls fields of the shared options (the CLI checkpoints on Ctrl-C
+    only, unless --checkpoint-every is given)."""
     return {"checkpoint": args.checkpoint, "checkpoint_every": args.checkpoint_every,
             "resume": args.resume}
 
@@ -223,20 +259,11 @@ def _add_mc_parser(problems, cores, rating_datasets):
                     help="biased (default: mean + user/item biases + L_u . R_v, regularised "
                          "per rating, as Surprise's SVD) or paper (the Hogwild! paper's "
                          "L_u . R_v with a degree-scaled regulariser, no biases)")
-    mc.add_argument("--workers", type=int, default=None,
-                    help=f"worker threads (default: usable cores, here {cores})")
-    mc.add_argument("--epochs", type=int, default=20, help="passes over the data (default: 20)")
-    mc.add_argument("--step", type=float, default=None,
-                    help="initial step (default: 0.03 biased, 0.02 paper)")
-    mc.add_argument("--decay", type=float, default=0.9, help="per-epoch step decay (default: 0.9)")
     mc.add_argument("--reg", type=float, default=None,
                     help="mu (default: 0.06 biased, per rating; 10 paper, per row)")
     mc.add_argument("--init-scale", type=float, default=None,
                     help="factors start N(0, s^2) (default: 0.03 biased, 0.1 paper)")
     mc.add_argument("--bias-reg", type=float, default=None, help="mu of the biases (default: reg)")
-    mc.add_argument("--scheduler", default="hogwild",
-                    help="hogwild (lock-free), blocked (conflict-free grid blocks), serial, "
-                         "locked, colored or cyclades (default: hogwild)")
     mc.add_argument("--grid", type=int, default=None,
                     help="blocks per side for --scheduler blocked (default: 8, or 2 x workers)")
     mc.add_argument("--jumbo-rank", type=int, default=10,
@@ -246,11 +273,8 @@ def _add_mc_parser(problems, cores, rating_datasets):
     mc.add_argument("--factor-dtype", default="float32",
                     help="float32, or float16 to store the factors in half precision "
                          "(--backend gpu only; default: float32)")
-    mc.add_argument("--seed", type=int, default=None, help="random seed of the training")
     mc.add_argument("--save", help="write the fitted model to this .npz file")
-    mc.add_argument("--json", action="store_true",
-                    help="print one JSON result on stdout instead of the text report")
-    _add_run_options(mc, "mc")
+    _add_training_options(mc, "mc", cores)
 
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif")
@@ -282,21 +306,9 @@ def _add_cuts_parser(problems, cores):
     cuts.add_argument("--unary", type=float, default=1.0,
                       help="images: weight of the seed intensity model against the boundary "
                            "(default: 1; 0 = boundary only)")
-    cuts.add_argument("--workers", type=int, default=None,
-                      help=f"worker threads (default: usable cores, here {cores})")
-    cuts.add_argument("--scheduler", default="hogwild",
-                      help="hogwild, colored, cyclades, serial or locked (default: hogwild)")
-    cuts.add_argument("--epochs", type=int, default=200,
-                      help="passes over the edges (default: 200)")
-    cuts.add_argument("--step", type=float, default=0.1, help="initial step (default: 0.1)")
-    cuts.add_argument("--decay", type=float, default=0.98,
-                      help="per-epoch step decay (default: 0.98)")
-    cuts.add_argument("--seed", type=int, default=None, help="random seed of the training")
     cuts.add_argument("--out", help="write the labels: a PNG for an image, 'id label' lines "
                                     "for a graph")
-    cuts.add_argument("--json", action="store_true",
-                      help="print one JSON result on stdout instead of the text report")
-    _add_run_options(cuts, "cuts")
+    _add_training_options(cuts, "cuts", cores)
 
 
 def _progress_bar(enabled, unit):
@@ -358,14 +370,10 @@ def run_svm(args):
     started = time.perf_counter()
     train, test = load_svm_data(args.data, args.test)
     model = SparseSVM(loss=args.loss, reg=args.reg, fit_intercept=args.fit_intercept,
-                      epochs=args.epochs, step=args.step,
-                      decay=args.decay, step_schedule=args.schedule, workers=args.workers,
-                      scheduler=args.scheduler, backend=args.backend,
-                      distributed=_distributed(args), shuffle_block=args.shuffle_block,
-                      seed=args.seed, oversubscribe=args.oversubscribe)
+                      **_training(args))
     _train_with_progress(args, lambda report, progress: model.fit(
         train.X, train.y, eval_set=(test.X, test.y) if test else None, callback=report,
-        progress=progress, **_fit_options(args)))
+        progress=progress, **_controls(args)))
     if args.save:
         model.save(args.save)
     history = model.history_
@@ -376,7 +384,7 @@ def run_svm(args):
         "n_features": train.X.shape[1], "nnz": int(train.X.nnz), "loss": args.loss,
         "reg": args.reg, "fit_intercept": args.fit_intercept,
         "intercept": float(model.intercept_[0]), "step": model.step_, "decay": args.decay,
-        "schedule": args.schedule,
+        "schedule": args.step_schedule,
         "scheduler": args.scheduler, "backend": args.backend, "workers": model.workers_,
         "distributed": model.distributed_,
         "startup_seconds": model.startup_seconds_, "epochs": args.epochs,
@@ -430,12 +438,10 @@ def run_mc(args):
     train, test, split_text, stored_random = _mc_data(args)
     model = MatrixFactorization(
         rank=args.rank, model=args.model, reg=args.reg, init_scale=args.init_scale,
-        bias_reg=args.bias_reg, epochs=args.epochs, step=args.step, decay=args.decay,
-        workers=args.workers, scheduler=args.scheduler, backend=args.backend,
-        distributed=_distributed(args), grid=args.grid, shuffle_ratings=not stored_random,
-        factor_dtype=args.factor_dtype, seed=args.seed, oversubscribe=args.oversubscribe)
+        bias_reg=args.bias_reg, grid=args.grid, shuffle_ratings=not stored_random,
+        factor_dtype=args.factor_dtype, **_training(args))
     _train_with_progress(args, lambda report, progress: model.fit(
-        train, eval_set=test, callback=report, progress=progress, **_fit_options(args)),
+        train, eval_set=test, callback=report, progress=progress, **_controls(args)),
         unit="ratings")
     if args.save:
         model.save(args.save)
@@ -505,10 +511,7 @@ def run_cuts(args):
 
     started = time.perf_counter()
     n_labels = args.labels  # bounded by _check_numbers
-    fit_options = dict(epochs=args.epochs, step=args.step, decay=args.decay,
-                       workers=args.workers, scheduler=args.scheduler, backend=args.backend,
-                       distributed=_distributed(args), seed=args.seed,
-                       oversubscribe=args.oversubscribe, **_fit_options(args))
+    fit_options = dict(config=TrainingConfig(**_training(args)), **_controls(args))
     result = {"problem": "cuts", "data": str(args.data), "labels": n_labels,
               "scheduler": args.scheduler, "backend": args.backend, "epochs": args.epochs,
               "seed": args.seed}

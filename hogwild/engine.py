@@ -12,8 +12,8 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import asdict, replace
-from typing import Callable, Optional
+from dataclasses import asdict
+from typing import Optional
 
 import numpy as np
 from numba.core.errors import NumbaError
@@ -22,14 +22,14 @@ from hogwild.backends import get_backend
 from hogwild.backends.host import aligned_copy
 from hogwild.checkpoint import (Checkpoint, check_compatible, data_fingerprint, load_checkpoint,
                                 restore_field, save_checkpoint)
-from hogwild.errors import DivergenceError, HogwildError, Interrupted, check_int, check_seed
+from hogwild.config import RunControls, TrainingConfig, settle
+from hogwild.errors import DivergenceError, HogwildError, Interrupted, WorkerLost
 from hogwild.evaluation import evaluator
 from hogwild.kernels.compiler import compile_loops, slp_vectorizer
-from hogwild.limits import MAX_EPOCHS, check_workers
+from hogwild.limits import check_workers
 from hogwild.objective import Objective
 from hogwild.results import EpochRecord, FitResult
 from hogwild.schedulers import get_scheduler
-from hogwild.steps import StepSchedule
 
 
 def _diverged(what, epoch, step):
@@ -92,35 +92,17 @@ def _stop_after_epoch():
             signal.signal(signum, action)
 
 
-def _fit_on_ray(objective, distributed, workers, scheduler, **options):
-    """backend="ray": hogwild.distributed.fit_ssp with ``workers`` threads running
-    ``scheduler`` on each node (default 1 thread)."""
-    from hogwild.distributed import SSPSettings, fit_ssp
-
-    settings = distributed if distributed is not None else SSPSettings()
-    if isinstance(settings, dict):
-        settings = SSPSettings(**settings)
-    if not isinstance(settings, SSPSettings):
-        raise HogwildError(f"distributed must be a hogwild.distributed.SSPSettings or a dict, "
-                           f"got {type(settings).__name__}")
-    settings = replace(settings, local_scheduler=scheduler,
-                       workers_per_node=settings.workers_per_node if workers is None
-                       else check_workers(workers))
-    return fit_ssp(objective, settings, **options)
-
-
-def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="geometric",
-        workers=None, scheduler="hogwild", backend="threads", seed=None, shuffle_block=1,
-        evaluate: Optional[Callable] = None, callback: Optional[Callable] = None,
-        checkpoint=None, checkpoint_every=1, resume=None,
-        progress: Optional[Callable] = None, distributed=None,
-        oversubscribe=False) -> FitResult:
+def fit(objective: Objective, config: Optional[TrainingConfig] = None,
+        controls: Optional[RunControls] = None, **options) -> FitResult:
     """Train ``objective`` with lock-free parallel SGD.
 
+    ``config`` (hogwild.TrainingConfig) decides the result: epochs, step schedule,
+    workers, scheduler, backend, sample order and seed; ``controls``
+    (hogwild.RunControls) are what the caller watches and keeps: evaluation,
+    callback, progress, checkpoints, resume. Their fields may also be given as
+    keywords, which replace the objects' values: ``fit(objective, epochs=5)``.
+
     The objective's params are copied; the trained copies are in ``result.params``.
-    ``shuffle_block``: samples are shuffled in runs of this many consecutive
-    samples (see hogwild.schedulers.shuffled_runs); use > 1 only when the
-    samples' stored order is already random.
     ``evaluate`` adds metrics (e.g. test error) to each epoch's record: a hogwild.Metric
     or a list of them (computed where the parameters are, e.g. on the GPU), or
     ``evaluate(params) -> dict`` called with host copies; ``callback(record)`` is called
@@ -135,7 +117,7 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     cyclades) the result is bitwise that of an uninterrupted run. The first Ctrl-C
     during a fit stops it after the current epoch (checkpointed, then
     hogwild.errors.Interrupted is raised); a second one abandons the epoch. SIGTERM does
-    the same as Ctrl-C.
+    the same as Ctrl-C. These hold on every backend.
 
     Reproducibility: with a seed, ``serial`` is bitwise reproducible, and so are
     ``blocked`` (for the objective's block layout), ``colored`` and ``cyclades``
@@ -143,42 +125,43 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
     reproducible only in distribution.
 
     ``workers`` (default: the usable cores) above 4 per usable core is refused
-    unless ``oversubscribe=True``; on backend "gpu" it counts CUDA streams.
+    unless ``oversubscribe=True``; on backend "gpu" it counts CUDA streams, on "ray"
+    threads per node (default 1), and ``objective`` may then be a callable that
+    each node calls to build its own copy (to load a file from its own disk).
     """
-    if backend == "ray":
-        return _fit_on_ray(objective, distributed, workers, scheduler, epochs=epochs, step=step,
-                           decay=decay, step_schedule=step_schedule, seed=seed,
-                           shuffle_block=shuffle_block, evaluate=evaluate, callback=callback,
-                           checkpoint=checkpoint, checkpoint_every=checkpoint_every,
-                           resume=resume, progress=progress)
-    if distributed is not None:
-        raise HogwildError(f"distributed settings are for backend='ray', not {backend!r}")
+    config, controls = settle(config, controls, **options)
+    backend_cls = get_backend(config.backend)
+    source = objective
+    if backend_cls.accepts_sources and callable(objective) \
+            and not isinstance(objective, Objective):
+        objective = objective()
     if not isinstance(objective, Objective):
-        raise HogwildError(f"objective must be a hogwild.Objective, got {type(objective).__name__}")
-    check_int("epochs", epochs, 1, MAX_EPOCHS)
-    shuffle_block = check_int("shuffle_block", shuffle_block, 1, 2**31 - 1)
-    check_seed(seed)
-    if checkpoint_every is not None:
-        checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
-    schedule = StepSchedule(step_schedule, step, decay)
-    sched = get_scheduler(scheduler)
-    backend_cls = get_backend(backend)
-    supported = getattr(backend_cls, "schedulers", None)
+        also = " or a callable returning one" if backend_cls.accepts_sources else ""
+        raise HogwildError(f"objective must be a hogwild.Objective{also}, got "
+                           f"{type(objective).__name__}")
+    sched = get_scheduler(config.scheduler)
+    supported = backend_cls.schedulers
     if supported is not None and sched.name not in supported:
-        raise HogwildError(f"backend {backend!r} runs the schedulers {', '.join(supported)}; "
-                           f"got {sched.name!r}")
+        raise HogwildError(f"backend {config.backend!r} runs the schedulers "
+                           f"{', '.join(supported)}; got {sched.name!r}")
     planner = sched.prepare(objective, check_workers(
-        workers, oversubscribe or not backend_cls.workers_share_cores))
+        backend_cls.requested_workers(config),
+        config.oversubscribe or not backend_cls.workers_share_cores))
     n_workers = planner.workers
-    rng = np.random.default_rng(seed)
-    settings = {"scheduler": sched.name, "step": step, "decay": decay,
-                "step_schedule": step_schedule, "shuffle_block": shuffle_block,
-                "seed": seed if seed is None or isinstance(seed, int) else repr(seed)}
+    rng = np.random.default_rng(config.seed)
+    schedule = config.schedule
+    seed = config.seed
+    settings = {"scheduler": sched.name, "step": config.step, "decay": config.decay,
+                "step_schedule": config.step_schedule, "shuffle_block": config.shuffle_block,
+                "seed": seed if seed is None or isinstance(seed, int) else repr(seed),
+                **backend_cls.checkpoint_settings(config)}
     data_sha256 = functools.cache(lambda: data_fingerprint(objective.data))  # once, if needed
+    epochs, checkpoint = config.epochs, controls.checkpoint
 
     params = tuple(aligned_copy(p) for p in objective.params)
     history = []
-    if resume is not None:
+    if controls.resume is not None:
+        resume = controls.resume
         saved = load_checkpoint(resume)
         check_compatible(saved, resume, objective, epochs,
                          {**settings, "data_sha256": data_sha256()})
@@ -190,34 +173,49 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
         if saved.planner:
             restore_field(resume, "planner_names", lambda: planner.restore(saved.planner))
 
-    def save(epochs_done, params):
+    def save(epochs_done, params, note=None):
         save_checkpoint(checkpoint, Checkpoint(
             epoch=epochs_done, params=params, rng_state=rng.bit_generator.state,
             step=schedule(epochs_done), history=[asdict(r) for r in history],
             objective=objective.name, n_samples=objective.n_samples,
-            settings={**settings, "data_sha256": data_sha256()},
+            settings={**settings, "data_sha256": data_sha256(), **(note or {})},
             planner=getattr(planner, "state", dict)()))
 
     data = objective.data
     n = objective.n_samples
     loops = compile_loops(objective.update, objective.loss, objective.fastmath)
     total_updates = epochs * n
-    with backend_cls(n_workers) as runner, _stop_after_epoch() as stop_requested:
+    progress, every = controls.progress, controls.checkpoint_every
+    with backend_cls.open(n_workers, config, source) as runner, \
+            _stop_after_epoch() as stop_requested:
         params, data = runner.share(params, data, n)
         _compile(runner, loops, objective, params, data, sched)
-        metrics = evaluator(evaluate, objective, runner)
+        metrics = evaluator(controls.evaluate, objective, runner)
+        last_end = None
         for epoch in range(len(history), epochs):
             if progress is not None:
                 before = epoch * n
                 runner.on_progress = lambda done, before=before: progress(
                     min(before + done, total_updates), total_updates)
             step_now = schedule(epoch)
+            plan, plan_seconds = None, 0.0
+            if not runner.plans_itself:
+                start = time.perf_counter()
+                plan = planner.plan(rng, config.shuffle_block)
+                plan_seconds = time.perf_counter() - start
             start = time.perf_counter()
-            plan = planner.plan(rng, shuffle_block)
-            plan_seconds = time.perf_counter() - start
-            start = time.perf_counter()
-            updates = runner.run_epoch(loops, plan, params, data, step_now, epoch)
-            seconds = time.perf_counter() - start
+            try:
+                updates = runner.run_epoch(loops, plan, params, data, step_now, epoch)
+            except WorkerLost as lost:
+                if checkpoint is None:
+                    raise HogwildError(f"{lost}; pass checkpoint=PATH to keep the parameters "
+                                       "at the failure") from None
+                save(len(history), runner.to_host(params), lost.state_note)
+                raise HogwildError(f"{lost}; the parameters at the failure are in "
+                                   f"{checkpoint}") from None
+            end = time.perf_counter()
+            seconds = end - (last_end if runner.runs_ahead and last_end is not None else start)
+            last_end = end
             if not runner.all_finite(params):
                 raise _diverged("parameters", epoch + 1, step_now)
             value = runner.loss_sum(loops, params, data, n) / n
@@ -232,16 +230,18 @@ def fit(objective: Objective, *, epochs=10, step=0.1, decay=1.0, step_schedule="
             history.append(record)
             if progress is not None:
                 progress((epoch + 1) * n, total_updates)
-            if callback is not None:
-                callback(record)
+            if controls.callback is not None:
+                controls.callback(record)
             done = epoch + 1
-            periodic = checkpoint_every is not None and (done % checkpoint_every == 0
-                                                         or done == epochs)
+            periodic = every is not None and (done % every == 0 or done == epochs)
             if checkpoint is not None and (periodic or stop_requested.is_set()):
                 save(done, runner.to_host(params))
             if stop_requested.is_set() and done < epochs:
                 raise Interrupted(done, checkpoint, stop_requested.signum)
         params = runner.export(params)
-    return FitResult(params=params, history=history, scheduler=sched.name, backend=backend,
-                     workers=n_workers, seed=seed, setup_seconds=planner.setup_seconds,
-                     startup_seconds=getattr(runner, "startup_seconds", 0.0))
+        report = runner.report()
+    return FitResult(params=params, history=history, scheduler=sched.name,
+                     backend=config.backend, workers=runner.worker_count(n_workers), seed=seed,
+                     setup_seconds=planner.setup_seconds,
+                     startup_seconds=getattr(runner, "startup_seconds", 0.0),
+                     distributed=report)

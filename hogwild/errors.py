@@ -21,6 +21,15 @@ class DivergenceError(HogwildError, ArithmeticError):
     """The parameters became NaN or Inf during training."""
 
 
+class WorkerLost(HogwildError):
+    """A worker (a Ray node) died and the run was stopped; ``state_note`` says where,
+    for the checkpoint of the state at that moment that the engine then writes."""
+
+    def __init__(self, message, state_note):
+        super().__init__(message)
+        self.state_note = state_note
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C (SIGINT) or SIGTERM stopped training. After the first signal, the run
     stops after a whole epoch: ``epoch`` epochs are done and, when the run had a

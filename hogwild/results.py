@@ -1,5 +1,5 @@
 """What a fit returns: one record per epoch, and the result of the whole run.
-Shared by the engine and the Ray backend (hogwild.distributed)."""
+"""
 from dataclasses import dataclass, field
 from typing import Optional
 

@@ -117,8 +117,11 @@ class ShuffledScheduler:
         self.single_worker = single_worker
 
     def prepare(self, objective, workers):
-        return _ShuffledPlanner(objective.n_samples, 1 if self.single_worker else workers,
-                                self.locked)
+        return self.planner(objective.n_samples, workers)
+
+    def planner(self, n_samples, workers):
+        """Plans for n_samples samples and ``workers`` workers (one for serial)."""
+        return _ShuffledPlanner(n_samples, 1 if self.single_worker else workers, self.locked)
 
 
 class _ShuffledPlanner:
@@ -128,10 +131,20 @@ class _ShuffledPlanner:
         self.n_samples, self.workers, self.locked = n_samples, workers, locked
 
     def plan(self, rng, run_length=1):
-        runs = shuffled_runs(self.n_samples, run_length, rng)
-        phase = tuple(np.array([(lo, hi, self.n_samples)], np.int64)
-                      for lo, hi in even_spans(runs.size, self.workers))
-        return EpochPlan(runs, run_length, (phase,), self.locked)
+        return self.plan_pieces(rng, run_length, 1)[0]
+
+    def plan_pieces(self, rng, run_length, pieces, first=0):
+        """One epoch's random order of runs cut into ``pieces`` consecutive plans
+        (a parameter-server node's clocks), each split between the workers; the
+        samples are first .. first + n_samples - 1."""
+        runs = shuffled_runs(self.n_samples, run_length, rng) + first
+        limit = first + self.n_samples
+        plans = []
+        for a, b in even_spans(runs.size, pieces):
+            phase = tuple(np.array([(lo, hi, limit)], np.int64)
+                          for lo, hi in even_spans(b - a, self.workers))
+            plans.append(EpochPlan(runs[a:b], run_length, (phase,), self.locked))
+        return plans
 
 
 class BlockedScheduler:

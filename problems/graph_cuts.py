@@ -15,7 +15,7 @@ shrink around a fractional point), so the reported cut never regresses.
 For two labels the relaxation is the minimum s-t cut's LP, whose optimum is the
 exact minimum cut.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numba import njit, types
@@ -24,6 +24,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
+from hogwild.config import TrainingConfig, settle
 from hogwild.conflicts import Supports
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_int
@@ -240,17 +241,25 @@ def cut_objective(n_vertices, u, v, w, terminals, n_labels):
     return objective, fixed, fixed_labels
 
 
-def multiway_cut(n_vertices, u, v, w, terminals, n_labels, *, epochs=200, step=0.1,
-                 decay=0.98, workers=None, scheduler="hogwild", backend="threads",
-                 distributed=None, seed=None, callback=None, checkpoint=None,
-                 checkpoint_every=None, resume=None, progress=None, oversubscribe=False):
+# 200 epochs, step 0.1, decay 0.98 reach the exact minimum s-t cut on the shared SNAP
+# graphs; fewer epochs leave vertices far from every terminal undecided.
+CUT_TRAINING = TrainingConfig(epochs=200, step=0.1, decay=0.98)
+
+
+def multiway_cut(n_vertices, u, v, w, terminals, n_labels, config=CUT_TRAINING,
+                 controls=None, **options):
     """Solve the relaxation with Hogwild! SGD and round it.
 
     terminals: dict vertex -> label in 0..n_labels-1 (at least one vertex).
-    Free vertices start at the simplex's centre. The defaults (200 epochs, step
-    0.1, decay 0.98) reach the exact minimum s-t cut on the shared SNAP graphs;
-    fewer epochs leave vertices far from every terminal undecided.
+    Free vertices start at the simplex's centre. ``config``, ``controls`` and
+    ``options`` are hogwild.fit's, with CUT_TRAINING's defaults; the evaluation is
+    the rounded cut's (each epoch's ``rounded_cut`` metric), so ``evaluate`` is
+    not an option.
     """
+    config, controls = settle(config, controls, **options)
+    if controls.evaluate is not None:
+        raise HogwildError("multiway_cut evaluates the rounded cut itself; evaluate is not "
+                           "an option")
     objective, fixed, fixed_labels = cut_objective(n_vertices, u, v, w, terminals, n_labels)
     n_labels = objective.params[0].shape[1]
     u, v, w = objective.data[:3]
@@ -274,11 +283,7 @@ def multiway_cut(n_vertices, u, v, w, terminals, n_labels, *, epochs=200, step=0
             best.update(cut=cut, labels=labels)
         return {"rounded_cut": cut}
 
-    result = engine_fit(objective, epochs=epochs, step=step, decay=decay, workers=workers,
-                        scheduler=scheduler, backend=backend, distributed=distributed,
-                        seed=seed, evaluate=evaluate, callback=callback, checkpoint=checkpoint,
-                        checkpoint_every=checkpoint_every, resume=resume, progress=progress,
-                        oversubscribe=oversubscribe)
+    result = engine_fit(objective, config, replace(controls, evaluate=evaluate))
     return CutResult(labels=best["labels"], cut=best["cut"],
                      relaxation=result.objective * len(u), x=result.params[0],
                      history=result.history, workers=result.workers,

@@ -39,7 +39,7 @@ from hogwild.datasets.ratings import Ratings
 from hogwild.engine import fit as engine_fit
 from hogwild.limits import check_workers
 from hogwild.errors import HogwildError, check_int, check_seed, choose
-from hogwild.estimator import Params
+from hogwild.estimator import Params, run_controls
 from hogwild.kernels.compiler import FASTMATH_FLAGS
 from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric, Objective
@@ -436,7 +436,7 @@ class MatrixFactorization(Params):
     backend: "threads", "processes" (see hogwild.backends), "gpu" (one NVIDIA GPU;
         ranks >= 32 run a warp per rating, see factor_warp_update) or "ray" (several
         nodes with a parameter server; ``distributed`` is a
-        hogwild.distributed.SSPSettings or a dict of its fields).
+        hogwild.backends.ray.SSPSettings or a dict of its fields).
     grid: blocks per side for "blocked" (default 8, or 2 x workers above 4).
     shuffle_block: "hogwild"/"serial"/"locked" visit random runs of this many
         consecutive ratings, which are stored in random order (shuffle_ratings).
@@ -512,15 +512,14 @@ class MatrixFactorization(Params):
         step = default_step if self.step is None else self.step
         return int(self.rank), float(reg), float(bias_reg), step, float(init_scale)
 
-    def fit(self, ratings, eval_set=None, callback=None, checkpoint=None,
-            checkpoint_every=None, resume=None, progress=None):
+    def fit(self, ratings, eval_set=None, **controls):
         """Train on ratings (see ratings_arrays for the accepted forms).
 
         eval_set: test ratings in the same forms; their RMSE is recorded after
         every epoch in history_ (ids unseen in training are predicted by the
-        fallback, with one warning). callback(record) is called once per epoch.
-        checkpoint, checkpoint_every, resume and progress are hogwild.fit's (resume
-        with the same ratings and seed).
+        fallback, with one warning). ``controls`` are hogwild.RunControls fields:
+        callback(record) once per epoch, progress, checkpoint, checkpoint_every,
+        resume (with the same ratings and seed).
         """
         rank, reg, bias_reg, step, init_scale = self.settings()
         raw_users, raw_items, raw_values = ratings_arrays(ratings)
@@ -586,14 +585,8 @@ class MatrixFactorization(Params):
 
             evaluate = rmse_metric(self.model, test_u, test_i, test_values, mean)
 
-        result = engine_fit(objective, epochs=self.epochs, step=step, decay=self.decay,
-                            step_schedule=self.step_schedule, workers=workers,
-                            scheduler=self.scheduler, backend=self.backend,
-                            distributed=self.distributed,
-                            shuffle_block=self.shuffle_block, seed=seeds[2],
-                            evaluate=evaluate, callback=callback, checkpoint=checkpoint,
-                            checkpoint_every=checkpoint_every, resume=resume,
-                            progress=progress, oversubscribe=self.oversubscribe)
+        result = engine_fit(objective, self.training_config(step=step, seed=seeds[2]),
+                            run_controls(evaluate, controls))
         self._set_factors(result.params)
         self._seen = _group_by_user(users, items, n_users)
         self.history_ = result.history

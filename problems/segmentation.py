@@ -64,7 +64,7 @@ def segment(image, seeds, connectivity=4, unary=1.0, **fit_options):
     """Label image (int, same shape) from ``seeds``: an int array of the image's shape
     with a label >= 0 at seed pixels and -1 elsewhere. ``unary`` weighs the seed
     intensity model against the boundary term (0: boundary only). fit_options go
-    to multiway_cut (epochs, step, decay, workers, scheduler, seed)."""
+    to multiway_cut (a TrainingConfig, RunControls, or their fields)."""
     seeds = np.asarray(seeds)
     image = np.asarray(image)
     if isinstance(unary, bool) or not isinstance(unary, (int, float, np.number)) \

@@ -22,7 +22,7 @@ from numba import njit
 from hogwild.conflicts import Supports
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_seed, choose
-from hogwild.estimator import Params
+from hogwild.estimator import Params, run_controls
 from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric, Objective
 
@@ -345,7 +345,7 @@ class SparseSVM(Params):
     workers: threads or processes (default: all usable cores; per node with "ray";
         more than 4 per usable core only with oversubscribe=True);
         backend: "threads", "processes" (see hogwild.backends) or "ray" (several nodes
-        with a parameter server; ``distributed`` is a hogwild.distributed.SSPSettings
+        with a parameter server; ``distributed`` is a hogwild.backends.ray.SSPSettings
         or a dict of its fields); scheduler: hogwild | locked | serial |
         colored | cyclades (the last two are conflict-free and bitwise reproducible for
         a seed with any number of workers, and need fit_intercept=False: an
@@ -392,14 +392,13 @@ class SparseSVM(Params):
                     classifier_tags=ClassifierTags(multi_class=False),
                     input_tags=InputTags(sparse=True), non_deterministic=True)
 
-    def fit(self, X, y, eval_set=None, callback=None, checkpoint=None, checkpoint_every=None,
-            resume=None, progress=None):
+    def fit(self, X, y, eval_set=None, **controls):
         """Train on X (n x d, sparse or dense) and binary labels y.
 
         eval_set=(X_test, y_test) records the test error after every epoch in
-        ``history_``; callback(record) is called once per epoch. checkpoint,
-        checkpoint_every, resume and progress are hogwild.fit's (resume with the
-        same X, y and seed).
+        ``history_``. ``controls`` are hogwild.RunControls fields: callback(record)
+        once per epoch, progress, checkpoint, checkpoint_every, resume (with the same
+        X, y and seed).
         """
         check_loss(self.loss)
         check_reg(self.reg)
@@ -428,14 +427,8 @@ class SparseSVM(Params):
             else self.step
         objective = svm_objective(X, labels, self.loss, self.reg, self.seed,
                                   bool(self.fit_intercept))
-        result = engine_fit(objective, epochs=self.epochs, step=self.step_, decay=self.decay,
-                            step_schedule=self.step_schedule, workers=self.workers,
-                            scheduler=self.scheduler, backend=self.backend,
-                            distributed=self.distributed,
-                            shuffle_block=self.shuffle_block, seed=self.seed,
-                            evaluate=evaluate, callback=callback, checkpoint=checkpoint,
-                            checkpoint_every=checkpoint_every, resume=resume,
-                            progress=progress, oversubscribe=self.oversubscribe)
+        result = engine_fit(objective, self.training_config(step=self.step_),
+                            run_controls(evaluate, controls))
         self.coef_ = result.params[0]
         self.intercept_ = intercept_of(result.params)
         self.classes_ = classes

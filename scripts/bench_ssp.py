@@ -27,7 +27,7 @@ import sys
 import warnings
 
 from hogwild.bench import BUILDERS
-from hogwild.distributed import SSPSettings, fit_ssp, import_ray
+from hogwild.backends.ray import SSPSettings, import_ray
 from hogwild.engine import fit
 from hogwild.machine import benchmark_arguments, describe_machine, publish
 
@@ -49,8 +49,9 @@ def run_problem(problem, quick, nodes, seed):
                               "seconds_per_epoch": [r.seconds for r in single.history]},
               "runs": []}
     for staleness in STALENESS:
-        result = fit_ssp(objective, SSPSettings(nodes=nodes, staleness=staleness), epochs=epochs,
-                         step=step, decay=DECAY, seed=seed)
+        result = fit(objective, backend="ray",
+                     distributed=SSPSettings(nodes=nodes, staleness=staleness), epochs=epochs,
+                     step=step, decay=DECAY, seed=seed)
         info = result.distributed
         report["runs"].append({
             "staleness": "inf" if staleness is None else staleness,
@@ -60,9 +61,10 @@ def run_problem(problem, quick, nodes, seed):
             "objective_over_single_node": result.objective / single.objective,
             "max_staleness": info["max_staleness"], "wait_seconds": info["wait_seconds"],
             **_traffic(result, report["parameters"])})
-    small = fit_ssp(objective, SSPSettings(nodes=nodes, staleness=1,
-                                           clock_every=SMALL_CLOCKS[problem]),
-                    epochs=1, step=step, decay=DECAY, seed=seed)
+    small = fit(objective, backend="ray",
+                distributed=SSPSettings(nodes=nodes, staleness=1,
+                                        clock_every=SMALL_CLOCKS[problem]),
+                epochs=1, step=step, decay=DECAY, seed=seed)
     report["small_clocks"] = {"staleness": 1, "epochs": 1,
                               **_traffic(small, report["parameters"])}
     return report

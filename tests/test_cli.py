@@ -527,3 +527,41 @@ def test_out_of_memory_is_one_line(capsys, monkeypatch):
     assert status == 1 and out == ""
     assert err == ("hogwild: error: out of memory; use smaller data (or a machine with more "
                    "memory)\n")
+
+
+# --- one option group for every problem ------------------------------------------------
+
+SHARED = "training options (the same for every problem):"
+
+
+def test_every_problem_lists_the_shared_options_identically(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    sections = {}
+    for problem in ("svm", "mc", "cuts"):
+        with pytest.raises(SystemExit):
+            main(["run", problem, "--help"])
+        out = capsys.readouterr().out
+        sections[problem] = out[out.index(SHARED):]  # the last group of the help
+    assert sections["svm"] == sections["mc"] == sections["cuts"]
+    for option in ("--epochs", "--step", "--decay", "--step-schedule", "--workers",
+                   "--scheduler", "--shuffle-block", "--seed", "--backend", "--checkpoint",
+                   "--checkpoint-every", "--resume", "--json", "--oversubscribe"):
+        assert f"\n  {option}" in sections["svm"], option
+    assert "--rank" not in sections["svm"] and "--loss" not in sections["mc"]
+
+
+def test_each_problem_takes_its_defaults_from_the_library():
+    from hogwild.cli import build_parser
+    from hogwild.problems.graph_cuts import CUT_TRAINING
+    from hogwild.problems.matrix_completion import MatrixFactorization
+    from hogwild.problems.sparse_svm import SparseSVM
+
+    parser = build_parser()
+    for problem, defaults in (("svm", SparseSVM().get_params()),
+                              ("mc", MatrixFactorization().get_params()),
+                              ("cuts", vars(CUT_TRAINING))):
+        args = parser.parse_args(["run", problem])
+        for name in ("epochs", "step", "decay", "step_schedule", "scheduler", "shuffle_block"):
+            assert getattr(args, name) == defaults[name], (problem, name)
+        assert args.checkpoint == f"hogwild-{problem}-checkpoint.npz"
+    assert parser.parse_args(["run", "svm", "--schedule", "inverse"]).step_schedule == "inverse"

@@ -7,7 +7,9 @@ undisturbed one; pushes are sparse; bad settings get one-line errors.
 """
 import functools
 import os
+import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -18,18 +20,24 @@ import pytest
 ray = pytest.importorskip("ray", reason="backend 'ray' needs Ray (hogwild[distributed])")
 
 from hogwild.datasets.synthetic import make_sparse_classification  # noqa: E402
-from hogwild.distributed import (FlatLayout, SSPSettings, clock_runs,  # noqa: E402
-                                 clocks_per_epoch, fit_ssp, ray_token_path, run_seed,
-                                 start_local_ray)
+from hogwild.backends.ray import (FlatLayout, SSPSettings, clock_plans,  # noqa: E402
+                                  clocks_per_epoch, node_samples, ray_token_path, run_seed,
+                                  start_local_ray)
 from hogwild.checkpoint import load_checkpoint  # noqa: E402
 from hogwild.engine import fit  # noqa: E402
-from hogwild.errors import HogwildError  # noqa: E402
+from hogwild.errors import DivergenceError, HogwildError  # noqa: E402
 from hogwild.kernels.compiler import compile_loops  # noqa: E402
 from hogwild.problems.sparse_svm import (as_csr, auto_step, binary_labels,  # noqa: E402
                                          svm_file_objective, svm_objective)
+from hogwild.schedulers import get_scheduler  # noqa: E402
 from hogwild.steps import StepSchedule  # noqa: E402
 
 STEP_DECAY = 0.9
+
+
+def fit_ssp(objective, settings, **options):
+    """hogwild.fit on backend "ray" with these SSP settings."""
+    return fit(objective, backend="ray", distributed=settings, **options)
 
 
 def listening_sockets():
@@ -64,15 +72,17 @@ def bsp_reference(objective, nodes, epochs, step, seed, clock_every):
     state = layout.flatten(objective.params)
     clocks = clocks_per_epoch(objective.n_samples, nodes, clock_every)
     schedule = StepSchedule("geometric", step, STEP_DECAY)
+    serial = get_scheduler("serial")
     for clock in range(epochs * clocks):
         epoch, part = divmod(clock, clocks)
         deltas = []
         for node in range(nodes):
             replica = state.copy()
-            pieces, limit = clock_runs(objective.n_samples, nodes, node, clocks, epoch,
-                                       run_seed(seed), 1)
-            runs = pieces[part]
-            loops.run_spans(runs, np.array([[0, runs.size, limit]], np.int64), 1,
+            first, last = node_samples(objective.n_samples, nodes, node)
+            plan = clock_plans(serial.planner(last - first, 1), objective.n_samples, nodes,
+                               node, clocks, epoch, run_seed(seed), 1)[part]
+            assert plan.runs.min() >= first and plan.runs.max() < last
+            loops.run_spans(plan.runs, np.array([[0, plan.runs.size, last]], np.int64), 1,
                             layout.views(replica), objective.data, schedule(epoch), epoch)
             changed = np.flatnonzero(replica != state)
             deltas.append((changed, replica[changed] - state[changed]))
@@ -83,15 +93,13 @@ def bsp_reference(objective, nodes, epochs, step, seed, clock_every):
 
 def test_staleness_zero_with_a_serial_engine_is_bitwise_bulk_synchronous(local_ray, svm):
     objective, step = svm
-    result = fit_ssp(objective, SSPSettings(nodes=3, staleness=0, clock_every=250,
-                                            local_scheduler="serial", shards=2),
-                     epochs=3, step=step, decay=STEP_DECAY, seed=7)
+    result = fit_ssp(objective, SSPSettings(nodes=3, staleness=0, clock_every=250, shards=2),
+                     scheduler="serial", epochs=3, step=step, decay=STEP_DECAY, seed=7)
     expected = bsp_reference(objective, 3, 3, step, 7, 250)
     assert np.array_equal(FlatLayout(result.params).flatten(result.params), expected)
     assert result.distributed["max_staleness"] == 0
-    again = fit_ssp(objective, SSPSettings(nodes=3, staleness=0, clock_every=250,
-                                           local_scheduler="serial", shards=2),
-                    epochs=3, step=step, decay=STEP_DECAY, seed=7)
+    again = fit_ssp(objective, SSPSettings(nodes=3, staleness=0, clock_every=250, shards=2),
+                    scheduler="serial", epochs=3, step=step, decay=STEP_DECAY, seed=7)
     assert [r.objective for r in again.history] == [r.objective for r in result.history]
 
 
@@ -143,12 +151,13 @@ def test_on_failure_stop_names_the_node_and_keeps_the_servers_state(local_ray, s
         fit_ssp(objective, settings, epochs=3, step=step, decay=STEP_DECAY, seed=0,
                 checkpoint=path)
     assert str(error.value) == (f"node 1 died at clock 14 (epoch 2); the run was stopped "
-                                f"(on_failure='stop'); the server's state is in {path}")
+                                f"(on_failure='stop'); the parameters at the failure are in "
+                                f"{path}")
     saved = load_checkpoint(path)  # epoch 1 done, and 4 clocks of epoch 2 in the state
     assert saved.epoch == 1 and saved.settings["stopped_at_clock"] == 14
     assert saved.params[0].any()
-    with pytest.raises(HogwildError, match=r"; pass checkpoint=PATH to keep the server's "
-                                           r"state$"):
+    with pytest.raises(HogwildError, match=r"; pass checkpoint=PATH to keep the parameters "
+                                           r"at the failure$"):
         fit_ssp(objective, settings, epochs=3, step=step, decay=STEP_DECAY, seed=0)
 
 
@@ -170,8 +179,6 @@ def test_pushes_are_sparse(local_ray):
 @pytest.mark.parametrize("settings,message", [
     (dict(nodes=0), "nodes must be an integer >= 1, got 0"),
     (dict(staleness=-1), "staleness must be an integer >= 0, got -1"),
-    (dict(local_scheduler="colored"), "unknown local scheduler 'colored'; choose one of: "
-                                      "hogwild, locked, serial"),
     (dict(on_failure="retry"), "unknown on_failure 'retry'; choose one of: restart, stop"),
     (dict(slowdown={5: 2.0}), "slowdown: node 5 factor 2.0; nodes are 0..1 and factors >= 1"),
     (dict(crash_at={1: 0}), "crash_at: node 1 clock 0; nodes are 0..1 and clocks >= 1"),
@@ -188,8 +195,8 @@ def test_infinite_staleness_means_no_bound():
 
 def test_checkpoints_resume_bitwise_and_in_the_single_node_format(local_ray, svm, tmp_path):
     objective, step = svm
-    settings = SSPSettings(nodes=2, staleness=0, clock_every=250, local_scheduler="serial")
-    options = dict(step=step, decay=STEP_DECAY, seed=3)
+    settings = SSPSettings(nodes=2, staleness=0, clock_every=250)
+    options = dict(step=step, decay=STEP_DECAY, seed=3, scheduler="serial")
     whole = fit_ssp(objective, settings, epochs=4, **options)
     path = tmp_path / "run.npz"
     fit_ssp(objective, settings, epochs=2, checkpoint=path, **options)
@@ -197,8 +204,61 @@ def test_checkpoints_resume_bitwise_and_in_the_single_node_format(local_ray, svm
     resumed = fit_ssp(objective, settings, epochs=4, resume=path, **options)
     assert all(np.array_equal(a, b) for a, b in zip(resumed.params, whole.params))
     assert [r.objective for r in resumed.history] == [r.objective for r in whole.history]
-    single = fit(objective, epochs=3, scheduler="serial", resume=path, **options)
+    single = fit(objective, epochs=3, resume=path, **options)
     assert [r.epoch for r in single.history] == [1, 2, 3]
+
+
+def test_callbacks_progress_checkpoints_and_divergence_mean_what_they_mean_elsewhere(
+        local_ray, svm, tmp_path):
+    """Ray runs the engine's epoch loop: the same callback, progress, checkpoint
+    cadence and DivergenceError as threads and processes."""
+    objective, step = svm
+    path = tmp_path / "run.npz"
+    seen, moved, saved_before = [], [], []
+
+    def callback(record):
+        seen.append(record)
+        saved_before.append(load_checkpoint(path).epoch if path.exists() else 0)
+
+    result = fit_ssp(objective, SSPSettings(nodes=2, clock_every=500), epochs=3, step=step,
+                     seed=0, checkpoint=path, checkpoint_every=2, callback=callback,
+                     progress=lambda done, total: moved.append((done, total)))
+    assert seen == result.history and [r.epoch for r in seen] == [1, 2, 3]
+    assert saved_before == [0, 0, 2] and load_checkpoint(path).epoch == 3
+    n = objective.n_samples
+    assert moved[-1] == (3 * n, 3 * n) and [done for done, _ in moved] == sorted(
+        done for done, _ in moved)
+    assert all(r.seconds > 0 and r.updates == n for r in result.history)
+    with pytest.raises(DivergenceError, match=r"NaN or Inf in epoch 1 \(step 1e\+30\); try a "
+                                              r"smaller step"):
+        fit_ssp(objective, SSPSettings(nodes=2), epochs=2, step=1e30, seed=0)
+
+
+def test_ray_refuses_a_scheduler_it_cannot_run_before_starting_anything(svm):
+    with pytest.raises(HogwildError) as error:
+        fit_ssp(svm[0], SSPSettings(nodes=2), epochs=1, scheduler="colored")
+    assert str(error.value) == ("backend 'ray' runs the schedulers hogwild, locked, serial; "
+                                "got 'colored'")
+
+
+def test_ctrl_c_on_ray_checkpoints_the_servers_state_and_exits_130(tmp_path):
+    exe = shutil.which("hogwild")
+    if exe is None:
+        pytest.fail("the hogwild console script is not on PATH; install the package")
+    proc = subprocess.Popen([exe, "run", "svm", "--backend", "ray", "--nodes", "2",
+                             "--epochs", "100000", "--seed", "0"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()  # training has started
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert first.startswith("epoch   1/100000"), err[-2000:]
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err
+    match = re.search(r"hogwild: interrupted after epoch (\d+); checkpoint written to "
+                      r"hogwild-svm-checkpoint.npz", err)
+    assert match, err[-2000:]
+    saved = load_checkpoint(tmp_path / "hogwild-svm-checkpoint.npz")
+    assert saved.epoch == int(match.group(1)) and saved.settings["backend"] == "ray"
 
 
 def test_nodes_can_load_their_data_themselves(local_ray, tmp_path):
@@ -210,9 +270,9 @@ def test_nodes_can_load_their_data_themselves(local_ray, tmp_path):
     path = tmp_path / "train.svm"
     dump_svmlight_file(X, y, str(path), zero_based=False)
     source = functools.partial(svm_file_objective, str(path), seed=5)
-    settings = SSPSettings(nodes=2, staleness=0, clock_every=200, local_scheduler="serial")
-    loaded = fit_ssp(source, settings, epochs=2, step=0.5, seed=1)
-    shipped = fit_ssp(source(), settings, epochs=2, step=0.5, seed=1)
+    settings = SSPSettings(nodes=2, staleness=0, clock_every=200)
+    loaded = fit_ssp(source, settings, epochs=2, step=0.5, seed=1, scheduler="serial")
+    shipped = fit_ssp(source(), settings, epochs=2, step=0.5, seed=1, scheduler="serial")
     assert np.array_equal(loaded.params[0], shipped.params[0])
     assert loaded.history[-1].objective < loaded.history[0].objective
 

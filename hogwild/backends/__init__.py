@@ -1,11 +1,6 @@
-"""Backends execute EpochPlans: where the workers run (threads, processes or GPU
-streams), all behind the same calls: ``share`` (the arrays the workers will use; given
-the number of samples for the GPU's streaming of data that does not fit), ``warm_up``
-(compiles; it is given the objective for forms of the update that only one backend runs,
-such as the GPU's ``warp_update``), ``run_epoch`` per epoch, ``to_host`` (parameters the
-CPU can read, for evaluation), ``export`` (the trained parameters) and ``close``.
-Backend "ray" is not one of them: it runs this engine on several nodes
-(hogwild.distributed), and hogwild.fit hands the whole fit to it."""
+"""Backends execute EpochPlans: where the workers run (threads, processes, GPU
+streams, or nodes on Ray), all behind one contract (hogwild.backends.base.Backend)
+with the engine, whose epoch loop drives them all."""
 from hogwild.backends.processes import ProcessesBackend
 from hogwild.backends.threads import ThreadsBackend
 from hogwild.errors import choose
@@ -15,7 +10,13 @@ BACKEND_NAMES = (*BACKENDS, "gpu", "ray")
 
 
 def get_backend(name):
-    if choose(BACKEND_NAMES, name, "backend") == "gpu":
-        from hogwild.backends.gpu import GpuBackend  # imports numba.cuda: only when asked
+    """The backend class of ``name``; gpu and ray are imported only when asked (they
+    import numba.cuda and, later, Ray)."""
+    name = choose(BACKEND_NAMES, name, "backend")
+    if name == "gpu":
+        from hogwild.backends.gpu import GpuBackend
         return GpuBackend
+    if name == "ray":
+        from hogwild.backends.ray import RayBackend
+        return RayBackend
     return BACKENDS[name]

@@ -31,6 +31,7 @@ import warnings
 
 import numpy as np
 
+from hogwild.backends.base import Backend
 from hogwild.errors import HogwildError
 from hogwild.schedulers import even_spans
 
@@ -242,7 +243,7 @@ class SampleStream:
         self._pinned.close()
 
 
-class GpuBackend:
+class GpuBackend(Backend):
     name = "gpu"
     workers_share_cores = False  # workers are CUDA streams, not CPU cores
     schedulers = SCHEDULERS  # the engine refuses others before preparing them
@@ -382,9 +383,3 @@ class GpuBackend:
             self.streamed.close()
         self.streams = []
         self._cupy_arrays = []
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

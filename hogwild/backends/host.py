@@ -1,5 +1,4 @@
-"""What the CPU backends share: their parameters already live in this process's
-memory, so evaluating them needs no copy (the GPU backend overrides these)."""
+"""Host memory for parameters that workers hammer: cache-line aligned copies."""
 import numpy as np
 
 CACHE_LINE = 64
@@ -15,21 +14,3 @@ def aligned_copy(array):
     copy[...] = array
     return copy
 
-
-class HostParameters:
-    """Mixin for backends whose parameters the calling process can read directly."""
-
-    def place(self, arrays):
-        """Arrays (a metric's data) where this backend's loss sums can read them."""
-        return arrays
-
-    def to_host(self, params):
-        """The parameters as arrays this process can read (they already are)."""
-        return params
-
-    def all_finite(self, params):
-        return all(np.isfinite(array).all() for array in params)
-
-    def loss_sum(self, loops, params, data, n):
-        """The sum of the losses of samples 0..n-1, on this thread."""
-        return loops.sum_loss(params, data, 0, n)

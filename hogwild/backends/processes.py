@@ -37,7 +37,7 @@ import traceback
 
 import numpy as np
 
-from hogwild.backends.host import HostParameters
+from hogwild.backends.base import HostBackend
 from hogwild.backends.shared_memory import SegmentSet, attach
 from hogwild.backends.threads import warm_up_loops
 from hogwild.errors import HogwildError
@@ -56,7 +56,7 @@ def _dumps_functions(loops):
     return cloudpickle.dumps(loops.source)
 
 
-class ProcessesBackend(HostParameters):
+class ProcessesBackend(HostBackend):
     name = "processes"
     workers_share_cores = True  # workers are CPU processes: bounded by check_workers
 
@@ -303,11 +303,6 @@ class ProcessesBackend(HostParameters):
         finally:
             self._segments.close()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def _give_up(gates, kind, owner):

@@ -5,7 +5,7 @@ import threading
 
 import numpy as np
 
-from hogwild.backends.host import HostParameters
+from hogwild.backends.base import HostBackend
 from hogwild.kernels.atomics import (abandon_lock, abort_gates, new_gates, new_lock,
                                      raise_gate, spin_for_gate)
 
@@ -102,7 +102,7 @@ class _Crew:
             thread.join()
 
 
-class ThreadsBackend(HostParameters):
+class ThreadsBackend(HostBackend):
     name = "threads"
     workers_share_cores = True  # workers are CPU threads: bounded by check_workers
 
@@ -180,10 +180,3 @@ class ThreadsBackend(HostParameters):
 
     def close(self):
         self._crew.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-

@@ -1,4 +1,4 @@
-"""Stale synchronous parallel (SSP) training over several nodes, on Ray.
+"""backend="ray": stale synchronous parallel (SSP) training over several nodes.
 
 Hogwild! inside each node, a parameter server between nodes, and a bound on how
 far the fastest node may run ahead of the slowest (Ho et al., "More Effective
@@ -24,30 +24,28 @@ OSDI 2014):
 
 Messages between actors carry numpy arrays and numbers only. The objective's
 Python functions travel once, from the driver to the node actors, when they start.
+
+The driver runs hogwild.fit's epoch loop like every backend: RayBackend's epoch
+waits for the nodes' epoch (the nodes run ahead within the staleness bound), its
+loss sum adds the nodes' losses, and its host copy of the parameters is the
+server's state.
 """
-import functools
 import math
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 
-from hogwild.backends.host import HostParameters, aligned_copy
+from hogwild.backends.base import HostBackend
+from hogwild.backends.host import aligned_copy
 from hogwild.backends.threads import ThreadsBackend
-from hogwild.checkpoint import (Checkpoint, check_compatible, data_fingerprint, load_checkpoint,
-                                restore_field, save_checkpoint)
-from hogwild.evaluation import evaluator
-from hogwild.limits import MAX_EPOCHS, check_workers
-from hogwild.results import EpochRecord, FitResult
-from hogwild.errors import HogwildError, check_int, choose
+from hogwild.errors import HogwildError, WorkerLost, check_int, choose
 from hogwild.kernels.compiler import compile_loops
-from hogwild.objective import Objective
-from hogwild.schedulers import EpochPlan, even_spans, get_scheduler, shuffled_runs
-from hogwild.steps import StepSchedule
+from hogwild.schedulers import even_spans, get_scheduler
 
 LOCAL_SCHEDULERS = ("hogwild", "locked", "serial")
 ON_FAILURE = ("restart", "stop")
@@ -64,14 +62,13 @@ def import_ray():
 
 @dataclass(frozen=True)
 class SSPSettings:
-    """How a run is spread over nodes (see the module docstring)."""
+    """How a run is spread over nodes (see the module docstring). The scheduler and
+    the workers of each node are the run's (hogwild.TrainingConfig)."""
 
     nodes: int = 2
     staleness: Optional[int] = 0        # None: no bound (asynchronous)
     clock_every: Optional[int] = None   # local updates per clock; None: a tenth of an
     # epoch of the largest node
-    workers_per_node: int = 1
-    local_scheduler: str = "hogwild"
     shards: Optional[int] = None        # parameter-server actors; None: one per node
     address: Optional[str] = None       # an existing Ray cluster; None: start a local one
     on_failure: str = "restart"         # a dead node actor: "restart" it or "stop" the run
@@ -90,8 +87,6 @@ class SSPSettings:
             check_int("staleness", self.staleness, 0)
         if self.clock_every is not None:
             check_int("clock_every", self.clock_every, 1)
-        check_workers(self.workers_per_node)
-        choose(LOCAL_SCHEDULERS, self.local_scheduler, "local scheduler")
         if self.shards is not None:
             check_int("shards", self.shards, 1)
         choose(ON_FAILURE, self.on_failure, "on_failure")
@@ -153,14 +148,15 @@ def clocks_per_epoch(n_samples, nodes, clock_every):
     return max(1, -(-largest // every))
 
 
-def clock_runs(n_samples, nodes, node, clocks, epoch, seed, run_length):
-    """The runs (sample starts, shifted into the node's share) of each clock of an
-    epoch on ``node``: its share's runs in a random order for (seed, node, epoch),
-    cut into ``clocks`` nearly equal pieces. A restarted node recomputes them."""
-    first, last = node_samples(n_samples, nodes, node)
+def clock_plans(planner, n_samples, nodes, node, clocks, epoch, seed, run_length):
+    """The EpochPlans of each clock of an epoch on ``node``, from the local
+    scheduler's ``planner`` (for the node's share): its share's runs in a random
+    order for (seed, node, epoch), cut into ``clocks`` nearly equal pieces. A
+    restarted node recomputes them."""
+    first, _ = node_samples(n_samples, nodes, node)
     rng = np.random.default_rng([seed, node, epoch])
-    runs = shuffled_runs(last - first, run_length, rng) + first
-    return [runs[a:b] for a, b in even_spans(runs.size, clocks)], last
+    return planner.plan_pieces(rng, run_length, clocks, first)
+
 
 
 # --- actors (made Ray actors by ray.remote in _actor_classes) ----------------------
@@ -171,14 +167,18 @@ class ParameterShard:
     since the puller's last pull. Pushes are idempotent per (node, clock): a
     restarted node that redoes a clock cannot apply it twice."""
 
-    def __init__(self, values, nodes, ordered, start_clock):
+    def __init__(self, values, nodes, ordered):
         self.values = np.array(values)
         self.stamps = np.zeros(self.values.size, np.int64)
         self.version = 0
         self.nodes = nodes
         self.ordered = ordered
         self.pending = {}  # ordered mode: clock -> {node: (indices, deltas)}
-        self.last_clock = [start_clock] * nodes
+        self.last_clock = [0] * nodes
+
+    def start_at(self, clock):
+        """A resumed run starts at ``clock``: pushes up to it are done."""
+        self.last_clock = [clock] * self.nodes
 
     def push(self, node, clock, indices, deltas):
         """Add a node's deltas: at ``indices``, or, with indices None, the whole
@@ -222,10 +222,10 @@ class ClockTable:
     also report their share's loss after each epoch here. (An asyncio actor: many
     nodes wait on it at once.)"""
 
-    def __init__(self, nodes, start_clock):
+    def __init__(self, nodes):
         import asyncio
 
-        self.clocks = [start_clock] * nodes
+        self.clocks = [0] * nodes
         self.changed = asyncio.Condition()
         self.losses = {}  # epoch -> {node: loss sum over its share}
         self.max_staleness = 0
@@ -256,6 +256,9 @@ class ClockTable:
             await self.changed.wait_for(lambda: len(self.losses.get(epoch, ())) == nodes)
             return dict(self.losses[epoch])
 
+    def start_at(self, clock):
+        self.clocks = [clock] * len(self.clocks)
+
     def clock_of(self, node):
         return self.clocks[node]
 
@@ -268,6 +271,8 @@ class NodeWorker:
     """One node: its share of the samples, a replica, the local engine."""
 
     def __init__(self, node, nodes, source, settings, run, shards, bounds, clock_table):
+        """``run``: the run's epochs, step schedule, seed, run length, scheduler and
+        workers per node."""
         objective = source() if callable(source) else source
         self.node, self.nodes, self.settings, self.run_settings = node, nodes, settings, run
         self.shards, self.bounds, self.clock_table = shards, bounds, clock_table
@@ -283,10 +288,10 @@ class NodeWorker:
         self.data = tuple(np.array(a) if isinstance(a, np.ndarray) and not a.flags.writeable
                           else a for a in objective.data)
         self.loops = compile_loops(objective.update, objective.loss, objective.fastmath)
-        workers = 1 if settings.local_scheduler == "serial" else settings.workers_per_node
-        self.runner = ThreadsBackend(workers)
-        self.runner.warm_up(self.loops, self.params, self.data,
-                            get_scheduler(settings.local_scheduler))
+        scheduler = get_scheduler(run["scheduler"])
+        self.planner = scheduler.planner(self.last - self.first, run["workers"])
+        self.runner = ThreadsBackend(self.planner.workers)
+        self.runner.warm_up(self.loops, self.params, self.data, scheduler)
         self.loops.sum_loss(self.params, self.data, 0, 0)
         self.clocks = clocks_per_epoch(self.n, nodes, settings.clock_every)
         self.traffic = {"pushed_bytes": 0, "pulled_bytes": 0, "dense_push_bytes": 0,
@@ -301,20 +306,16 @@ class NodeWorker:
         """Clocks start_clock+1 .. the run's last; returns this node's traffic."""
         ray = import_ray()
         run, settings = self.run_settings, self.settings
-        schedule = StepSchedule(run["step_schedule"], run["step"], run["decay"])
+        schedule = run["schedule"]
         self._pull()
-        pieces_of = {}  # this epoch's runs per clock, drawn once per epoch
+        plans_of = {}  # this epoch's plan per clock, drawn once per epoch
         for clock in range(start_clock, run["epochs"] * self.clocks):
             epoch, part = divmod(clock, self.clocks)
-            if epoch not in pieces_of:
-                pieces_of = {epoch: clock_runs(self.n, self.nodes, self.node, self.clocks,
-                                               epoch, run["seed"], run["run_length"])}
-            pieces, limit = pieces_of[epoch]
-            runs = pieces[part]
-            phase = tuple(np.array([(lo, hi, limit)], np.int64)
-                          for lo, hi in even_spans(runs.size, self.runner.workers))
-            plan = EpochPlan(runs, run["run_length"], (phase,),
-                             settings.local_scheduler == "locked")
+            if epoch not in plans_of:
+                plans_of = {epoch: clock_plans(self.planner, self.n, self.nodes, self.node,
+                                               self.clocks, epoch, run["seed"],
+                                               run["run_length"])}
+            plan = plans_of[epoch][part]
             start = time.perf_counter()
             self.traffic["updates"] += int(self.runner.run_epoch(
                 self.loops, plan, self.params, self.data, schedule(epoch), epoch))
@@ -391,53 +392,8 @@ def _actor_classes():
     return _ACTORS
 
 
-# --- driver ------------------------------------------------------------------------
 
-def fit_ssp(objective, settings: SSPSettings, *, epochs=10, step=0.1, decay=1.0,
-            step_schedule="geometric", seed=None, shuffle_block=1,
-            evaluate: Optional[Callable] = None, callback: Optional[Callable] = None,
-            progress: Optional[Callable] = None, checkpoint=None, checkpoint_every=1,
-            resume=None) -> FitResult:
-    """Train across ``settings.nodes`` node actors with a sharded parameter server.
-
-    ``objective``: a hogwild.Objective (shipped once through Ray's object store) or
-    a callable returning one, which each node calls itself (e.g. to load a file on
-    its own machine). Each epoch's record has the mean loss over all samples, each
-    node's share evaluated on its replica just after its last pull of the epoch
-    (with staleness 0 all replicas are then equal), and the wall seconds of the
-    epoch. ``result.distributed`` has the staleness observed, waiting, traffic and
-    restarts.
-    """
-    ray = import_ray()
-    if not isinstance(settings, SSPSettings):
-        raise HogwildError(f"settings must be a hogwild.distributed.SSPSettings, got "
-                           f"{type(settings).__name__}")
-    settings = settings.checked()
-    check_int("epochs", epochs, 1, MAX_EPOCHS)
-    StepSchedule(step_schedule, step, decay)
-    local = objective if isinstance(objective, Objective) else objective()
-    if not isinstance(local, Objective):
-        raise HogwildError(f"objective must be a hogwild.Objective or a callable returning "
-                           f"one, got {type(local).__name__}")
-    if settings.nodes > local.n_samples:
-        raise HogwildError(f"{settings.nodes} nodes for {local.n_samples} samples: at most "
-                           "one node per sample")
-    started_ray = False
-    if not ray.is_initialized():
-        if settings.address:
-            _join_cluster(ray, settings.address)
-        else:  # a local instance with room for every node actor
-            start_local_ray(ray, max(os.cpu_count() or 1,
-                                     settings.nodes * settings.workers_per_node))
-        started_ray = True
-    try:
-        return _drive(ray, objective, local, settings, epochs, step, decay, step_schedule,
-                      seed, shuffle_block, evaluate, callback, progress, checkpoint,
-                      checkpoint_every, resume)
-    finally:
-        if started_ray:
-            ray.shutdown()
-
+# --- Ray itself ------------------------------------------------------------------
 
 def start_local_ray(ray, num_cpus):
     """A new Ray instance of this machine alone: every service bound to the
@@ -495,129 +451,180 @@ def _by_value(ray, *functions):
             ray.cloudpickle.register_pickle_by_value(sys.modules[name])
 
 
-def _drive(ray, source, local, settings, epochs, step, decay, step_schedule, seed,
-           shuffle_block, evaluate, callback, progress, checkpoint, checkpoint_every, resume):
-    actors = _actor_classes()
-    nodes = settings.nodes
-    layout = FlatLayout(local.params)
-    history = []
-    params = local.params
-    fit_settings = {"backend": "ray", "scheduler": settings.local_scheduler, "step": step,
-                    "decay": decay, "step_schedule": step_schedule, "seed": seed if seed is None
-                    or isinstance(seed, int) else repr(seed), "nodes": nodes,
-                    "staleness": settings.staleness, "clock_every": settings.clock_every}
-    data_sha256 = functools.cache(lambda: data_fingerprint(local.data))  # once, if needed
-    if resume is not None:
-        saved = load_checkpoint(resume)
-        check_compatible(saved, resume, local, epochs,
-                         {**fit_settings, "data_sha256": data_sha256()})
-        params = saved.params
-        history = restore_field(resume, "history", lambda: [EpochRecord(**record)
-                                                            for record in saved.history])
-    clocks = clocks_per_epoch(local.n_samples, nodes, settings.clock_every)
-    start_clock = len(history) * clocks
-    flat = layout.flatten(params)
-    bounds = layout.bounds(settings.shards or nodes)
-    shards = [actors["shard"].remote(flat[a:b], nodes, settings.staleness == 0, start_clock)
-              for a, b in zip(bounds[:-1], bounds[1:])]
-    clock_table = actors["clock"].remote(nodes, start_clock)
-    _by_value(ray, local.update, local.loss)
-    shipped = ray.put(source) if isinstance(source, Objective) else source
-    run = {"epochs": epochs, "step": step, "decay": decay, "step_schedule": step_schedule,
-           "seed": run_seed(seed), "run_length": shuffle_block}
-    schedule = StepSchedule(step_schedule, step, decay)
-    metrics = evaluator(evaluate, local, HostParameters())
-    workers, finished, restarts = {}, {}, []
+# --- the backend -------------------------------------------------------------------
 
-    def new_node(node):
-        return actors["node"].options(num_cpus=settings.workers_per_node).remote(
-            node, nodes, shipped, settings, run, shards, bounds, clock_table)
+class RayBackend(HostBackend):
+    """The engine's side of a run on Ray: starts the server shards, the clock table
+    and the node actors, waits for the nodes' epochs, and reads the server's state.
+    A node that dies is restarted at its last clock (``on_failure="restart"``) or
+    ends the run with hogwild.errors.WorkerLost (``"stop"``)."""
 
-    def server_state():
-        return layout.views(np.concatenate(ray.get([s.state.remote() for s in shards])))
+    name = "ray"
+    schedulers = LOCAL_SCHEDULERS
+    plans_itself = True
+    runs_ahead = True
+    accepts_sources = True
 
-    def save(epochs_done, note=None):
-        """The server's state, in hogwild.fit's checkpoint format (the sample orders
-        depend on the seed and epoch alone, so the generator state is a placeholder)."""
-        save_checkpoint(checkpoint, Checkpoint(
-            epoch=epochs_done, params=tuple(np.array(p) for p in server_state()),
-            rng_state=np.random.default_rng(0).bit_generator.state,
-            step=schedule(epochs_done), history=[asdict(r) for r in history],
-            objective=local.name, n_samples=local.n_samples,
-            settings={**fit_settings, "data_sha256": data_sha256(), **(note or {})}))
+    @classmethod
+    def requested_workers(cls, config):
+        """Threads per node: one unless asked."""
+        return 1 if config.workers is None else config.workers
 
-    try:
-        began = time.perf_counter()
-        built = [new_node(node) for node in range(nodes)]
-        ray.get([worker.ready.remote() for worker in built])  # timed epochs start here
-        for node, worker in enumerate(built):
-            workers[node] = worker, worker.run.remote(start_clock, settings.crash_at.get(node))
-        wall = time.perf_counter()
-        startup = wall - began
-        for epoch in range(len(history), epochs):
-            waiting = clock_table.epoch_losses.remote(epoch, nodes)
-            while True:
-                running = {ref: node for node, (_, ref) in workers.items()
-                           if node not in finished}
-                ready, _ = ray.wait([waiting, *running], num_returns=1)
-                if ready[0] == waiting:
-                    break
-                node = running[ready[0]]
-                try:
-                    finished[node] = ray.get(ready[0])
-                except ray.exceptions.RayActorError:
-                    clock = ray.get(clock_table.clock_of.remote(node))
-                    if settings.on_failure == "stop":
-                        kept = "pass checkpoint=PATH to keep the server's state"
-                        if checkpoint is not None:
-                            save(len(history), {"stopped_at_clock": clock})
-                            kept = f"the server's state is in {checkpoint}"
-                        raise HogwildError(
-                            f"node {node} died at clock {clock} (epoch {epoch + 1}); the run "
-                            f"was stopped (on_failure='stop'); {kept}") from None
-                    restarts.append({"node": node, "clock": clock})
-                    worker = new_node(node)
-                    workers[node] = worker, worker.run.remote(clock)
-            losses = ray.get(waiting)
-            now = time.perf_counter()
-            # in node order, not arrival order: a float sum's last bits depend on it
-            value = float(sum(losses[node] for node in sorted(losses)) / local.n_samples)
-            if not math.isfinite(value):
-                raise HogwildError(f"the objective diverged to {value} in epoch {epoch + 1} "
-                                   f"with step {schedule(epoch):g}; use a smaller step")
-            record = EpochRecord(epoch=epoch + 1, step=schedule(epoch), seconds=now - wall,
-                                 updates=local.n_samples,
-                                 updates_per_s=local.n_samples / max(now - wall, 1e-12),
-                                 objective=value,
-                                 metrics=metrics(server_state()))
-            wall = now
-            history.append(record)
-            done = epoch + 1
-            if checkpoint is not None and checkpoint_every is not None and (
-                    done % checkpoint_every == 0 or done == epochs):
-                save(done)
-            if progress is not None:
-                progress(done * local.n_samples, epochs * local.n_samples)
-            if callback is not None:
-                callback(record)
-        traffic = [finished[node] if node in finished else ray.get(ref)
-                   for node, (_, ref) in sorted(workers.items())]
-        summary = ray.get(clock_table.summary.remote())
-        params = tuple(np.array(p) for p in server_state())
-    finally:
-        for actor in [worker for worker, _ in workers.values()] + shards + [clock_table]:
-            ray.kill(actor)
-    return FitResult(
-        params=params, history=history, scheduler=settings.local_scheduler, backend="ray",
-        workers=nodes * settings.workers_per_node, seed=seed, startup_seconds=startup,
-        distributed={
-            "nodes": nodes, "staleness": settings.staleness, "shards": len(shards),
-            "clocks_per_epoch": clocks,
-            "clock_every": -(-max(b - a for a, b in even_spans(local.n_samples, nodes))
-                             // clocks),
+    @classmethod
+    def checkpoint_settings(cls, config):
+        settings = config.distributed
+        return {"backend": "ray", "nodes": settings.nodes, "staleness": settings.staleness,
+                "clock_every": settings.clock_every}
+
+    @classmethod
+    def open(cls, workers, config, source):
+        return cls(workers, config, source)
+
+    def __init__(self, workers, config, source):
+        self.ray = import_ray()
+        self.settings, self.source = config.distributed, source
+        self.nodes = self.settings.nodes
+        self.workers = workers
+        self.run = {"epochs": config.epochs, "schedule": config.schedule,
+                    "seed": run_seed(config.seed), "run_length": config.shuffle_block,
+                    "scheduler": config.scheduler, "workers": workers}
+        self.shards, self.clock_table, self.built, self.running = [], None, [], {}
+        self.finished, self.restarts = {}, []
+        self.started = False
+        self._loss, self._state = None, None
+        self.started_ray = not self.ray.is_initialized()
+        if self.started_ray:
+            if self.settings.address:
+                _join_cluster(self.ray, self.settings.address)
+            else:  # a local instance with room for every node actor
+                start_local_ray(self.ray, max(os.cpu_count() or 1, self.nodes * workers))
+
+    def worker_count(self, planned):
+        return self.nodes * planned
+
+    def share(self, params, data, n_samples):
+        if self.nodes > n_samples:
+            raise HogwildError(f"{self.nodes} nodes for {n_samples} samples: at most one "
+                               "node per sample")
+        self.layout = FlatLayout(params)
+        self.n, self.data = n_samples, data
+        self.clocks = clocks_per_epoch(n_samples, self.nodes, self.settings.clock_every)
+        return params, data
+
+    def warm_up(self, loops, params, data, scheduler, objective):
+        """Start the server shards, the clock table and the nodes, and wait until
+        every node has its data and compiled loops."""
+        from hogwild.objective import Objective
+
+        ray, began = self.ray, time.perf_counter()
+        actors = _actor_classes()
+        flat = self.layout.flatten(params)
+        self.bounds = self.layout.bounds(self.settings.shards or self.nodes)
+        self.shards = [actors["shard"].remote(flat[a:b], self.nodes, self.settings.staleness == 0)
+                       for a, b in zip(self.bounds[:-1], self.bounds[1:])]
+        self.clock_table = actors["clock"].remote(self.nodes)
+        _by_value(ray, objective.update, objective.loss)
+        self.shipped = ray.put(objective) if isinstance(self.source, Objective) else self.source
+        self.built = [self._new_node(node) for node in range(self.nodes)]
+        ray.get([worker.ready.remote() for worker in self.built])
+        self.startup_seconds = time.perf_counter() - began
+
+    def _new_node(self, node):
+        return _actor_classes()["node"].options(num_cpus=self.workers).remote(
+            node, self.nodes, self.shipped, self.settings, self.run, self.shards, self.bounds,
+            self.clock_table)
+
+    def _start(self, epoch):
+        """Set the nodes running from the first clock of ``epoch`` to the run's end."""
+        ray, start_clock = self.ray, epoch * self.clocks
+        if start_clock:  # a resumed run: the server and the clocks start there
+            ray.get([shard.start_at.remote(start_clock) for shard in self.shards]
+                    + [self.clock_table.start_at.remote(start_clock)])
+        for node, worker in enumerate(self.built):
+            self.running[node] = worker, worker.run.remote(start_clock,
+                                                           self.settings.crash_at.get(node))
+        self.started = True
+
+    def run_epoch(self, loops, plan, params, data, step, epoch):
+        """Wait until every node has finished ``epoch`` (restarting a dead node, or
+        raising WorkerLost); the nodes go on with the next clocks meanwhile."""
+        ray = self.ray
+        if not self.started:
+            self._start(epoch)
+        waiting = self.clock_table.epoch_losses.remote(epoch, self.nodes)
+        while True:
+            running = {ref: node for node, (_, ref) in self.running.items()
+                       if node not in self.finished}
+            # a timeout: a Ctrl-C between waits reaches the engine's handler
+            ready, _ = ray.wait([waiting, *running], num_returns=1, timeout=0.25)
+            if not ready:
+                continue
+            if ready[0] == waiting:
+                break
+            node = running[ready[0]]
+            try:
+                self.finished[node] = ray.get(ready[0])
+            except ray.exceptions.RayActorError:
+                clock = ray.get(self.clock_table.clock_of.remote(node))
+                if self.settings.on_failure == "stop":
+                    raise WorkerLost(f"node {node} died at clock {clock} (epoch {epoch + 1}); "
+                                     "the run was stopped (on_failure='stop')",
+                                     {"stopped_at_clock": clock}) from None
+                self.restarts.append({"node": node, "clock": clock})
+                worker = self._new_node(node)
+                self.running[node] = worker, worker.run.remote(clock)
+        losses = ray.get(waiting)
+        # in node order, not arrival order: a float sum's last bits depend on it
+        self._loss = float(sum(losses[node] for node in sorted(losses)))
+        self._state = None
+        return self.n
+
+    def loss_sum(self, loops, params, data, n):
+        """The training data's: the sum of the nodes' losses over their shares of the
+        last epoch, each on its replica just after its last pull of the epoch. Any
+        other data's (a metric's): computed here on the server's state."""
+        if data is self.data:
+            return 0.0 if self._loss is None else self._loss
+        return loops.sum_loss(self.to_host(params), data, 0, n)
+
+    def all_finite(self, params):
+        return super().all_finite(self.to_host(params))
+
+    def to_host(self, params):
+        """The server's state (fetched once per epoch)."""
+        if self._state is None:
+            flat = np.concatenate(self.ray.get([s.state.remote() for s in self.shards]))
+            self._state = self.layout.views(flat)
+        return self._state
+
+    def export(self, params):
+        return tuple(np.array(p) for p in self.to_host(params))
+
+    def report(self):
+        """Staleness, waiting, traffic and restarts of the run."""
+        if not self.started:
+            return None
+        ray = self.ray
+        traffic = [self.finished[node] if node in self.finished else ray.get(ref)
+                   for node, (_, ref) in sorted(self.running.items())]
+        summary = ray.get(self.clock_table.summary.remote())
+        largest_share = max(b - a for a, b in even_spans(self.n, self.nodes))
+        return {
+            "nodes": self.nodes, "staleness": self.settings.staleness,
+            "shards": len(self.shards), "clocks_per_epoch": self.clocks,
+            "clock_every": -(-largest_share // self.clocks),
             "max_staleness": summary["max_staleness"],
-            "wait_seconds": summary["wait_seconds"], "restarts": restarts,
+            "wait_seconds": summary["wait_seconds"], "restarts": self.restarts,
             "per_node": traffic,
             **{key: sum(t[key] for t in traffic) for key in (
                 "pushed_bytes", "pulled_bytes", "dense_push_bytes", "pushes", "changed",
-                "updates")}})
+                "updates")}}
+
+    def close(self):
+        actors = [worker for worker, _ in self.running.values()] + self.built + self.shards
+        for actor in actors + ([self.clock_table] if self.clock_table is not None else []):
+            self.ray.kill(actor)
+        self.running, self.built, self.shards, self.clock_table = {}, [], [], None
+        if self.started_ray:
+            self.ray.shutdown()
+            self.started_ray = False

@@ -1,0 +1,120 @@
+"""The contract every backend keeps with the engine (hogwild.engine.fit).
+
+The engine owns the epoch loop: the step schedule, plans, timing, the finiteness
+check, metrics, callbacks, checkpoints and Ctrl-C. A backend owns *where* the
+work runs and where the parameters live, behind these calls, in this order:
+
+    with Backend.open(workers, config, source) as runner:  # see also its class attributes
+        params, data = runner.share(params, data, n_samples)
+        runner.warm_up(loops, params, data, scheduler, objective)  # compile, start
+        per epoch: runner.run_epoch(loops, plan, params, data, step, epoch)
+                   runner.all_finite(params), runner.loss_sum(loops, params, data, n)
+                   runner.to_host(params) (metrics, checkpoints)
+        runner.export(params)  # the trained parameters, valid after close
+        runner.report()        # backend-specific figures for FitResult, or None
+
+A new backend subclasses Backend (or HostBackend when the parameters live in the
+calling process) and is listed in hogwild.backends.get_backend.
+"""
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+
+class Backend(ABC):
+    """Where workers run. Class attributes declare what the engine must know."""
+
+    name = ""
+    workers_share_cores = True  # workers are CPU cores: bounded by limits.check_workers
+    schedulers = None           # the schedulers it runs (None: all of them)
+    plans_itself = False        # True: it draws its own plans (run_epoch gets plan=None)
+    runs_ahead = False          # True: workers keep running between run_epoch calls, so an
+    # epoch's time is the wall time since the previous epoch ended
+    on_progress = None          # set by the engine: on_progress(updates done this epoch)
+
+    accepts_sources = False     # True: the objective may be a callable that each worker
+    # calls to build it (to load its data itself)
+
+    @classmethod
+    def requested_workers(cls, config):
+        """The workers a TrainingConfig asks for (None: every usable core)."""
+        return config.workers
+
+    @classmethod
+    def checkpoint_settings(cls, config):
+        """Settings a checkpoint records, and a resumed run must repeat."""
+        return {}
+
+    @classmethod
+    def open(cls, workers, config, source):
+        """The backend for a run: ``workers`` as the scheduler planned them, ``config``
+        the run's TrainingConfig, ``source`` what the caller passed as the objective."""
+        return cls(workers)
+
+    def worker_count(self, planned):
+        """Workers in all (FitResult.workers) for ``planned`` per plan."""
+        return planned
+
+    @abstractmethod
+    def share(self, params, data, n_samples):
+        """(params, data) as the workers will use them (copied to shared memory or a
+        device where they need to be)."""
+
+    @abstractmethod
+    def warm_up(self, loops, params, data, scheduler, objective):
+        """Compile (or load) the loops the run will use, before the first timed epoch."""
+
+    @abstractmethod
+    def run_epoch(self, loops, plan, params, data, step, epoch):
+        """Run one epoch's EpochPlan; returns the number of updates."""
+
+    @abstractmethod
+    def loss_sum(self, loops, params, data, n):
+        """The sum of the losses of samples 0..n-1 (``loops.sum_loss``'s value)."""
+
+    @abstractmethod
+    def all_finite(self, params):
+        """Whether every parameter is finite."""
+
+    @abstractmethod
+    def place(self, arrays):
+        """Arrays (a metric's data) where loss_sum can read them."""
+
+    @abstractmethod
+    def to_host(self, params):
+        """The parameters as arrays this process can read."""
+
+    @abstractmethod
+    def export(self, params):
+        """The trained parameters, valid after close."""
+
+    def report(self):
+        """Figures of the run for FitResult.distributed (None: nothing to add)."""
+        return None
+
+    @abstractmethod
+    def close(self):
+        """Stop the workers and free what they held; safe to call twice."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class HostBackend(Backend):
+    """A backend whose parameters the calling process can read directly."""
+
+    def place(self, arrays):
+        return arrays
+
+    def to_host(self, params):
+        return params
+
+    def all_finite(self, params):
+        return all(np.isfinite(array).all() for array in params)
+
+    def loss_sum(self, loops, params, data, n):
+        """On this thread."""
+        return loops.sum_loss(params, data, 0, n)

@@ -1,0 +1,125 @@
+"""How a run is configured: every training option declared once, here.
+
+``TrainingConfig`` is what decides the trained model (epochs, steps, workers,
+scheduler, backend and its settings, sample order, seed): frozen and validated
+when built, so a bad value is named before any work. ``RunControls`` is what a
+caller watches and keeps (evaluation, callback, progress bar, checkpoints,
+resume); it does not change the result. hogwild.fit takes both, or their fields
+as keywords; the estimators and the CLI build them from their own parameters.
+"""
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from hogwild.backends import BACKEND_NAMES
+from hogwild.errors import HogwildError, check_int, check_seed, choose
+from hogwild.limits import MAX_EPOCHS
+from hogwild.schedulers import SCHEDULERS
+from hogwild.steps import StepSchedule
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """The options that decide a fit's result (see hogwild.fit for each).
+
+    ``workers``: threads, processes or CUDA streams (None: every usable core), or
+    threads per node with backend "ray"; more than 4 per usable core needs
+    ``oversubscribe``. ``distributed``: backend "ray"'s settings, a
+    hogwild.backends.ray.SSPSettings or a dict of its fields.
+    """
+
+    epochs: int = 10
+    step: float = 0.1
+    decay: float = 1.0
+    step_schedule: str = "geometric"
+    workers: Optional[int] = None
+    scheduler: str = "hogwild"
+    backend: str = "threads"
+    distributed: Any = None
+    shuffle_block: int = 1
+    seed: Any = None
+    oversubscribe: bool = False
+
+    def __post_init__(self):
+        check_int("epochs", self.epochs, 1, MAX_EPOCHS)
+        StepSchedule(self.step_schedule, self.step, self.decay)
+        if self.workers is not None:
+            check_int("workers", self.workers, 1)
+        choose(SCHEDULERS, self.scheduler, "scheduler")
+        choose(BACKEND_NAMES, self.backend, "backend")
+        check_int("shuffle_block", self.shuffle_block, 1, 2**31 - 1)
+        check_seed(self.seed)
+        if not isinstance(self.oversubscribe, bool):
+            raise HogwildError(f"oversubscribe must be True or False, got "
+                               f"{self.oversubscribe!r}")
+        if self.backend == "ray":
+            from hogwild.backends.ray import SSPSettings  # Ray itself is imported later
+
+            settings = SSPSettings() if self.distributed is None else self.distributed
+            if isinstance(settings, dict):
+                settings = SSPSettings(**settings)
+            if not isinstance(settings, SSPSettings):
+                raise HogwildError(f"distributed must be a hogwild.backends.ray.SSPSettings "
+                                   f"or a dict, got {type(settings).__name__}")
+            object.__setattr__(self, "distributed", settings.checked())
+        elif self.distributed is not None:
+            raise HogwildError(f"distributed settings are for backend='ray', not "
+                               f"{self.backend!r}")
+
+    @property
+    def schedule(self):
+        """The step of each epoch (hogwild.steps.StepSchedule)."""
+        return StepSchedule(self.step_schedule, self.step, self.decay)
+
+
+@dataclass(frozen=True)
+class RunControls:
+    """What a caller watches and keeps during a fit; none of it changes the result.
+
+    ``evaluate``: a hogwild.Metric, a list of them, or ``evaluate(params) -> dict``.
+    ``callback(record)``: after each epoch. ``progress(done, total)``: updates so far.
+    ``checkpoint=PATH``: written after every ``checkpoint_every`` epochs, after the
+    last one (``checkpoint_every=None``: neither) and after a Ctrl-C or SIGTERM.
+    ``resume=PATH``: continue the run saved there.
+    """
+
+    evaluate: Any = None
+    callback: Optional[Callable] = None
+    progress: Optional[Callable] = None
+    checkpoint: Any = None
+    checkpoint_every: Optional[int] = 1
+    resume: Any = None
+
+    def __post_init__(self):
+        if self.checkpoint_every is not None:
+            check_int("checkpoint_every", self.checkpoint_every, 1)
+        for name in ("callback", "progress"):
+            value = getattr(self, name)
+            if value is not None and not callable(value):
+                raise HogwildError(f"{name} must be a callable or None, got "
+                                   f"{type(value).__name__}")
+
+
+TRAINING_OPTIONS = tuple(f.name for f in dataclasses.fields(TrainingConfig))
+RUN_CONTROLS = tuple(f.name for f in dataclasses.fields(RunControls))
+
+
+def settle(config=None, controls=None, **options):
+    """(TrainingConfig, RunControls) from either object (default: the defaults)
+    with ``options`` (fields of either) replacing their values."""
+    config = TrainingConfig() if config is None else config
+    controls = RunControls() if controls is None else controls
+    if not isinstance(config, TrainingConfig):
+        raise HogwildError(f"config must be a hogwild.TrainingConfig, got "
+                           f"{type(config).__name__}")
+    if not isinstance(controls, RunControls):
+        raise HogwildError(f"controls must be a hogwild.RunControls, got "
+                           f"{type(controls).__name__}")
+    unknown = sorted(set(options) - set(TRAINING_OPTIONS) - set(RUN_CONTROLS))
+    if unknown:
+        raise TypeError(f"unknown option {unknown[0]!r}; training options: "
+                        f"{', '.join(TRAINING_OPTIONS)}; run controls: {', '.join(RUN_CONTROLS)}")
+    training = {k: v for k, v in options.items() if k in TRAINING_OPTIONS}
+    watching = {k: v for k, v in options.items() if k in RUN_CONTROLS}
+    return (dataclasses.replace(config, **training) if training else config,
+            dataclasses.replace(controls, **watching) if watching else controls)
