@@ -18,6 +18,7 @@ from hogwild import numba_cache  # noqa: E402
 
 numba_cache.install()  # before any module below defines a cached numba function
 
+from hogwild.config import RunControls, TrainingConfig  # noqa: E402
 from hogwild.engine import fit  # noqa: E402
 from hogwild.limits import usable_cores  # noqa: E402
 from hogwild.results import EpochRecord, FitResult  # noqa: E402
@@ -29,6 +30,6 @@ from hogwild.vertex_programs import vertex_program  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["Objective", "Metric", "fit", "FitResult", "EpochRecord", "usable_cores",
-           "HogwildError", "DataFormatError", "DivergenceError", "SCHEDULERS", "STEP_SCHEDULES",
-           "vertex_program", "__version__"]
+__all__ = ["Objective", "Metric", "fit", "TrainingConfig", "RunControls", "FitResult",
+           "EpochRecord", "usable_cores", "HogwildError", "DataFormatError", "DivergenceError",
+           "SCHEDULERS", "STEP_SCHEDULES", "vertex_program", "__version__"]
