@@ -21,6 +21,7 @@ from numba import njit
 from hogwild.coloring import color_graph
 from hogwild.conflicts import color_samples, components_by_batch
 from hogwild.errors import HogwildError, check_int, choose
+from hogwild.kernels.plans import PLAN_KINDS
 
 
 @dataclass(frozen=True)
@@ -29,20 +30,23 @@ class EpochPlan:
 
     The samples are visited in runs of consecutive samples: run r covers samples
     runs[r] .. min(runs[r] + run_length, limit) - 1. ``phases[p][w]`` is worker
-    w's work in phase p, an int64 array of spans, rows (lo, hi, limit) meaning
+    w's work in phase p, an int64 array of span rows, (lo, hi, limit, ...) meaning
     runs lo..hi-1 in that order (one compiled call per worker and phase). Runs keep
     plans small (n / run_length starts, not n indices) and let workers stream
-    consecutive samples.
+    consecutive samples. ``kind`` says how the spans run (hogwild.kernels.plans:
+    spans, locked, gated, phased) and so the columns of the rows.
     """
 
+    kind: str
     runs: np.ndarray
     run_length: int
     phases: tuple
-    locked: bool
-    gates: int = 0  # > 0: spans are rows (lo, hi, limit, gate_a, gate_b, level); see
-    # loops_template.run_gated_spans: a span starts once both gates reach its level
-    barriers: int = 0  # > 0: that many phases with compiled barriers between them, all in
-    # phases[0]: spans are rows (lo, hi, limit, phase), see loops_template.run_phased_spans
+    gates: int = 0  # gated: the gates its blocks wait on (gate_a, gate_b columns)
+    barriers: int = 0  # phased: that many phases with compiled barriers between them, all
+    # in phases[0] (the phase column)
+
+    def __post_init__(self):
+        choose(PLAN_KINDS, self.kind, "plan kind")
 
 
 @dataclass(frozen=True)
@@ -106,14 +110,12 @@ def shuffled_runs(n_samples, run_length, rng):
 
 
 class ShuffledScheduler:
-    """A fresh random order of runs each epoch, cut into one span per worker."""
+    """A fresh random order of runs each epoch, cut into one span per worker
+    (under one lock for the plan kind "locked")."""
 
-    gated = False
-    phased = False
-
-    def __init__(self, name, locked, single_worker):
+    def __init__(self, name, kind, single_worker):
         self.name = name
-        self.locked = locked
+        self.kind = kind
         self.single_worker = single_worker
 
     def prepare(self, objective, workers):
@@ -121,14 +123,14 @@ class ShuffledScheduler:
 
     def planner(self, n_samples, workers):
         """Plans for n_samples samples and ``workers`` workers (one for serial)."""
-        return _ShuffledPlanner(n_samples, 1 if self.single_worker else workers, self.locked)
+        return _ShuffledPlanner(n_samples, 1 if self.single_worker else workers, self.kind)
 
 
 class _ShuffledPlanner:
     setup_seconds = 0.0
 
-    def __init__(self, n_samples, workers, locked):
-        self.n_samples, self.workers, self.locked = n_samples, workers, locked
+    def __init__(self, n_samples, workers, kind):
+        self.n_samples, self.workers, self.kind = n_samples, workers, kind
 
     def plan(self, rng, run_length=1):
         return self.plan_pieces(rng, run_length, 1)[0]
@@ -143,7 +145,7 @@ class _ShuffledPlanner:
         for a, b in even_spans(runs.size, pieces):
             phase = tuple(np.array([(lo, hi, limit)], np.int64)
                           for lo, hi in even_spans(b - a, self.workers))
-            plans.append(EpochPlan(runs[a:b], run_length, (phase,), self.locked))
+            plans.append(EpochPlan(self.kind, runs[a:b], run_length, (phase,)))
         return plans
 
 
@@ -164,9 +166,7 @@ class BlockedScheduler:
     """
 
     name = "blocked"
-    locked = False
-    gated = True
-    phased = False
+    kind = "gated"
 
     def prepare(self, objective, workers):
         layout = objective.blocks
@@ -199,7 +199,7 @@ class _BlockedPlanner:
                 shares[i * workers // g].append((k, k + 1, int(offsets[k + 1]), i, g + j,
                                                  level))
         phase = tuple(np.array(share, np.int64).reshape(-1, 6) for share in shares)
-        return EpochPlan(offsets[:-1], self.n_samples, (phase,), locked=False, gates=2 * g)
+        return EpochPlan("gated", offsets[:-1], self.n_samples, (phase,), gates=2 * g)
 
 
 def _needs_supports(objective, name):
@@ -255,7 +255,7 @@ def _deal_phases(order, phase_starts, groups, workers, limit):
 
 def _phased_plan(order, phase_starts, groups, workers, n_samples):
     runs, spans = _deal_phases(order, phase_starts, groups, workers, n_samples)
-    return EpochPlan(runs, 1, (tuple(spans),), locked=False, barriers=phase_starts.size - 1)
+    return EpochPlan("phased", runs, 1, (tuple(spans),), barriers=phase_starts.size - 1)
 
 
 class ColoredScheduler:
@@ -267,9 +267,7 @@ class ColoredScheduler:
     from the seed each epoch."""
 
     name = "colored"
-    locked = False
-    gated = False
-    phased = True  # one phase per colour class, barriers in compiled code
+    kind = "phased"  # one phase per colour class, barriers in compiled code
 
     min_class = 16  # refuse data whose colour classes would average fewer samples
 
@@ -359,9 +357,7 @@ class CycladesScheduler:
     """
 
     name = "cyclades"
-    locked = False
-    gated = False
-    phased = True  # one phase per batch, barriers in compiled code
+    kind = "phased"  # one phase per batch, barriers in compiled code
     largest_component = 1 / 16
 
     def prepare(self, objective, workers):
@@ -400,7 +396,7 @@ class _CycladesPlanner:
             runs, spans, starts = self._batches
             runs, spans = _reordered_phases(runs, spans, starts,
                                             rng.permutation(starts.size - 1))
-            return EpochPlan(runs, 1, (tuple(spans),), locked=False, barriers=starts.size - 1)
+            return EpochPlan("phased", runs, 1, (tuple(spans),), barriers=starts.size - 1)
         n = self.supports.n_samples
         order = (shuffled_runs(n, run_length, rng)[:, None] + np.arange(run_length)).ravel()
         return self._deal(order[order < n])
@@ -449,9 +445,9 @@ def _reordered_phases(runs, spans, starts, order):
 
 
 SCHEDULERS = {
-    "hogwild": ShuffledScheduler("hogwild", locked=False, single_worker=False),
-    "locked": ShuffledScheduler("locked", locked=True, single_worker=False),
-    "serial": ShuffledScheduler("serial", locked=False, single_worker=True),
+    "hogwild": ShuffledScheduler("hogwild", "spans", single_worker=False),
+    "locked": ShuffledScheduler("locked", "locked", single_worker=False),
+    "serial": ShuffledScheduler("serial", "spans", single_worker=True),
     "blocked": BlockedScheduler(),
     "colored": ColoredScheduler(),
     "cyclades": CycladesScheduler(),

@@ -168,7 +168,7 @@ def test_plan_splits_every_sample_once(name, workers):
     assert spans[0][0] == 0 and spans[-1][1] == plan.runs.size
     assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
     assert all(limit == 1000 for _, _, limit in spans) and plan.run_length == 7
-    assert plan.locked == (name == "locked")
+    assert plan.kind == ("locked" if name == "locked" else "spans")
 
 
 def test_block_layout_groups_samples_by_row_and_column_block():
@@ -192,7 +192,7 @@ def test_blocked_plan_runs_each_block_once_without_conflicts(workers):
     plan = get_scheduler("blocked").prepare(objective, workers).plan(
         np.random.default_rng(0))
     (phase,) = plan.phases
-    assert len(phase) == min(workers, 4) and not plan.locked and plan.gates == 8
+    assert len(phase) == min(workers, 4) and plan.kind == "gated" and plan.gates == 8
     np.testing.assert_array_equal(plan.runs, layout.offsets[:-1])
     rows = np.concatenate(phase)
     lo, hi, limit, row_gate, col_gate, level = rows.T
@@ -231,7 +231,7 @@ def test_conflict_free_plans_cover_every_sample_once_without_conflicts(scheduler
     keys = objective.supports.indices.reshape(-1, 2)
     planner = get_scheduler(scheduler).prepare(objective, workers)
     plan = planner.plan(np.random.default_rng(0))
-    assert plan.run_length == 1 and not plan.gates
+    assert plan.run_length == 1 and plan.kind == "phased" and not plan.gates
     np.testing.assert_array_equal(np.sort(plan.runs), np.arange(3000))
     (shares,) = plan.phases
     assert len(shares) == workers and all(share.shape == (plan.barriers, 4) for share in shares)

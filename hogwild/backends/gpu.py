@@ -310,8 +310,9 @@ class GpuBackend(Backend):
 
     def run_epoch(self, loops, plan, params, data, step, epoch):
         """Launch every worker's spans on its stream; returns the number of updates."""
-        if plan.gates or plan.barriers or plan.locked:
-            raise HogwildError("backend 'gpu' runs plans without gates, barriers or locks")
+        if plan.kind != "spans":
+            raise HogwildError(f"backend 'gpu' runs plans without gates, barriers or locks "
+                               f"(kind 'spans'), not {plan.kind!r}")
         if isinstance(data, SampleStream):
             return data.run_epoch(plan, params, step, epoch)
         runs = self.cuda.to_device(plan.runs)

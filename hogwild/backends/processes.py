@@ -34,20 +34,37 @@ import signal
 import threading
 import time
 import traceback
+from typing import NamedTuple
 
 import numpy as np
 
 from hogwild.backends.base import HostBackend
 from hogwild.backends.shared_memory import SegmentSet, attach
-from hogwild.backends.threads import warm_up_loops
 from hogwild.errors import HogwildError
-from hogwild.kernels.atomics import GATE_STRIDE, abandon_lock, abort_gates
+from hogwild.kernels.atomics import GATE_STRIDE, abort_gates
 from hogwild.kernels.compiler import slp_vectorizer
+from hogwild.kernels.plans import Share, gate_count, give_up, run_share, warm_up
 
 POLL_SECONDS = 0.1
 SPIN_SECONDS = 0.02  # a waiting process polls this long before it sleeps
 COUNTER_STRIDE = 8  # int64 words per 64-byte cache line: one progress counter per line
 CHUNK_SAMPLES = 1_000_000  # a worker reports progress after about this many updates
+
+
+class ShareCommand(NamedTuple):
+    """What a child needs to run its Share of a phase: the plan's runs and gates are
+    in shared segments (by spec), its own span rows travel in the message."""
+
+    kind: str
+    n_runs: int
+    spans: np.ndarray
+    run_length: int
+    step: float
+    epoch: int
+    gate_words: int
+    workers: int
+    runs_segment: object
+    sync_segment: object
 
 
 def _dumps_functions(loops):
@@ -93,13 +110,13 @@ class ProcessesBackend(HostBackend):
     def warm_up(self, loops, params, data, scheduler, objective=None):
         """Compile the loops here (filling numba's cache), then start the children,
         which load them from the cache, and wait until each is ready."""
-        warm_up_loops(loops, params, data, scheduler)
+        warm_up(loops, scheduler.kind, params, data)
         self._ensure_buffers(self._n_samples, self.workers)  # an epoch has <= n runs
         setup = pickle.dumps({"functions": _dumps_functions(loops), "token":
                               self._segments.token, "arrays": self._shared,
                               "n_params": len(params), "counters": self._counters[1],
                               "buffers": [self._runs[1], self._sync[1]],
-                              "chunk_samples": CHUNK_SAMPLES, "scheduler": scheduler,
+                              "chunk_samples": CHUNK_SAMPLES, "kind": scheduler.kind,
                               "parent": os.getpid()})
         context = multiprocessing.get_context("spawn")
         start = time.perf_counter()
@@ -127,7 +144,7 @@ class ProcessesBackend(HostBackend):
         dead = [sentinels[item] for item in ready if item in sentinels]
         if dead and not self._closing.is_set():
             self._dead = dead[0]
-            _give_up(self._sync[0], self._kind, dead[0] + 1)
+            give_up(self._kind, self._sync[0], dead[0])
 
     def _ensure_buffers(self, n_runs, n_gates):
         """Shared plan buffers big enough for this epoch (grown when needed: running
@@ -149,19 +166,11 @@ class ProcessesBackend(HostBackend):
     # -- epochs ---------------------------------------------------------------------
 
     def run_epoch(self, loops, plan, params, data, step, epoch):
-        runs = np.asarray(plan.runs, np.int64)
-        if plan.barriers:
-            kind, n_gates = "phased", self.workers
-        elif plan.gates:
-            kind, n_gates = "gated", plan.gates
-        elif plan.locked:
-            kind, n_gates = "locked", 1  # the lock is gate 0's word
-        else:
-            kind, n_gates = "spans", 0
-        self._kind = kind
-        self._ensure_buffers(runs.size, n_gates)
-        self._runs[0][:runs.size] = runs
-        runs = self._runs[0][:runs.size]
+        n_gates = gate_count(plan, self.workers)
+        self._kind = plan.kind
+        self._ensure_buffers(plan.runs.size, n_gates)
+        runs = self._runs[0][:plan.runs.size]
+        runs[:] = plan.runs
         sync = self._sync[0]
         gate_words = GATE_STRIDE * (n_gates + 1)
         gates = sync[:gate_words]
@@ -172,24 +181,25 @@ class ProcessesBackend(HostBackend):
             self._check_alive(epoch)  # after clearing the gates: see _watch
             busy = set()
             for w in range(1, len(phase)):
-                if len(phase[w]) or kind == "phased":  # every worker meets the barriers
-                    self._pipes[w].send(("run", kind, runs.size, np.asarray(phase[w], np.int64),
-                                         plan.run_length, step, epoch, gate_words,
-                                         self._runs[1], self._sync[1]))
+                if len(phase[w]) or plan.kind == "phased":  # all meet the barriers
+                    self._pipes[w].send(("run", ShareCommand(
+                        plan.kind, runs.size, np.asarray(phase[w], np.int64), plan.run_length,
+                        step, epoch, gate_words, len(phase), self._runs[1], self._sync[1])))
                     busy.add(w)
             replies = {}
+            mine = Share(plan.kind, runs, np.asarray(phase[0], np.int64), plan.run_length,
+                         step, epoch, gates, 0, len(phase))
             try:
                 with slp_vectorizer(loops.source.fastmath):
-                    mine = _run_share(loops, kind, runs, np.asarray(phase[0], np.int64),
-                                      plan.run_length, params, data, step, epoch, gates,
-                                      0, self._counters[0], CHUNK_SAMPLES,
+                    done = _run_share(loops, mine, params, data, self._counters[0],
+                                      CHUNK_SAMPLES,
                                       lambda: self._poll(busy, replies, epoch, updates))
             except BaseException:
-                _give_up(gates, kind, 1)  # the children must not wait for this share
+                give_up(plan.kind, gates, 0)  # the children must not wait for this share
                 self._fail()
                 raise
             replies.update(self._collect(busy - set(replies), epoch, updates))
-            updates += mine + sum(replies.values())
+            updates += done + sum(replies.values())
         return updates
 
     def _check_alive(self, epoch):
@@ -305,15 +315,6 @@ class ProcessesBackend(HostBackend):
 
 
 
-def _give_up(gates, kind, owner):
-    """Worker ``owner`` failed or died: free the lock if it held it (``locked``;
-    elsewhere that word is gate 0) and abort every other worker's waits."""
-    if kind == "locked":
-        abandon_lock(gates, owner)
-    else:
-        abort_gates(gates)
-
-
 def _raise_remote(w, message):
     _, payload, text = message
     try:
@@ -324,28 +325,17 @@ def _raise_remote(w, message):
     raise exc
 
 
-def _run_share(loops, kind, runs, spans, run_length, params, data, step, epoch, gates, me,
-               counters, chunk_samples, keep_going=None):
-    """A worker's share of an epoch, piece by piece (see _pieces), its progress in
-    counters[me * COUNTER_STRIDE]; stops early when a piece is aborted or when
+def _run_share(loops, share, params, data, counters, chunk_samples, keep_going=None):
+    """A worker's share of a phase, piece by piece (see _pieces), its progress in
+    counters[worker * COUNTER_STRIDE]; stops early when a piece is aborted or when
     ``keep_going()`` says so. Returns the updates done."""
     done = 0
-    for piece in _pieces(kind, spans, run_length, chunk_samples):
-        if kind == "phased":
-            updates = loops.run_phased_spans(runs, piece, run_length, params, data, step, epoch,
-                                             gates, me, gates.size // GATE_STRIDE - 1)
-        elif kind == "gated":
-            updates = loops.run_gated_spans(runs, piece, run_length, params, data, step, epoch,
-                                            gates)
-        elif kind == "locked":
-            updates = loops.run_spans_locked(runs, piece, run_length, params, data, step, epoch,
-                                             gates, me + 1)
-        else:
-            updates = loops.run_spans(runs, piece, run_length, params, data, step, epoch)
+    for piece in _pieces(share.kind, share.spans, share.run_length, chunk_samples):
+        updates = run_share(loops, share._replace(spans=piece), params, data)
         if updates < 0:  # aborted: another worker failed
             break
         done += updates
-        counters[me * COUNTER_STRIDE] = done
+        counters[share.worker * COUNTER_STRIDE] = done
         if keep_going is not None and not keep_going():
             break
     return done
@@ -422,16 +412,15 @@ def _worker_main(pipe, setup, me):
                 view(spec)
             reply = ("done", 0)
         else:
-            _, kind, n_runs, spans, run_length, step, epoch, gate_words, runs_spec, \
-                sync_spec = command
-            runs = view(runs_spec)[:n_runs]
-            gates = view(sync_spec)[:gate_words]
+            job = command[1]
+            share = Share(job.kind, view(job.runs_segment)[:job.n_runs], job.spans,
+                          job.run_length, job.step, job.epoch,
+                          view(job.sync_segment)[:job.gate_words], me, job.workers)
             try:
                 with slp_vectorizer(fastmath):  # as the parent compiled, should this compile
-                    done = _run_share(loops, kind, runs, spans, run_length, params, data,
-                                      step, epoch, gates, me, counters, chunk)
+                    done = _run_share(loops, share, params, data, counters, chunk)
             except BaseException as exc:  # noqa: BLE001 - reported to the parent
-                _give_up(gates, kind, me + 1)
+                give_up(share.kind, share.sync, me)
                 _send_error(pipe, exc)
                 return
             reply = ("done", int(done))
@@ -458,7 +447,7 @@ def _worker_setup(setup):
     params, data = tuple(arrays[:setup["n_params"]]), tuple(arrays[setup["n_params"]:])
     loops = compile_loops(update, loss, fastmath)
     with slp_vectorizer(fastmath):  # load the run's loop now, not in its first epoch
-        warm_up_loops(loops, params, data, setup["scheduler"])
+        warm_up(loops, setup["kind"], params, data)
     counters = attach(setup["counters"], setup["token"])[0]
     return loops, params, data, setup["token"], fastmath, counters, setup["chunk_samples"]
 

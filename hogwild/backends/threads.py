@@ -3,30 +3,12 @@ its span of the epoch's order, all writing the same numpy parameter arrays in
 place without locks (or under the spinlock for the ``locked`` scheduler)."""
 import threading
 
-import numpy as np
 
 from hogwild.backends.base import HostBackend
-from hogwild.kernels.atomics import (abandon_lock, abort_gates, new_gates, new_lock,
-                                     raise_gate, spin_for_gate)
+from hogwild.kernels.atomics import new_gates, raise_gate, spin_for_gate
+from hogwild.kernels.plans import Share, gate_count, give_up, run_share, warm_up
 
 SPINS = 2_000_000  # about 10 ms of polling before a waiting thread sleeps
-
-
-def warm_up_loops(loops, params, data, scheduler):
-    """Compile (or load from cache) the loop a run will use, outside the timed
-    epochs, by calling it on no samples."""
-    runs = np.zeros(0, np.int64)
-    if scheduler.phased:
-        loops.run_phased_spans(runs, np.zeros((0, 4), np.int64), 1, params, data, 0.0, 0,
-                               new_gates(1), 0, 1)
-    elif scheduler.gated:
-        loops.run_gated_spans(runs, np.zeros((0, 6), np.int64), 1, params, data, 0.0, 0,
-                              new_gates(0))
-    elif scheduler.locked:
-        loops.run_spans_locked(runs, np.zeros((0, 3), np.int64), 1, params, data, 0.0, 0,
-                               new_lock(), 1)
-    else:
-        loops.run_spans(runs, np.zeros((0, 3), np.int64), 1, params, data, 0.0, 0)
 
 
 class _Crew:
@@ -120,63 +102,33 @@ class ThreadsBackend(HostBackend):
         return params
 
     def warm_up(self, loops, params, data, scheduler, objective=None):
-        warm_up_loops(loops, params, data, scheduler)
+        warm_up(loops, scheduler.kind, params, data)
 
     def run_epoch(self, loops, plan, params, data, step, epoch):
-        """Run one epoch's plan, phase after phase; returns the number of updates."""
-        if plan.barriers:
-            return self._run_phased(loops, plan, params, data, step, epoch)
-        runs, length = plan.runs, plan.run_length
-        if plan.gates:
-            gates = new_gates(plan.gates)
-
-            def run(spans, owner):
-                try:
-                    return loops.run_gated_spans(runs, spans, length, params, data, step,
-                                                 epoch, gates)
-                except BaseException:
-                    abort_gates(gates)  # the others would wait for this worker forever
-                    raise
-        elif plan.locked:
-            lock = new_lock()
-
-            def run(spans, owner):
-                try:
-                    return loops.run_spans_locked(runs, spans, length, params, data, step,
-                                                  epoch, lock, owner)
-                except BaseException:
-                    abandon_lock(lock, owner)  # else the others wait for it forever
-                    raise
-        else:
-            def run(spans, owner):
-                return loops.run_spans(runs, spans, length, params, data, step, epoch)
-
+        """Run one epoch's plan, phase after phase; returns the number of updates.
+        Phased plans have all their phases in one: the barriers between them are in
+        compiled code (one call per worker per epoch instead of one per phase)."""
         updates = 0
         for phase in plan.phases:
+            workers = len(phase)
+            sync = new_gates(gate_count(plan, workers))
+            shares = [Share(plan.kind, plan.runs, spans, plan.run_length, step, epoch, sync,
+                            w, workers) for w, spans in enumerate(phase)]
+
+            def run(share):
+                try:
+                    return run_share(loops, share, params, data)
+                except BaseException:
+                    give_up(share.kind, share.sync, share.worker)  # else the others wait
+                    raise
+
             # The calling thread runs the first share itself: one thread hand-off
-            # fewer, which matters when a phase lasts only a few milliseconds.
-            others = [lambda spans=spans, w=w: run(spans, w + 1)
-                      for w, spans in enumerate(phase) if w and len(spans)]
-            updates += sum(self._crew.run(lambda: run(phase[0], 1), others))
+            # fewer, which matters when a phase lasts only a few milliseconds. Every
+            # worker of a phased plan runs, to meet the barriers.
+            others = [lambda share=share: run(share) for share in shares[1:]
+                      if len(share.spans) or plan.kind == "phased"]
+            updates += sum(self._crew.run(lambda: run(shares[0]), others))
         return updates
-
-    def _run_phased(self, loops, plan, params, data, step, epoch):
-        """Many short phases (colour classes, batches) with the barriers in compiled
-        code: one call per worker per epoch instead of one per worker per phase."""
-        (shares,) = plan.phases
-        workers = len(shares)
-        gates = new_gates(workers)
-
-        def run(w):
-            try:
-                return loops.run_phased_spans(plan.runs, shares[w], plan.run_length, params,
-                                              data, step, epoch, gates, w, workers)
-            except BaseException:
-                abort_gates(gates)
-                raise
-
-        return sum(self._crew.run(lambda: run(0),
-                                  [lambda w=w: run(w) for w in range(1, workers)]))
 
     def close(self):
         self._crew.close()

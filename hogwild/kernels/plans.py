@@ -1,0 +1,80 @@
+"""How each kind of EpochPlan runs: one table from the plan's kind to its compiled
+loop, the columns of its span rows and the synchronisation words it needs. Every
+CPU backend runs a worker's share through ``run_share``; nothing else decodes a
+plan's kind.
+
+    spans   lock-free spans (lo, hi, limit)                        run_spans
+    locked  the same spans, each update under one spinlock         run_spans_locked
+    gated   blocks (lo, hi, limit, gate_a, gate_b, level) that     run_gated_spans
+            start once both gates reach their level
+    phased  spans (lo, hi, limit, phase) with a compiled barrier   run_phased_spans
+            between phases
+"""
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from hogwild.kernels.atomics import abandon_lock, abort_gates, new_gates
+
+
+class Share(NamedTuple):
+    """One worker's part of one phase of an epoch: what its compiled loop takes
+    besides the parameters and the data."""
+
+    kind: str
+    runs: np.ndarray       # the plan's run starts
+    spans: np.ndarray      # this worker's span rows
+    run_length: int
+    step: float
+    epoch: int
+    sync: np.ndarray       # the plan's gates, or its lock (see new_sync)
+    worker: int            # 0 .. workers - 1
+    workers: int
+
+
+class PlanKind(NamedTuple):
+    loop: str                              # the CompiledLoops field that runs a share
+    columns: int                           # columns of a span row
+    gates: Callable                        # (plan, workers) -> gates the plan waits on
+    extra: Callable                        # Share -> the loop's arguments after epoch
+
+
+PLAN_KINDS = {
+    "spans": PlanKind("run_spans", 3, lambda plan, workers: 0, lambda share: ()),
+    "locked": PlanKind("run_spans_locked", 3, lambda plan, workers: 1,  # the lock: gate 0
+                       lambda share: (share.sync, share.worker + 1)),
+    "gated": PlanKind("run_gated_spans", 6, lambda plan, workers: plan.gates,
+                      lambda share: (share.sync,)),
+    "phased": PlanKind("run_phased_spans", 4, lambda plan, workers: workers,
+                       lambda share: (share.sync, share.worker, share.workers)),
+}
+
+
+def gate_count(plan, workers):
+    """How many gates a plan's synchronisation array holds (new_gates' count)."""
+    return PLAN_KINDS[plan.kind].gates(plan, workers)
+
+
+def run_share(loops, share, params, data):
+    """Run ``share`` with its kind's compiled loop; the updates done, or -1 when
+    another worker aborted the run."""
+    kind = PLAN_KINDS[share.kind]
+    return getattr(loops, kind.loop)(share.runs, share.spans, share.run_length, params,
+                                     data, share.step, share.epoch, *kind.extra(share))
+
+
+def give_up(kind, sync, worker):
+    """Worker ``worker`` failed (or died): release the lock if it held it and abort
+    the other workers' waits, which would otherwise wait for its share forever."""
+    if kind == "locked":
+        abandon_lock(sync, worker + 1)
+    else:
+        abort_gates(sync)
+
+
+def warm_up(loops, kind, params, data):
+    """Compile (or load from cache) the loop of plans of ``kind``, outside the
+    timed epochs, by running it on no samples."""
+    spans = np.zeros((0, PLAN_KINDS[kind].columns), np.int64)
+    run_share(loops, Share(kind, np.zeros(0, np.int64), spans, 1, 0.0, 0, new_gates(1), 0, 1),
+              params, data)
