@@ -1,10 +1,10 @@
 """Graph files: DIMACS (.col, the colouring benchmark format) and edge lists
-(SNAP), plain or compressed, as hogwild.coloring.Graph."""
+(SNAP), plain or compressed, as hogwild.structure.Graph."""
 from pathlib import Path
 
 import numpy as np
 
-from hogwild.coloring import Graph
+from hogwild.structure import Graph
 from hogwild.datasets.files import read_bytes
 from hogwild.errors import DataFormatError
 

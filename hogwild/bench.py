@@ -29,7 +29,8 @@ from typing import Callable
 import numpy as np
 
 from hogwild.backends.gpu import SCHEDULERS as GPU_SCHEDULERS, check_gpu
-from hogwild.conflicts import Supports, sparsity_stats
+from hogwild.structure import Supports
+from hogwild.schedulers.conflicts import sparsity_stats
 from hogwild.backends.host import aligned_copy
 from hogwild.limits import check_workers, usable_cores
 from hogwild.errors import HogwildError, check_int, choose
@@ -51,7 +52,7 @@ class Workload:
     bytes_per_update: float    # memory traffic of one update if nothing were cached
     run: Callable              # run(scheduler, workers, backend, seed) -> dict
     peers: dict                # name -> (workers, peer(seed) -> dict, same metric)
-    supports: object           # hogwild.conflicts.Supports, for the sparsity statistics
+    supports: object           # hogwild.structure.Supports, for the sparsity statistics
     objective: Callable        # () -> (Objective, step) of the hogwild kernel (sharing_cost)
 
 

@@ -575,7 +575,8 @@ def run_cuts(args):
 
 
 def sparsity(args):
-    from hogwild.conflicts import Supports, reading, sparsity_stats
+    from hogwild.structure import Supports
+    from hogwild.schedulers.conflicts import reading, sparsity_stats
     from hogwild.errors import choose
 
     choose(("svm", "mc", "cuts"), args.problem, "problem")

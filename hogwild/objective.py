@@ -9,10 +9,10 @@ A sparse separable objective f(x) = (1/n) * sum_e f_e(x_e) is given by
     An update that also takes ``epoch`` (0-based), update(e, params, data, step,
     epoch), receives it, e.g. to draw per-epoch random decisions;
   - loss(e, params, data): f_e at the current parameters (for evaluation);
-  - optionally ``blocks``, a hogwild.schedulers.BlockLayout saying which samples
+  - optionally ``blocks``, a hogwild.structure.BlockLayout saying which samples
     never conflict (used by the ``blocked`` scheduler), ``supports``, a
-    hogwild.conflicts.Supports listing the coordinates each sample touches (used
-    by ``colored`` and ``cyclades``), ``conflicts``, a hogwild.coloring.Graph on
+    hogwild.structure.Supports listing the coordinates each sample touches (used
+    by ``colored`` and ``cyclades``), ``conflicts``, a hogwild.structure.Graph on
     the samples for when two samples that share a coordinate may still run
     together (GraphLab's edge consistency: only a vertex's own state is written,
     so neighbours conflict but vertices two apart do not; ``colored`` colours this
@@ -40,9 +40,7 @@ import numpy as np
 
 from hogwild.errors import HogwildError
 from hogwild.kernels.compiler import python_function
-from hogwild.coloring import Graph
-from hogwild.conflicts import Supports
-from hogwild.schedulers import BlockLayout
+from hogwild.structure import BlockLayout, Graph, Supports
 
 
 def _as_array_tuple(arrays, what):

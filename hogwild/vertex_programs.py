@@ -28,8 +28,7 @@ Under ``hogwild`` there is no such guarantee: neighbours may race, as in Hogwild
 import numpy as np
 from numba import njit
 
-from hogwild.coloring import Graph
-from hogwild.conflicts import Supports
+from hogwild.structure import Graph, Supports
 from hogwild.errors import HogwildError, choose
 from hogwild.objective import Objective
 
@@ -55,7 +54,7 @@ def _no_loss(v, state, graph):
 def vertex_program(graph, update, state, consistency="edge", loss=None, weights=None,
                    vertex_data=(), name="vertex-program"):
     """An Objective whose samples are the vertices of ``graph`` (a
-    hogwild.coloring.Graph), for hogwild.fit with any scheduler.
+    hogwild.structure.Graph), for hogwild.fit with any scheduler.
 
     update(v, state, graph, step) and loss(v, state, graph) follow the module
     docstring; loss (default: 0) is summed over vertices for the epoch's objective.
@@ -65,7 +64,7 @@ def vertex_program(graph, update, state, consistency="edge", loss=None, weights=
     """
     choose(CONSISTENCY_MODELS, consistency, "consistency model")
     if not isinstance(graph, Graph):
-        raise HogwildError(f"graph must be a hogwild.coloring.Graph, got {type(graph).__name__}")
+        raise HogwildError(f"graph must be a hogwild.structure.Graph, got {type(graph).__name__}")
     n = graph.n_vertices
     if weights is None:
         weights = np.ones(graph.indices.size, np.float64)

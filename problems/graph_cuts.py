@@ -25,7 +25,7 @@ from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
 from hogwild.config import TrainingConfig, settle
-from hogwild.conflicts import Supports
+from hogwild.structure import Supports
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_int
 from hogwild.objective import Objective

@@ -34,7 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from hogwild.conflicts import Supports
+from hogwild.structure import Supports, block_layout
 from hogwild.datasets.ratings import Ratings
 from hogwild.engine import fit as engine_fit
 from hogwild.limits import check_workers
@@ -43,7 +43,6 @@ from hogwild.estimator import Params, run_controls
 from hogwild.kernels.compiler import FASTMATH_FLAGS
 from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric, Objective
-from hogwild.schedulers import block_layout
 
 MODELS = ("biased", "paper")
 SCHEDULERS = ("hogwild", "blocked", "serial", "locked", "colored", "cyclades")

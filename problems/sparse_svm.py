@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from hogwild.conflicts import Supports
+from hogwild.structure import Supports
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_seed, choose
 from hogwild.estimator import Params, run_controls

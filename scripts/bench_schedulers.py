@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from hogwild.coloring import Graph
+from hogwild.structure import Graph
 from hogwild.datasets.graphs import read_edge_list
 from hogwild.datasets.jumbo import make_jumbo
 from hogwild.datasets.ratings import split_ratings

@@ -9,7 +9,7 @@ import csv
 import sys
 import time
 
-from hogwild.coloring import ALGORITHMS, color_graph
+from hogwild.schedulers.coloring import ALGORITHMS, color_graph
 from hogwild.datasets.graphs import read_dimacs, read_edge_list
 from hogwild.machine import describe_machine, publish
 from hogwild.paths import shared_data_dir

@@ -81,8 +81,8 @@ def pair_objective(poison=(-1, -1)):
     """A bipartite least-squares problem with supports and a block layout, so that
     every scheduler runs it. ``poison`` = (epoch, sample) makes that update raise."""
     from hogwild import Objective
-    from hogwild.conflicts import Supports
-    from hogwild.schedulers import block_layout
+    from hogwild.structure import Supports
+    from hogwild.structure import block_layout
 
     rng = np.random.default_rng(0)
     rows, cols = rng.integers(0, 300, N_SAMPLES), rng.integers(0, 200, N_SAMPLES)

@@ -12,7 +12,7 @@ import pytest
 
 from hogwild import HogwildError, Objective, fit
 from hogwild.checkpoint import load_checkpoint
-from hogwild.conflicts import Supports
+from hogwild.structure import Supports
 
 
 def pair_update(e, params, data, step):

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from hogwild import DataFormatError, HogwildError
-from hogwild.coloring import ALGORITHMS, Graph, check_coloring, color_graph
+from hogwild.structure import Graph
+from hogwild.schedulers.coloring import ALGORITHMS, check_coloring, color_graph
 from hogwild.datasets.graphs import read_dimacs, read_edge_list
 from hogwild.paths import shared_data_dir
 
@@ -188,8 +189,9 @@ def test_snap_graphs_colour_properly(folder, name):
 def test_sample_colouring_without_the_graph_equals_greedy_on_it():
     """Above the size limit, samples are coloured straight from their supports: the
     same colours as greedy on the materialised conflict graph in the same order."""
-    from hogwild.coloring import _greedy
-    from hogwild.conflicts import Supports, check_sample_coloring, color_samples, conflict_graph
+    from hogwild.schedulers.coloring import _greedy
+    from hogwild.structure import Supports
+    from hogwild.schedulers.conflicts import check_sample_coloring, color_samples, conflict_graph
 
     rng = np.random.default_rng(0)
     supports = Supports.from_keys(rng.integers(0, 300, 5000), rng.integers(0, 200, 5000))
@@ -208,7 +210,8 @@ def test_sample_colouring_without_the_graph_equals_greedy_on_it():
 def test_edges_of_a_snap_graph_colour_with_max_degree_colours():
     """Edge colouring of facebook (its line graph: 9.8M conflict pairs) from the
     supports: at least max degree colours are needed, and greedy reaches it."""
-    from hogwild.conflicts import Supports, check_sample_coloring, color_samples
+    from hogwild.structure import Supports
+    from hogwild.schedulers.conflicts import check_sample_coloring, color_samples
 
     path = needs(shared_data_dir() / "snap-facebook-combined" / "facebook_combined.txt")
     graph, _ = read_edge_list(path)

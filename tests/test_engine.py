@@ -6,8 +6,9 @@ import hogwild
 from hogwild import DivergenceError, HogwildError, Objective, fit
 from hogwild.limits import usable_cores
 from hogwild.kernels.compiler import compile_loops, fingerprint
-from hogwild.conflicts import Supports, conflict_graph
-from hogwild.schedulers import block_layout, get_scheduler, shuffled_runs
+from hogwild.structure import Supports, block_layout
+from hogwild.schedulers.conflicts import conflict_graph
+from hogwild.schedulers import get_scheduler, shuffled_runs
 from hogwild.steps import StepSchedule
 
 
@@ -553,7 +554,7 @@ def test_public_api():
 # --- sparsity statistics ----------------------------------------------------------------
 
 def test_sparsity_statistics_by_hand():
-    from hogwild.conflicts import sparsity_stats
+    from hogwild.schedulers.conflicts import sparsity_stats
     # samples: {0, 1}, {1, 2}, {3}, {0}
     supports = Supports(np.array([0, 2, 4, 5, 6]), np.array([0, 1, 1, 2, 3, 0]), 4)
     stats = sparsity_stats(supports)

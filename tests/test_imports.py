@@ -75,3 +75,23 @@ def test_the_package_has_no_import_cycle():
 def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def reachable(graph, start):
+    """Every module ``start`` imports, directly or not."""
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph[todo.pop()] - seen:
+            seen.add(nxt)
+            todo.append(nxt)
+    return seen
+
+
+def test_the_objective_and_the_structure_it_declares_sit_below_schedulers_and_backends():
+    modules = package_modules()
+    graph = {name: imported_modules(path, modules) - {name} for name, path in modules.items()}
+    for low in ("hogwild.objective", "hogwild.structure", "hogwild.datasets.graphs"):
+        above = sorted(m for m in reachable(graph, low) if m.startswith(
+            ("hogwild.schedulers", "hogwild.backends", "hogwild.engine", "hogwild.bench")))
+        assert above == [], f"{low} imports {above}"
+    assert "hogwild.structure" in graph["hogwild.objective"]

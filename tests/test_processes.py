@@ -88,7 +88,7 @@ RUN = textwrap.dedent("""
     import multiprocessing, sys
     import numpy as np
     from hogwild import HogwildError, Objective, fit
-    from hogwild.conflicts import Supports
+    from hogwild.structure import Supports
     from hogwild.errors import Interrupted
 
     def update(e, params, data, step, epoch):

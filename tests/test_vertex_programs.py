@@ -7,8 +7,9 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import spsolve
 
 from hogwild import HogwildError, fit
-from hogwild.coloring import Graph, check_coloring
-from hogwild.conflicts import conflict_graph
+from hogwild.structure import Graph
+from hogwild.schedulers.coloring import check_coloring
+from hogwild.schedulers.conflicts import conflict_graph
 from hogwild.vertex_programs import neighbors, vertex_program
 
 DAMPING = 0.85
@@ -104,5 +105,5 @@ def test_vertex_program_input_errors():
                                            rf"\({graph.indices.size}\), got shape \(3,\)"):
         vertex_program(graph, pagerank_update, (np.zeros(graph.n_vertices),),
                        weights=np.ones(3))
-    with pytest.raises(HogwildError, match="graph must be a hogwild.coloring.Graph, got list"):
+    with pytest.raises(HogwildError, match="graph must be a hogwild.structure.Graph, got list"):
         vertex_program([], pagerank_update, (np.zeros(3),))

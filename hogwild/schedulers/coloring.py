@@ -14,87 +14,12 @@ Algorithms (all compiled, O(V + E) except DSATUR's O((V + E) log V)):
 ``check_coloring`` verifies a colouring (used by the tests and after every
 colouring the engine makes).
 """
-from dataclasses import dataclass
-
 import numpy as np
 from numba import njit
 
 from hogwild.errors import HogwildError, choose
 
 ALGORITHMS = ("natural", "largest_first", "smallest_last", "dsatur")
-
-
-@dataclass(frozen=True)
-class Graph:
-    """An undirected graph in CSR form: the neighbours of v are
-    indices[indptr[v]:indptr[v + 1]], each edge stored in both directions."""
-
-    indptr: np.ndarray
-    indices: np.ndarray
-
-    @property
-    def n_vertices(self):
-        return self.indptr.size - 1
-
-    @property
-    def n_edges(self):
-        return self.indices.size // 2
-
-    def degrees(self):
-        return np.diff(self.indptr)
-
-    def edges(self):
-        """(u, v): every edge once, with u < v (int64 arrays)."""
-        u = np.repeat(np.arange(self.n_vertices), np.diff(self.indptr))
-        keep = u < self.indices
-        return u[keep], self.indices[keep].astype(np.int64)
-
-    @classmethod
-    def from_edges(cls, n_vertices, u, v):
-        """The simple undirected graph of the edge list (u[k], v[k]): directions,
-        duplicates and self loops are dropped."""
-        u = np.asarray(u, np.int64)
-        v = np.asarray(v, np.int64)
-        if u.size and (min(u.min(), v.min()) < 0 or max(u.max(), v.max()) >= n_vertices):
-            raise HogwildError(f"edge endpoints must be in 0..{n_vertices - 1}")
-        keep = u != v
-        a = np.concatenate([u[keep], v[keep]])
-        b = np.concatenate([v[keep], u[keep]])
-        keys = np.unique(a * n_vertices + b)
-        a, b = np.divmod(keys, n_vertices)
-        indptr = np.zeros(n_vertices + 1, np.int64)
-        np.cumsum(np.bincount(a, minlength=n_vertices), out=indptr[1:])
-        return cls(indptr, b.astype(np.int32))
-
-    def square(self):
-        """The distance-2 graph: u ~ v when they are neighbours or share one
-        (GraphLab's full consistency colours this graph)."""
-        u, v = _two_hop_pairs(self.indptr, self.indices)
-        return Graph.from_edges(self.n_vertices, u, v)
-
-
-@njit(nogil=True, cache=True)
-def _two_hop_pairs(indptr, indices):
-    n = indptr.size - 1
-    count = 0
-    for v in range(n):
-        for k in range(indptr[v], indptr[v + 1]):
-            w = indices[k]
-            count += 1 + indptr[w + 1] - indptr[w]
-    u_out = np.empty(count, np.int64)
-    v_out = np.empty(count, np.int64)
-    m = 0
-    for v in range(n):
-        for k in range(indptr[v], indptr[v + 1]):
-            w = indices[k]
-            u_out[m] = v
-            v_out[m] = w
-            m += 1
-            for q in range(indptr[w], indptr[w + 1]):
-                u_out[m] = v
-                v_out[m] = indices[q]
-                m += 1
-    return u_out, v_out
 
 
 # --- compiled colouring ---------------------------------------------------------------

@@ -5,53 +5,12 @@ scheduler colours the conflict graph; ``cyclades`` finds connected components of
 the conflict graph of small random batches (Pan et al., NIPS 2016), which never
 needs the whole graph.
 """
-from dataclasses import dataclass
-
 import numpy as np
 from numba import njit
 
-from hogwild.coloring import Graph, color_graph
 from hogwild.errors import HogwildError
-
-
-@dataclass(frozen=True)
-class Supports:
-    """Sample e touches coordinates indices[indptr[e]:indptr[e + 1]] (ids in
-    0..n_coordinates-1, one id space for all of the objective's parameters)."""
-
-    indptr: np.ndarray
-    indices: np.ndarray
-    n_coordinates: int
-
-    @property
-    def n_samples(self):
-        return self.indptr.size - 1
-
-    @classmethod
-    def from_csr(cls, matrix):
-        """Rows of a scipy.sparse CSR matrix: a sample touches its nonzero columns."""
-        return cls(np.asarray(matrix.indptr, np.int64), np.asarray(matrix.indices, np.int64),
-                   int(matrix.shape[1]))
-
-    @classmethod
-    def from_edges(cls, n_vertices, u, v):
-        """Sample k is an edge touching vertices u[k] and v[k] (one id space)."""
-        indices = np.stack([np.asarray(u, np.int64), np.asarray(v, np.int64)], axis=1).ravel()
-        return cls(np.arange(0, indices.size + 1, 2, dtype=np.int64), indices, int(n_vertices))
-
-    @classmethod
-    def from_keys(cls, *keys):
-        """Each sample touches one coordinate per key array (e.g. a rating's user row
-        and item row); key arrays get disjoint id ranges."""
-        n = len(keys[0])
-        offset = 0
-        columns = []
-        for key in keys:
-            key = np.asarray(key, np.int64)
-            columns.append(key + offset)
-            offset += int(key.max()) + 1 if key.size else 0
-        indices = np.stack(columns, axis=1).ravel()
-        return cls(np.arange(0, len(keys) * n + 1, len(keys), dtype=np.int64), indices, offset)
+from hogwild.schedulers.coloring import color_graph
+from hogwild.structure import Graph
 
 
 @njit(nogil=True, cache=True)
