@@ -12,7 +12,8 @@ A sparse separable objective f(x) = (1/n) * sum_e f_e(x_e) is given by
   - optionally ``blocks``, a hogwild.structure.BlockLayout saying which samples
     never conflict (used by the ``blocked`` scheduler), ``supports``, a
     hogwild.structure.Supports listing the coordinates each sample touches (used
-    by ``colored`` and ``cyclades``), ``conflicts``, a hogwild.structure.Graph on
+    by ``colored`` and ``cyclades``; or a function returning one, called only when a
+    scheduler needs them), ``conflicts``, a hogwild.structure.Graph on
     the samples for when two samples that share a coordinate may still run
     together (GraphLab's edge consistency: only a vertex's own state is written,
     so neighbours conflict but vertices two apart do not; ``colored`` colours this
@@ -79,7 +80,7 @@ class Objective:
     n_samples: int
     name: str = field(default="objective")
     blocks: Optional[BlockLayout] = None
-    supports: Optional[Supports] = None
+    supports: Optional[Supports | Callable[[], Supports]] = None
     fastmath: bool = False
     conflicts: Optional[Graph] = None
     warp_update: Optional[Callable] = None
@@ -98,9 +99,25 @@ class Objective:
         if self.warp_update is not None:
             _check_signature(self.warp_update, "warp_update", (5,),
                              "(e, lane, params, data, step)")
+        if not (self.supports is None or isinstance(self.supports, Supports)
+                or callable(self.supports)):
+            raise HogwildError(f"supports must be a hogwild.structure.Supports or a function "
+                               f"returning one, got {type(self.supports).__name__}")
         if self.conflicts is not None and self.conflicts.n_vertices != self.n_samples:
             raise HogwildError(f"the conflict graph has {self.conflicts.n_vertices} vertices "
                                f"for {self.n_samples} samples")
+
+
+    def sample_supports(self):
+        """The samples' Supports (built now if they were declared as a function), or
+        None when the objective declares none."""
+        if self.supports is None or isinstance(self.supports, Supports):
+            return self.supports
+        supports = self.supports()
+        if not isinstance(supports, Supports) or supports.n_samples != self.n_samples:
+            raise HogwildError(f"objective '{self.name}': its supports function must return "
+                               f"a hogwild.structure.Supports of {self.n_samples} samples")
+        return supports
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ factor by s * error * other factor). The kernels are generated per rank: the ran
 is a compile-time constant of the update, so LLVM unrolls and vectorises the
 rank-length loops, and fastmath lets it vectorise the dot product.
 """
+import functools
 import math
 import warnings
 
@@ -34,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from hogwild.structure import Supports, block_layout
+from hogwild.backends import get_backend
 from hogwild.datasets.ratings import Ratings
 from hogwild.engine import fit as engine_fit
 from hogwild.limits import check_workers
@@ -43,6 +44,8 @@ from hogwild.estimator import Params, run_controls
 from hogwild.kernels.compiler import FASTMATH_FLAGS
 from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric, Objective
+from hogwild.schedulers import get_scheduler
+from hogwild.structure import Supports, block_layout
 
 MODELS = ("biased", "paper")
 SCHEDULERS = ("hogwild", "blocked", "serial", "locked", "colored", "cyclades")
@@ -505,7 +508,7 @@ class MatrixFactorization(Params):
                 or not 0 <= init_scale < math.inf:
             raise HogwildError(f"init_scale must be a finite number >= 0, got {init_scale!r}")
         choose(FACTOR_DTYPES, self.factor_dtype, "factor_dtype")
-        if self.factor_dtype == "float16" and self.backend != "gpu":
+        if self.factor_dtype == "float16" and not get_backend(self.backend).half_precision:
             raise HogwildError(f"factor_dtype='float16' needs backend='gpu' (numba compiles "
                                f"no half precision for the CPU); got backend={self.backend!r}")
         step = default_step if self.step is None else self.step
@@ -534,7 +537,7 @@ class MatrixFactorization(Params):
         seeds = np.random.SeedSequence(check_seed(self.seed)).spawn(3)
         workers = self.workers
         layout = None
-        if self.scheduler == "blocked":
+        if "blocks" in get_scheduler(self.scheduler).needs:
             grid = self.grid
             if grid is None:
                 grid = max(8, 2 * check_workers(workers, self.oversubscribe))
@@ -556,7 +559,7 @@ class MatrixFactorization(Params):
         L, R = L.astype(self.factor_dtype, copy=False), R.astype(self.factor_dtype, copy=False)
         update, loss = factor_kernels(rank, self.model)
         warp_update = factor_warp_update(rank, self.model) \
-            if self.backend == "gpu" and rank >= WARP_RANK else None
+            if get_backend(self.backend).runs_warp_updates and rank >= WARP_RANK else None
         if self.model == "biased":
             params = (L, R, np.zeros(n_users, np.float32), np.zeros(n_items, np.float32))
             data = (users, items, values, np.array([reg, bias_reg, mean], np.float32))
@@ -568,7 +571,7 @@ class MatrixFactorization(Params):
                     item_reg.astype(np.float32))
         objective = Objective(update, loss, params, data, values.size,
                               name=f"mf-{self.model}-rank{rank}", blocks=layout,
-                              supports=_supports(self.scheduler, users, items),
+                              supports=functools.partial(Supports.from_keys, users, items),
                               fastmath=True, warp_update=warp_update)
 
         self.user_ids_, self.item_ids_ = user_index.ids, item_index.ids
@@ -702,14 +705,6 @@ class MatrixFactorization(Params):
         model._user_index = IdIndex(model.user_ids_)
         model._item_index = IdIndex(model.item_ids_)
         return model
-
-
-def _supports(scheduler, users, items):
-    """What the conflict-free schedulers need: each rating touches its user's row
-    and its item's row (built only for them: 16 bytes per rating)."""
-    if scheduler not in ("colored", "cyclades"):
-        return None
-    return Supports.from_keys(users, items)
 
 
 def _relabelled(ids, labels):

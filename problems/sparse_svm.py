@@ -13,18 +13,20 @@ regularised (scikit-learn's fit_intercept) and is 0 without one. Splitting the
 regulariser over the samples keeps every update sparse: sample e touches only its
 own features (and the intercept).
 """
+import functools
 import math
 
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from hogwild.structure import Supports
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_seed, choose
 from hogwild.estimator import Params, run_controls
 from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric, Objective
+from hogwild.schedulers import get_scheduler
+from hogwild.structure import Supports
 
 LOSSES = ("hinge", "logistic")
 # The intercept's step relative to a feature's: every sample moves it, so a
@@ -278,7 +280,7 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
     params = (np.zeros(d, dtype=np.float32), np.zeros(INTERCEPT_PAD, dtype=np.float32))
     return Objective(update, sample_loss, params=params, data=data,
                      n_samples=n, name=f"sparse-svm-{loss}",
-                     supports=None if fit_intercept else Supports.from_csr(X))
+                     supports=None if fit_intercept else functools.partial(Supports.from_csr, X))
 
 
 @njit(nogil=True, cache=True)
@@ -406,7 +408,7 @@ class SparseSVM(Params):
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise HogwildError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
         choose(SCHEDULERS, self.scheduler, "scheduler")
-        if self.fit_intercept and self.scheduler in ("colored", "cyclades"):
+        if self.fit_intercept and "supports" in get_scheduler(self.scheduler).needs:
             raise HogwildError(
                 f"scheduler={self.scheduler!r} runs together only samples that share no "
                 "coordinate, and an intercept is a coordinate of every sample; pass "

@@ -576,3 +576,24 @@ def test_parameter_copies_start_on_a_cache_line():
         assert not np.shares_memory(copy, original)
     result = fit(counting_objective(100), epochs=1, workers=1, seed=0)
     assert all(p.ctypes.data % 64 == 0 for p in result.params)
+
+
+def test_supports_declared_as_a_function_are_built_only_when_a_scheduler_needs_them():
+    built = []
+    supports = Supports.from_keys(np.arange(40) % 8)
+
+    def declare():
+        built.append(1)
+        return supports
+
+    objective = Objective(racy_increment, zero_loss, params=np.zeros(16, np.int64),
+                          data=np.array([64], np.int64), n_samples=40, supports=declare)
+    fit(objective, epochs=1, scheduler="serial", workers=1)
+    assert built == []
+    fit(objective, epochs=1, scheduler="cyclades", workers=2, seed=0)
+    assert built == [1]
+    wrong = Objective(racy_increment, zero_loss, params=np.zeros(16, np.int64),
+                      data=np.array([64], np.int64), n_samples=39, supports=declare)
+    with pytest.raises(HogwildError, match="its supports function must return a "
+                                           "hogwild.structure.Supports of 39 samples"):
+        fit(wrong, epochs=1, scheduler="colored", workers=1)

@@ -34,6 +34,8 @@ class Backend(ABC):
 
     accepts_sources = False     # True: the objective may be a callable that each worker
     # calls to build it (to load its data itself)
+    runs_warp_updates = False   # True: it runs an objective's warp_update (CUDA warps)
+    half_precision = False      # True: it compiles float16 parameters
 
     @classmethod
     def requested_workers(cls, config):

@@ -246,6 +246,8 @@ class SampleStream:
 class GpuBackend(Backend):
     name = "gpu"
     workers_share_cores = False  # workers are CUDA streams, not CPU cores
+    runs_warp_updates = True
+    half_precision = True
     schedulers = SCHEDULERS  # the engine refuses others before preparing them
 
     def __init__(self, workers, threads_per_worker=None):

@@ -23,12 +23,13 @@ class BlockedScheduler:
 
     name = "blocked"
     kind = "gated"
+    needs = ("blocks",)  # what an objective must declare (problems ask, see SCHEDULERS)
 
     def prepare(self, objective, workers):
         layout = objective.blocks
         if layout is None:
             raise HogwildError("scheduler 'blocked' needs an objective with a block layout "
-                               "(Objective(..., blocks=...), see hogwild.schedulers."
+                               "(Objective(..., blocks=...), see hogwild.structure."
                                "block_layout); matrix completion builds one")
         if int(layout.offsets[-1]) != objective.n_samples:
             raise HogwildError(f"block layout covers {int(layout.offsets[-1])} samples, "

@@ -20,6 +20,7 @@ class ColoredScheduler:
 
     name = "colored"
     kind = "phased"  # one phase per colour class, barriers in compiled code
+    needs = ("supports",)  # or a conflict graph
 
     min_class = 16  # refuse data whose colour classes would average fewer samples
 

@@ -33,6 +33,7 @@ class CycladesScheduler:
 
     name = "cyclades"
     kind = "phased"  # one phase per batch, barriers in compiled code
+    needs = ("supports",)
     largest_component = 1 / 16
 
     def prepare(self, objective, workers):

@@ -49,11 +49,13 @@ def shuffled_runs(n_samples, run_length, rng):
 
 
 def needs_supports(objective, name):
-    if objective.supports is None:
+    """The objective's Supports, or an error naming the scheduler that needs them."""
+    supports = objective.sample_supports()
+    if supports is None:
         raise HogwildError(f"scheduler {name!r} needs the samples' supports "
                            "(Objective(..., supports=hogwild.structure.Supports...)); the "
                            "sparse SVM and matrix completion give them")
-    return objective.supports
+    return supports
 
 
 @njit(nogil=True, cache=True)

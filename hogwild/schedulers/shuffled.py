@@ -8,6 +8,8 @@ class ShuffledScheduler:
     """A fresh random order of runs each epoch, cut into one span per worker
     (under one lock for the plan kind "locked")."""
 
+    needs = ()
+
     def __init__(self, name, kind, single_worker):
         self.name = name
         self.kind = kind
