@@ -35,7 +35,6 @@ from hogwild.backends.host import aligned_copy
 from hogwild.limits import check_workers, usable_cores
 from hogwild.errors import HogwildError, check_int, choose
 from hogwild.kernels.compiler import compile_loops
-from hogwild.objective import Objective
 from hogwild.machine import compute_ceiling, describe_machine
 from hogwild.peers import (liblinear_peer, sgd_classifier_peer, surprise_peer, torch_mc_peer,
                            torch_svm_peer)
@@ -107,7 +106,8 @@ def _mc(quick, workers):
     from hogwild.datasets.jumbo import make_jumbo
     from hogwild.datasets.ratings import split_ratings
     from hogwild.datasets.registry import RATINGS_DATASETS, load_ratings
-    from hogwild.problems.matrix_completion import MatrixFactorization, factor_kernels
+    from hogwild.problems.matrix_completion import (MatrixFactorization, mf_objective,
+                                                    rating_model)
 
     rank = 8 if quick else 32
     if quick or RATINGS_DATASETS["ml-1m"].locate() is None:
@@ -139,19 +139,10 @@ def _mc(quick, workers):
     users = np.unique(train.users, return_inverse=True)[1].astype(np.int32)
     items = np.unique(train.items, return_inverse=True)[1].astype(np.int32)
 
-    def objective():  # the estimator's biased model, ratings shuffled, factors as its own
-        model = MatrixFactorization(rank=rank)
-        _, reg, bias_reg, step, init_scale = model.settings()
+    def objective():  # the estimator's default model on the ratings in a shuffled order
         order = np.random.default_rng(0).permutation(users.size)
-        values = train.values[order].astype(np.float32)
-        init = np.random.default_rng(1)
-        params = tuple(init.standard_normal(shape, np.float32) * scale for shape, scale in (
-            ((users.max() + 1, rank), init_scale), ((items.max() + 1, rank), init_scale),
-            (users.max() + 1, 0), (items.max() + 1, 0)))
-        data = (users[order], items[order], values,
-                np.array([reg, bias_reg, values.mean()], np.float32))
-        update, loss = factor_kernels(rank, "biased")
-        return Objective(update, loss, params, data, users.size, fastmath=True), step
+        return (mf_objective(users[order], items[order], train.values[order], rank=rank,
+                             seed=1), rating_model("biased").step)
     # the rating (12 bytes), two factor rows and two biases read and written
     return Workload("mc", name, "ratings", 12 + 2 * 2 * 4 * rank + 16, run, peers,
                     Supports.from_keys(users, items), objective)

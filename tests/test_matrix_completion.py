@@ -343,3 +343,27 @@ def test_serial_kernels_match_the_numpy_reference(model):
     for got, want in zip(params, expected):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     assert all(not np.allclose(got, start, atol=1e-3) for got, start in zip(params, initial))
+
+
+def test_mf_objective_builds_what_the_estimator_trains_for_users_and_benchmarks():
+    from hogwild.problems.matrix_completion import mf_objective, rating_model
+
+    rng = np.random.default_rng(0)
+    users, items = rng.integers(0, 60, 5000), rng.integers(0, 40, 5000)
+    values = (3 + rng.standard_normal((60, 2)) @ rng.standard_normal((2, 40)))[users, items]
+    biased = mf_objective(users, items, values, rank=4, seed=0)
+    assert biased.name == "mf-biased-rank4" and [p.shape for p in biased.params] == [
+        (60, 4), (40, 4), (60,), (40,)]
+    np.testing.assert_allclose(biased.data[3], [0.06, 0.06, np.mean(values)], rtol=1e-6)
+    result = fit(biased, epochs=30, step=rating_model("biased").step, scheduler="serial",
+                 seed=0)
+    L, R, bu, bi = result.params
+    predicted = np.mean(values) + bu[users] + bi[items] + np.sum(L[users] * R[items], axis=1)
+    assert np.sqrt(np.mean((predicted - values) ** 2)) < 0.25  # the planted rank-2 matrix
+    paper = mf_objective(users, items, values, rank=4, model="paper", reg=6.0, seed=0)
+    assert len(paper.params) == 2
+    np.testing.assert_allclose(paper.data[3], 6.0 / np.bincount(users, minlength=60),
+                               rtol=1e-6)
+    with pytest.raises(HogwildError, match="unknown model 'plain'; choose one of: biased, "
+                                           "paper"):
+        mf_objective(users, items, values, model="plain")

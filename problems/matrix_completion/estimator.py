@@ -1,0 +1,319 @@
+"""MatrixFactorization: the scikit-learn style estimator (fit, predict, recommend,
+save, load) and the test RMSE."""
+import math
+
+import numpy as np
+
+from hogwild.backends import get_backend
+from hogwild.engine import fit as engine_fit
+from hogwild.errors import HogwildError, check_int, check_seed, choose
+from hogwild.estimator import Params, run_controls
+from hogwild.limits import check_workers
+from hogwild.model_file import read_model, write_model
+from hogwild.objective import Metric
+from hogwild.problems.matrix_completion.ids import (IdIndex, check_values, ratings_arrays,
+                                                    relabelled, warn_unseen)
+from hogwild.problems.matrix_completion.kernels import group_by_user, predict_into
+from hogwild.problems.matrix_completion.models import (FACTOR_DTYPES, check_rank, mf_objective,
+                                                       rating_model)
+from hogwild.schedulers import get_scheduler
+from hogwild.structure import block_layout
+
+SCHEDULERS = ("hogwild", "blocked", "serial", "locked", "colored", "cyclades")
+MODEL_FILE_KIND = "hogwild.MatrixFactorization"
+MODEL_FILE_VERSION = 1
+
+
+def rmse_metric(model, users, items, values, mean):
+    """The test RMSE of ratings (dense indices, -1 for unseen) as a hogwild.Metric,
+    computed where the factors are (on the GPU without a copy)."""
+    data = (np.ascontiguousarray(users, np.int32), np.ascontiguousarray(items, np.int32),
+            np.ascontiguousarray(values, np.float32), np.array([mean], np.float32))
+    return Metric("test_rmse", rating_model(model).squared_error, data, values.size,
+                  finish=math.sqrt)
+
+
+def rmse(predictions, values):
+    diff = np.asarray(predictions, np.float64) - np.asarray(values, np.float64)
+    return float(np.sqrt(np.mean(diff * diff)))
+
+
+class MatrixFactorization(Params):
+    """Low-rank matrix completion of ratings, trained with Hogwild! SGD.
+
+    Parameters (keyword only, stored unchanged)
+    rank: 1..512 factors per user and item (a compile-time constant of the kernel).
+    model: "biased" (default: mean + user bias + item bias + L_u . R_v,
+        regularised per rating like Surprise's SVD and LIBMF) or "paper" (L_u . R_v
+        with the Hogwild! paper's degree-scaled regulariser); see the module
+        docstring.
+    reg: mu; default 0.06 (biased) or 10 (paper). bias_reg: mu for the biases
+        (biased model; default reg).
+    epochs, step, decay, step_schedule: SGD schedule (hogwild.steps); default step
+        0.03 (biased) or 0.02 (paper), decay 0.9 per epoch.
+    workers: threads or processes (default: all usable cores; more than 4 per usable
+        core only with oversubscribe=True).
+    scheduler: "hogwild" (lock-free), "blocked" (conflict-free grid blocks,
+        bitwise reproducible for a seed and grid), "serial", "locked", "colored" or
+        "cyclades" (conflict-free, bitwise reproducible for a seed; colored needs as
+        many colour phases as the busiest item has ratings, so blocked is faster).
+    backend: "threads", "processes" (see hogwild.backends), "gpu" (one NVIDIA GPU;
+        ranks >= 32 run a warp per rating, see factor_warp_update) or "ray" (several
+        nodes with a parameter server; ``distributed`` is a
+        hogwild.backends.ray.SSPSettings or a dict of its fields).
+    grid: blocks per side for "blocked" (default 8, or 2 x workers above 4).
+    shuffle_block: "hogwild"/"serial"/"locked" visit random runs of this many
+        consecutive ratings, which are stored in random order (shuffle_ratings).
+    shuffle_ratings: shuffle the ratings once before training (a copy); pass False
+        when their stored order is already random (Jumbo files) to train on them
+        in place, without a copy.
+    init_scale: factors start N(0, init_scale^2) (default 0.03 biased, 0.1
+        paper); biases start at 0. Small factors let the first epochs fit the
+        biases first, which keeps sparse ratings from overfitting.
+    factor_dtype: "float32", or "float16" to store the factors in half precision
+        while training on the GPU (half the memory traffic per rating; arithmetic
+        stays float32, as in cuMF_SGD). backend="gpu" only: numba compiles no
+        half precision for the CPU. The fitted factors are float32 either way.
+    seed: with "serial" or "blocked" the fit is bitwise reproducible.
+
+    Fitted attributes: user_factors_, item_factors_ (float32, one row per known id,
+    in the order of user_ids_ / item_ids_), user_bias_, item_bias_ (zeros for
+    "paper"), global_mean_, history_ (per-epoch records with test_rmse when an
+    eval_set is given), workers_, setup_seconds_ (the scheduler's preparation,
+    e.g. colouring), startup_seconds_ (starting worker processes).
+    """
+
+    def __init__(self, *, rank=32, model="biased", reg=None, bias_reg=None, epochs=20,
+                 step=None, decay=0.9, step_schedule="geometric", workers=None,
+                 scheduler="hogwild", backend="threads", distributed=None, grid=None,
+                 shuffle_block=256, shuffle_ratings=True, init_scale=None,
+                 factor_dtype="float32", seed=None, oversubscribe=False):
+        self.rank = rank
+        self.model = model
+        self.reg = reg
+        self.bias_reg = bias_reg
+        self.epochs = epochs
+        self.step = step
+        self.decay = decay
+        self.step_schedule = step_schedule
+        self.workers = workers
+        self.oversubscribe = oversubscribe
+        self.scheduler = scheduler
+        self.backend = backend
+        self.distributed = distributed
+        self.grid = grid
+        self.shuffle_block = shuffle_block
+        self.shuffle_ratings = shuffle_ratings
+        self.init_scale = init_scale
+        self.factor_dtype = factor_dtype
+        self.seed = seed
+
+    # -- training --------------------------------------------------------------------
+
+    def settings(self):
+        """Validated (rank, reg, bias_reg, step, init_scale), defaults filled in."""
+        form = rating_model(self.model)
+        choose(SCHEDULERS, self.scheduler, "scheduler")
+        rank = check_rank(self.rank)
+        reg = form.reg if self.reg is None else self.reg
+        bias_reg = reg if self.bias_reg is None else self.bias_reg
+        for name, value in (("reg", reg), ("bias_reg", bias_reg)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not np.isfinite(value) or value < 0:
+                raise HogwildError(f"{name} must be a finite number >= 0, got {value!r}")
+        init_scale = form.init_scale if self.init_scale is None else self.init_scale
+        if isinstance(init_scale, bool) or not isinstance(init_scale, (int, float)) \
+                or not 0 <= init_scale < math.inf:
+            raise HogwildError(f"init_scale must be a finite number >= 0, got {init_scale!r}")
+        choose(FACTOR_DTYPES, self.factor_dtype, "factor_dtype")
+        if self.factor_dtype == "float16" and not get_backend(self.backend).half_precision:
+            raise HogwildError(f"factor_dtype='float16' needs backend='gpu' (numba compiles "
+                               f"no half precision for the CPU); got backend={self.backend!r}")
+        step = form.step if self.step is None else self.step
+        return rank, float(reg), float(bias_reg), step, float(init_scale)
+
+    def fit(self, ratings, eval_set=None, **controls):
+        """Train on ratings (see ratings_arrays for the accepted forms).
+
+        eval_set: test ratings in the same forms; their RMSE is recorded after
+        every epoch in history_ (ids unseen in training are predicted by the
+        fallback, with one warning). ``controls`` are hogwild.RunControls fields:
+        callback(record) once per epoch, progress, checkpoint, checkpoint_every,
+        resume (with the same ratings and seed).
+        """
+        rank, reg, bias_reg, step, init_scale = self.settings()
+        raw_users, raw_items, raw_values = ratings_arrays(ratings)
+        if not len(raw_users) == len(raw_items) == len(raw_values):
+            raise HogwildError(f"users, items and values must have the same length, got "
+                               f"{len(raw_users)}, {len(raw_items)} and {len(raw_values)}")
+        values = check_values(raw_values)
+        if values.size == 0:
+            raise HogwildError("empty data: the training set has no ratings")
+        user_index, users = IdIndex.build(raw_users)
+        item_index, items = IdIndex.build(raw_items)
+        n_users, n_items = len(user_index), len(item_index)
+        seeds = np.random.SeedSequence(check_seed(self.seed)).spawn(3)
+        workers = self.workers
+        layout = None
+        if "blocks" in get_scheduler(self.scheduler).needs:
+            grid = self.grid
+            if grid is None:
+                grid = max(8, 2 * check_workers(workers, self.oversubscribe))
+            order, row_labels, col_labels, layout = block_layout(
+                users, items, grid, np.random.default_rng(seeds[0]))
+            users = row_labels[users[order]].astype(np.int32)
+            items = col_labels[items[order]].astype(np.int32)
+            values = values[order]
+            user_index = IdIndex(relabelled(user_index.ids, row_labels))
+            item_index = IdIndex(relabelled(item_index.ids, col_labels))
+        elif self.shuffle_ratings:
+            order = np.random.default_rng(seeds[0]).permutation(values.size)
+            users, items, values = users[order], items[order], values[order]
+        mean = float(np.mean(values, dtype=np.float64))
+        objective = mf_objective(
+            users, items, values, rank=rank, model=self.model, reg=reg, bias_reg=bias_reg,
+            init_scale=init_scale, seed=seeds[1], n_users=n_users, n_items=n_items,
+            blocks=layout, factor_dtype=self.factor_dtype,
+            warp_update=get_backend(self.backend).runs_warp_updates)
+
+        self.user_ids_, self.item_ids_ = user_index.ids, item_index.ids
+        self._user_index, self._item_index = user_index, item_index
+        self.global_mean_ = mean
+        evaluate = None
+        if eval_set is not None:
+            test_users, test_items, test_values = ratings_arrays(eval_set)
+            test_values = check_values(test_values, "test ratings")
+            test_u = user_index.find(test_users)
+            test_i = item_index.find(test_items)
+            warn_unseen(test_u, test_i, "test ratings")
+
+            evaluate = rmse_metric(self.model, test_u, test_i, test_values, mean)
+
+        result = engine_fit(objective, self.training_config(step=step, seed=seeds[2]),
+                            run_controls(evaluate, controls))
+        self._set_factors(result.params)
+        self._seen = group_by_user(users, items, n_users)
+        self.history_ = result.history
+        self.workers_ = result.workers
+        self.distributed_ = result.distributed
+        self.setup_seconds_ = result.setup_seconds
+        self.startup_seconds_ = result.startup_seconds
+        self.step_ = step
+        return self
+
+    def _set_factors(self, params):
+        self.user_factors_ = params[0].astype(np.float32, copy=False)
+        self.item_factors_ = params[1].astype(np.float32, copy=False)
+        if rating_model(self.model).biased:
+            self.user_bias_, self.item_bias_ = params[2], params[3]
+        else:
+            self.user_bias_ = np.zeros(params[0].shape[0], np.float32)
+            self.item_bias_ = np.zeros(params[1].shape[0], np.float32)
+
+    # -- prediction --------------------------------------------------------------------
+
+    def _check_fitted(self):
+        if not hasattr(self, "user_factors_"):
+            raise HogwildError("this MatrixFactorization is not fitted yet; call fit(ratings) "
+                               "first")
+
+    def _predict_indices(self, u, i):
+        out = np.empty(u.size, np.float32)
+        offset = rating_model(self.model).offset(self.global_mean_)
+        predict_into(self.user_factors_, self.item_factors_, self.user_bias_, self.item_bias_,
+                 np.float32(offset), np.float32(self.global_mean_), u, i, out)
+        return out
+
+    def predict(self, users, items, unknown="fallback"):
+        """Predicted ratings for (users[k], items[k]) pairs of external ids.
+
+        unknown: "fallback" predicts the training mean (plus the known side's
+        bias) for ids never seen in training, with one warning per call;
+        "error" raises a HogwildError naming the first unseen id.
+        """
+        self._check_fitted()
+        choose(("fallback", "error"), unknown, "unknown-id policy")
+        users, items = np.atleast_1d(np.asarray(users)), np.atleast_1d(np.asarray(items))
+        if users.shape != items.shape:
+            raise HogwildError(f"users and items must have the same length, got "
+                               f"{users.size} and {items.size}")
+        u, i = self._user_index.find(users), self._item_index.find(items)
+        if unknown == "error":
+            for name, raw, found in (("user", users, u), ("item", items, i)):
+                if (found < 0).any():
+                    first = raw[np.argmax(found < 0)]
+                    first = first.item() if isinstance(first, np.generic) else first
+                    raise HogwildError(f"{name} id {first!r} was never seen in training")
+        else:
+            warn_unseen(u, i, "pairs")
+        return self._predict_indices(u, i)
+
+    def recommend(self, user, n=10, exclude_seen=True):
+        """(item ids, scores): the n items with the highest predicted rating for one
+        user (external id), best first; exclude_seen drops the items the user rated
+        in training."""
+        self._check_fitted()
+        n = check_int("n", n, 1)
+        (u,) = self._user_index.find(np.array([user]))
+        if u < 0:
+            raise HogwildError(f"user id {user!r} was never seen in training")
+        scores = self.item_factors_ @ self.user_factors_[u] + self.item_bias_
+        scores = scores.astype(np.float64) + self.user_bias_[u] + \
+            rating_model(self.model).offset(self.global_mean_)
+        if exclude_seen:
+            indptr, grouped = self._seen
+            scores[grouped[indptr[u]:indptr[u + 1]]] = -np.inf
+        n = min(n, int(np.isfinite(scores).sum()))
+        best = np.argpartition(-scores, n - 1)[:n] if n else np.zeros(0, np.int64)
+        best = best[np.argsort(-scores[best], kind="stable")]
+        return self.item_ids_[best], scores[best]
+
+    # -- persistence -------------------------------------------------------------------
+
+    def save(self, path):
+        """Write the fitted model to an .npz file (hogwild.model_file: arrays and
+        JSON metadata, no pickle, renamed into place when complete)."""
+        self._check_fitted()
+        indptr, grouped = self._seen
+        write_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
+                    {"params": self.get_params(), "global_mean": self.global_mean_,
+                     "workers": self.workers_, "step": self.step_},
+                    {"user_factors": self.user_factors_, "item_factors": self.item_factors_,
+                     "user_bias": self.user_bias_, "item_bias": self.item_bias_,
+                     "user_ids": _savable_ids(self.user_ids_, "user"),
+                     "item_ids": _savable_ids(self.item_ids_, "item"),
+                     "seen_indptr": indptr, "seen_items": grouped})
+
+    @classmethod
+    def load(cls, path):
+        """A model written by save(); a file of another kind or version is refused."""
+        meta, arrays = read_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
+                                  "matrix-factorization model")
+        params = dict(meta["params"])
+        if params.get("model") == "plain":  # files saved before the model was renamed
+            params["model"] = "paper"
+        model = cls(**params)
+        model.user_factors_ = arrays["user_factors"]
+        model.item_factors_ = arrays["item_factors"]
+        model.user_bias_ = arrays["user_bias"]
+        model.item_bias_ = arrays["item_bias"]
+        model.user_ids_ = arrays["user_ids"]
+        model.item_ids_ = arrays["item_ids"]
+        model._seen = (arrays["seen_indptr"], arrays["seen_items"])
+        model.global_mean_ = meta["global_mean"]
+        model.workers_ = meta["workers"]
+        model.step_ = meta["step"]
+        model.history_ = []
+        model._user_index = IdIndex(model.user_ids_)
+        model._item_index = IdIndex(model.item_ids_)
+        return model
+
+
+def _savable_ids(ids, what):
+    """Ids as a numeric or unicode array (np.load without pickle reads those only)."""
+    if ids.dtype.kind in "iufU":
+        return ids
+    if all(isinstance(x, str) for x in ids.tolist()):
+        return ids.astype(str)
+    raise HogwildError(f"cannot save {what} ids of type {type(ids[0]).__name__}; "
+                       "save() supports integer and string ids")

@@ -1,0 +1,138 @@
+"""Ratings in: the accepted input forms, checked values, and external ids mapped
+to dense indices (and back)."""
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from hogwild.datasets.ratings import Ratings
+from hogwild.errors import HogwildError
+
+
+def ratings_arrays(ratings):
+    """(users, items, values) from Ratings, a (users, items, values) tuple, a pandas
+    DataFrame (columns user/item/rating if present, else the first three) or a
+    scipy.sparse matrix (row = user, column = item)."""
+    if isinstance(ratings, Ratings):
+        return ratings.users, ratings.items, ratings.values
+    if sp.issparse(ratings):
+        coo = ratings.tocoo()
+        return coo.row, coo.col, coo.data
+    if hasattr(ratings, "columns") and hasattr(ratings, "iloc"):  # a pandas DataFrame
+        names = [c for c in ("user", "item", "rating") if c in ratings.columns]
+        frame = ratings[names] if len(names) == 3 else ratings.iloc[:, :3]
+        if frame.shape[1] < 3:
+            raise HogwildError("a ratings DataFrame needs user, item and rating columns")
+        return tuple(frame.iloc[:, i].to_numpy() for i in range(3))
+    if isinstance(ratings, (tuple, list)) and len(ratings) == 3:
+        return tuple(np.asarray(a) for a in ratings)
+    raise HogwildError("ratings must be hogwild Ratings, a (users, items, values) tuple, a "
+                       f"pandas DataFrame or a scipy.sparse matrix, got {type(ratings).__name__}")
+
+
+def check_values(values, what="ratings"):
+    """float32 ratings; NaN, Inf or a value float32 cannot hold is an error that
+    names the first bad position. Checked in chunks, so that 100 million ratings
+    need no large temporaries."""
+    given = np.asarray(values)
+    if given.dtype.kind not in "fiu":
+        raise HogwildError(f"{what} must be numbers, got dtype {given.dtype}")
+    with np.errstate(over="ignore"):  # beyond float32's range becomes inf: refused below
+        values = given.astype(np.float32, copy=False)
+    chunk = 1 << 22
+    for start in range(0, values.size, chunk):
+        bad = ~np.isfinite(values[start:start + chunk])
+        if bad.any():
+            k = start + int(np.argmax(bad))
+            total = int(np.count_nonzero(~np.isfinite(values)))
+            raise HogwildError(f"{what} hold {total} NaN, Inf or values beyond float32's "
+                               f"range (the first at position {k}: {given[k]})")
+    return values
+
+
+def _table_fits(ids):
+    """A lookup table indexed by id (max id + 1 entries) only when it is small
+    against the data: one hostile id of 10**12 must not ask for terabytes."""
+    return ids.dtype.kind in "iu" and ids.size > 0 and ids.min() >= 0 \
+        and ids.max() < 4 * ids.size + (1 << 20)
+
+
+class IdIndex:
+    """Maps external ids (any hashable type) to dense indices 0..n-1 and back.
+
+    ``ids[i]`` is the external id of index i. Integer ids use a lookup table when
+    it is small against the number of ids (no sort, O(number of ratings)) and a
+    sorted search otherwise; other ids a dictionary.
+    """
+
+    def __init__(self, ids):
+        self.ids = ids
+        self._table = None
+        self._sorted = None
+        if _table_fits(ids):
+            self._table = np.full(int(ids.max()) + 1, -1, np.int64)
+            self._table[ids] = np.arange(ids.size)
+        elif ids.dtype.kind in "iu":
+            order = np.argsort(ids, kind="stable")
+            self._sorted = (ids[order], order)
+        else:
+            self._lookup = {key: i for i, key in enumerate(ids.tolist())}
+
+    @classmethod
+    def build(cls, raw):
+        """(index, dense int32 indices of raw): ids in sorted order."""
+        raw = np.asarray(raw)
+        if raw.size == 0:
+            raise HogwildError("empty data: no ratings")
+        if _table_fits(raw):
+            present = np.zeros(int(raw.max()) + 1, bool)
+            present[raw] = True
+            if present.all() and raw.dtype == np.int32:
+                return cls(np.arange(present.size)), raw  # already dense: no copy
+            table = (np.cumsum(present) - 1).astype(np.int32)
+            return cls(np.flatnonzero(present)), table[raw]
+        try:
+            ids, dense = np.unique(raw, return_inverse=True)
+        except TypeError:  # mixed types that do not sort
+            ids = np.array(list(dict.fromkeys(raw.tolist())), dtype=object)
+            lookup = {key: i for i, key in enumerate(ids.tolist())}
+            dense = np.fromiter((lookup[key] for key in raw.tolist()), np.int64, raw.size)
+        return cls(ids), dense.astype(np.int32)
+
+    def __len__(self):
+        return self.ids.size
+
+    def find(self, raw):
+        """Dense indices of raw ids; -1 where an id was never seen."""
+        raw = np.asarray(raw)
+        if self._table is not None or self._sorted is not None:
+            out = np.full(raw.shape, -1, np.int64)
+            if raw.dtype.kind not in "iu":
+                return out  # integer ids only: anything else was never seen
+            if self._table is not None:
+                inside = (raw >= 0) & (raw < self._table.size)
+                out[inside] = self._table[raw[inside]]
+                return out
+            known, order = self._sorted
+            inside = (raw >= known[0]) & (raw <= known[-1])  # also keeps uint64 in range
+            wanted = raw[inside].astype(known.dtype)
+            where = np.minimum(np.searchsorted(known, wanted), known.size - 1)
+            out[inside] = np.where(known[where] == wanted, order[where], -1)
+            return out
+        return np.fromiter((self._lookup.get(key, -1) for key in raw.tolist()), np.int64,
+                           raw.size)
+
+
+def relabelled(ids, labels):
+    """ids reordered so that new index labels[i] holds the id of old index i."""
+    out = np.empty_like(ids)
+    out[labels] = ids
+    return out
+
+
+def warn_unseen(u, i, what):
+    unseen = (u < 0) | (i < 0)
+    if unseen.any():
+        warnings.warn(f"{int(unseen.sum())} of {unseen.size} {what} have a user or item never "
+                      "seen in training; predicted by the training mean plus the known "
+                      "side's bias", stacklevel=3)

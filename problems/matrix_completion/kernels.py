@@ -1,0 +1,237 @@
+"""The compiled side of matrix completion: the SGD update and loss of each model,
+generated per rank (a compile-time constant, so LLVM unrolls and vectorises the
+rank-length loops), their CUDA warp forms, the held-out squared errors, and the
+loops behind prediction and recommendation."""
+import numpy as np
+from numba import njit
+
+from hogwild.kernels.compiler import FASTMATH_FLAGS
+
+
+def paper_kernels(rank):
+    """(update, loss) of the paper model at ``rank``: params = (L float32[n_users,
+    rank], R float32[n_items, rank]); data = (users int32[n], items int32[n], ratings
+    float32[n], user_reg float32[n_users] = mu / |row u|, item_reg float32[n_items] =
+    mu / |col v|)."""
+    k = int(rank)
+
+    def update(e, params, data, step):
+        L, R = params[0], params[1]
+        u, v = data[0][e], data[1][e]
+        g = np.float32(step)
+        pred = np.float32(0.0)
+        for j in range(k):
+            pred += np.float32(L[u, j]) * np.float32(R[v, j])
+        err = pred - data[2][e]
+        keep_u = max(np.float32(0.0), np.float32(1.0) - g * data[3][u])
+        keep_v = max(np.float32(0.0), np.float32(1.0) - g * data[4][v])
+        ge = g * err
+        for j in range(k):
+            a = np.float32(L[u, j])
+            b = np.float32(R[v, j])
+            L[u, j] = a * keep_u - ge * b
+            R[v, j] = b * keep_v - ge * a
+
+    def loss(e, params, data):
+        L, R = params[0], params[1]
+        u, v = data[0][e], data[1][e]
+        pred = 0.0
+        norm_u = 0.0
+        norm_v = 0.0
+        for j in range(k):
+            a = np.float32(L[u, j])
+            b = np.float32(R[v, j])
+            pred += a * b
+            norm_u += a * a
+            norm_v += b * b
+        err = pred - data[2][e]
+        return err * err + data[3][u] * norm_u + data[4][v] * norm_v
+
+    return update, loss
+
+
+def biased_kernels(rank):
+    """(update, loss) of the biased model at ``rank``: params = (L, R, user_bias
+    float32[n_users], item_bias float32[n_items]); data = (users, items, ratings,
+    float32[3] = (mu, mu_bias, training mean))."""
+    k = int(rank)
+
+    def update(e, params, data, step):
+        L, R, bu, bi = params[0], params[1], params[2], params[3]
+        u, v = data[0][e], data[1][e]
+        g = np.float32(step)
+        mu = data[3][0]
+        mu_bias = data[3][1]
+        pred = data[3][2] + bu[u] + bi[v]
+        for j in range(k):
+            pred += np.float32(L[u, j]) * np.float32(R[v, j])
+        err = pred - data[2][e]
+        ge = g * err
+        bu[u] -= ge + g * mu_bias * bu[u]
+        bi[v] -= ge + g * mu_bias * bi[v]
+        keep = np.float32(1.0) - g * mu
+        for j in range(k):
+            a = np.float32(L[u, j])
+            b = np.float32(R[v, j])
+            L[u, j] = a * keep - ge * b
+            R[v, j] = b * keep - ge * a
+
+    def loss(e, params, data):
+        L, R, bu, bi = params[0], params[1], params[2], params[3]
+        u, v = data[0][e], data[1][e]
+        pred = data[3][2] + bu[u] + bi[v]
+        norms = 0.0
+        for j in range(k):
+            a = np.float32(L[u, j])
+            b = np.float32(R[v, j])
+            pred += a * b
+            norms += a * a + b * b
+        err = pred - data[2][e]
+        return (err * err + data[3][0] * norms
+                + data[3][1] * (bu[u] * bu[u] + bi[v] * bi[v]))
+
+    return update, loss
+
+
+def _lanes(rank):
+    """The per-lane pieces of a warp update at ``rank`` (GPU backend only: imports
+    numba.cuda): (lanes_dot, lanes_step, warp_sum)."""
+    from hogwild.kernels.warp import WARP_SIZE, warp_sum
+
+    k = int(rank)
+
+    @njit(inline="always")
+    def lanes_dot(L, R, u, v, lane):
+        """This lane's share of L[u] . R[v]."""
+        partial = np.float32(0.0)
+        for j in range(lane, k, WARP_SIZE):
+            partial += np.float32(L[u, j]) * np.float32(R[v, j])
+        return partial
+
+    @njit(inline="always")
+    def lanes_step(L, R, u, v, lane, keep_u, keep_v, ge):
+        """This lane's share of the two rows' step."""
+        for j in range(lane, k, WARP_SIZE):
+            a = np.float32(L[u, j])
+            b = np.float32(R[v, j])
+            L[u, j] = a * keep_u - ge * b
+            R[v, j] = b * keep_v - ge * a
+
+    return lanes_dot, lanes_step, warp_sum
+
+
+def paper_warp_update(rank):
+    """The update of paper_kernels(rank) for a CUDA warp per rating
+    (cuMF_SGD's layout; GPU backend only): lane l owns factors l, l+32, ... of
+    the rating's two rows, the dot product is a warp_sum of the lanes' partial
+    sums (and in the biased model lane 0 alone reads and updates the biases). Each lane touches only
+    its own factors, so no lane reads what another wrote. The same step, so it
+    converges like the per-thread update; only the order of the sum differs."""
+    lanes_dot, lanes_step, warp_sum = _lanes(rank)
+
+    def warp_update(e, lane, params, data, step):
+        L, R = params[0], params[1]
+        u, v = data[0][e], data[1][e]
+        g = np.float32(step)
+        err = warp_sum(lanes_dot(L, R, u, v, lane)) - data[2][e]
+        keep_u = max(np.float32(0.0), np.float32(1.0) - g * data[3][u])
+        keep_v = max(np.float32(0.0), np.float32(1.0) - g * data[4][v])
+        lanes_step(L, R, u, v, lane, keep_u, keep_v, g * err)
+
+    return warp_update
+
+
+def biased_warp_update(rank):
+    """As paper_warp_update for biased_kernels(rank)."""
+    lanes_dot, lanes_step, warp_sum = _lanes(rank)
+
+    def warp_update(e, lane, params, data, step):
+        L, R, bu, bi = params[0], params[1], params[2], params[3]
+        u, v = data[0][e], data[1][e]
+        g = np.float32(step)
+        partial = lanes_dot(L, R, u, v, lane)
+        if lane == 0:  # only lane 0 reads and writes the biases: lanes are not in
+            partial += data[3][2] + bu[u] + bi[v]  # lockstep, and another lane could
+        err = warp_sum(partial) - data[2][e]  # read a bias before lane 0 wrote it
+        ge = g * err
+        if lane == 0:
+            mu_bias = data[3][1]
+            bu[u] -= ge + g * mu_bias * bu[u]
+            bi[v] -= ge + g * mu_bias * bi[v]
+        keep = np.float32(1.0) - g * data[3][0]
+        lanes_step(L, R, u, v, lane, keep, keep, ge)
+
+    return warp_update
+
+
+# --- prediction, held-out errors, the seen-items index ---------------------------
+
+@njit(nogil=True, cache=True, fastmath=FASTMATH_FLAGS)
+def predict_into(L, R, user_bias, item_bias, offset, mean, users, items, out):
+    """out[k] = prediction for (users[k], items[k]); an index of -1 (never seen in
+    training) falls back to the training mean plus the known side's bias."""
+    for k in range(users.size):
+        u, v = users[k], items[k]
+        if u >= 0 and v >= 0:
+            total = offset + user_bias[u] + item_bias[v]
+            for j in range(L.shape[1]):
+                total += L[u, j] * R[v, j]
+            out[k] = total
+        else:
+            total = mean
+            if u >= 0:
+                total += user_bias[u]
+            if v >= 0:
+                total += item_bias[v]
+            out[k] = total
+
+
+@njit(nogil=True, cache=True)
+def group_by_user(users, items, n_users):
+    """(indptr, items grouped by user): the training items of user u are
+    grouped[indptr[u]:indptr[u + 1]] (a counting sort, 4 bytes per rating)."""
+    indptr = np.zeros(n_users + 1, np.int64)
+    for u in users:
+        indptr[u + 1] += 1
+    for u in range(n_users):
+        indptr[u + 1] += indptr[u]
+    fill = indptr[:-1].copy()
+    grouped = np.empty(users.size, np.int32)
+    for k in range(users.size):
+        grouped[fill[users[k]]] = items[k]
+        fill[users[k]] += 1
+    return indptr, grouped
+
+
+@njit(nogil=True, inline="always")
+def _row_dot(L, R, u, v):
+    """L[u] . R[v] in float32 (read through float32, so half-precision factors work)."""
+    total = np.float32(0.0)
+    for j in range(L.shape[1]):
+        total += np.float32(L[u, j]) * np.float32(R[v, j])
+    return total
+
+
+def squared_error_paper(e, params, data):
+    """(prediction - rating)^2 for held-out rating e of the paper model; data =
+    (users, items, ratings, float32[1] = (training mean,)); a user or item unseen
+    in training (index -1) is predicted by the mean, as predict_into does."""
+    u, v = data[0][e], data[1][e]
+    pred = _row_dot(params[0], params[1], u, v) if u >= 0 and v >= 0 else data[3][0]
+    err = pred - data[2][e]
+    return err * err
+
+
+def squared_error_biased(e, params, data):
+    """As squared_error_paper for the biased model: an unseen side contributes no
+    bias and no factor term."""
+    u, v = data[0][e], data[1][e]
+    pred = data[3][0]
+    if u >= 0:
+        pred += params[2][u]
+    if v >= 0:
+        pred += params[3][v]
+    if u >= 0 and v >= 0:
+        pred += _row_dot(params[0], params[1], u, v)
+    err = pred - data[2][e]
+    return err * err
