@@ -1,4 +1,4 @@
-"""The benchmark behind ``hogwild bench`` (see hogwild/bench.py): thread scaling,
+"""The benchmark behind ``hogwild bench`` (see hogwild/bench/suite.py): thread scaling,
 schedulers and backends on the three problems, as JSON lines, Markdown and plots.
 
     python scripts/bench.py --quick

@@ -14,49 +14,21 @@ compiles (or loads) them first, so this is the warm-cache start-up a user sees
 from the second run on. Every configuration runs once per round, rounds
 interleave the configurations, and each figure is the median over rounds.
 """
-import statistics
 import sys
-import warnings
 
 from hogwild.datasets.jumbo import make_jumbo
 from hogwild.datasets.ratings import split_ratings
 from hogwild.datasets.registry import RATINGS_DATASETS, SVM_DATASETS, load_ratings, \
     load_svm_data
 from hogwild.datasets.synthetic import make_sparse_classification
-from hogwild.machine import benchmark_arguments, machine_lines, publish, report_header
-from hogwild.problems.matrix_completion import MatrixFactorization
-from hogwild.problems.sparse_svm import SparseSVM
+from hogwild.bench.machine import benchmark_arguments, machine_lines, publish, report_header
+from hogwild.bench.workloads import mc_run, medians, svm_run
 
 BACKENDS = ("threads", "processes")
 SCHEDULERS = ("hogwild", "serial")
+WORKERS = 2
 TARGET_RATIO = 0.9
 TARGET_STARTUP_SECONDS = 2.0
-
-
-def measured(model, quality):
-    history = model.history_
-    return {"updates_per_s": sum(r.updates for r in history) / sum(r.seconds for r in history),
-            "startup_seconds": model.startup_seconds_, "objective": history[-1].objective,
-            quality: history[-1].metrics[quality]}
-
-
-def svm_run(X, y, X_test, y_test, epochs):
-    def run(backend, scheduler, seed):
-        model = SparseSVM(epochs=epochs, workers=2, scheduler=scheduler, backend=backend,
-                          seed=seed).fit(X, y, eval_set=(X_test, y_test))
-        return measured(model, "test_error")
-    return run
-
-
-def mc_run(train, test, rank, epochs):
-    def run(backend, scheduler, seed):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a few test ids unseen in training
-            model = MatrixFactorization(rank=rank, epochs=epochs, workers=2,
-                                        scheduler=scheduler, backend=backend,
-                                        seed=seed).fit(train, eval_set=test)
-        return measured(model, "test_rmse")
-    return run
 
 
 def bench(name, description, run, rounds, seed):
@@ -65,12 +37,9 @@ def bench(name, description, run, rounds, seed):
         for scheduler in SCHEDULERS:
             for backend in BACKENDS:
                 runs.setdefault(f"{scheduler}-{backend}", []).append(
-                    run(backend, scheduler, seed + round_))
+                    run(scheduler, WORKERS, backend, seed + round_))
         print(f"  {name}: round {round_ + 1}/{rounds} done", file=sys.stderr, flush=True)
-    results = {label: {key: statistics.median(v[key] for v in values) for key in values[0]}
-               for label, values in runs.items()}
-    for label, values in runs.items():
-        results[label]["updates_per_s_per_round"] = [v["updates_per_s"] for v in values]
+    results = {label: medians(values) for label, values in runs.items()}
     ratios = {f"{s}_processes_over_threads": results[f"{s}-processes"]["updates_per_s"]
               / results[f"{s}-threads"]["updates_per_s"] for s in SCHEDULERS}
     startup = max(results[f"{s}-processes"]["startup_seconds"] for s in SCHEDULERS)

@@ -40,8 +40,8 @@ from hogwild.datasets.jumbo import make_jumbo
 from hogwild.datasets.ratings import Ratings, split_ratings
 from hogwild.datasets.registry import RATINGS_DATASETS, SVM_DATASETS, load_ratings, load_svm_data
 from hogwild.datasets.synthetic import make_sparse_classification
-from hogwild.machine import benchmark_arguments, machine_lines, publish, report_header
-from hogwild.peers import (libmf_fit, libmf_predict, liblinear_peer, load_libmf,
+from hogwild.bench.machine import benchmark_arguments, machine_lines, publish, report_header
+from hogwild.bench.peers import (libmf_fit, libmf_predict, liblinear_peer, load_libmf,
                            sgd_classifier_peer, surprise_peer)
 from hogwild.problems.matrix_completion import IdIndex, MatrixFactorization, rmse
 from hogwild.problems.sparse_svm import SparseSVM, binary_labels

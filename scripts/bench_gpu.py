@@ -30,7 +30,7 @@ from hogwild.datasets.registry import RATINGS_DATASETS, SVM_DATASETS, load_ratin
     load_svm_data
 from hogwild.datasets.synthetic import make_sparse_classification
 from hogwild.limits import usable_cores
-from hogwild.machine import benchmark_arguments, describe_machine, publish
+from hogwild.bench.machine import benchmark_arguments, describe_machine, publish
 from hogwild.problems.matrix_completion import WARP_RANK, MatrixFactorization
 from hogwild.problems.sparse_svm import SparseSVM
 

@@ -31,9 +31,9 @@ import numpy as np
 from hogwild.datasets.jumbo import make_jumbo
 from hogwild.datasets.ratings import split_ratings
 from hogwild.datasets.registry import RATINGS_DATASETS, load_ratings
-from hogwild.machine import (benchmark_arguments, compute_ceiling, describe_machine,
+from hogwild.bench.machine import (benchmark_arguments, compute_ceiling, describe_machine,
                              machine_lines, publish)
-from hogwild.peers import libmf_fit, libmf_predict, load_libmf, surprise_peer
+from hogwild.bench.peers import libmf_fit, libmf_predict, load_libmf, surprise_peer
 from hogwild.problems.matrix_completion import IdIndex, MatrixFactorization, rmse
 
 # (name, scheduler, workers)

@@ -20,9 +20,9 @@ import sys
 
 from hogwild.datasets.registry import SVM_DATASETS, load_svm_data
 from hogwild.datasets.synthetic import make_sparse_classification
-from hogwild.machine import (benchmark_arguments, compute_ceiling, describe_machine,
+from hogwild.bench.machine import (benchmark_arguments, compute_ceiling, describe_machine,
                              machine_lines, publish)
-from hogwild.peers import sgd_classifier_peer
+from hogwild.bench.peers import sgd_classifier_peer
 from hogwild.problems.sparse_svm import SparseSVM, as_csr, binary_labels
 
 # (name, scheduler, workers, shuffle_block)

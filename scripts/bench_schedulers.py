@@ -19,13 +19,10 @@ configuration): a conflict-free schedule is serially equivalent, so its objectiv
 per epoch is that of a serial run in its own order (cyclades' first epoch is
 serial's, bit for bit).
 """
-import statistics
 import sys
-import warnings
 
 import numpy as np
 
-from hogwild.structure import Graph
 from hogwild.datasets.graphs import read_edge_list
 from hogwild.datasets.jumbo import make_jumbo
 from hogwild.datasets.ratings import split_ratings
@@ -33,11 +30,11 @@ from hogwild.datasets.registry import RATINGS_DATASETS, SVM_DATASETS, load_ratin
     load_svm_data
 from hogwild.datasets.synthetic import make_sparse_classification
 from hogwild.errors import HogwildError
-from hogwild.machine import benchmark_arguments, machine_lines, publish, report_header
+from hogwild.bench.machine import benchmark_arguments, machine_lines, publish, report_header
+from hogwild.bench.workloads import cuts_run, mc_run, medians, svm_run
 from hogwild.paths import shared_data_dir
-from hogwild.problems.graph_cuts import multiway_cut, random_terminals
-from hogwild.problems.matrix_completion import MatrixFactorization
-from hogwild.problems.sparse_svm import SparseSVM
+from hogwild.problems.graph_cuts import random_terminals
+from hogwild.structure import Graph
 
 CONFLICT_FREE = ("colored", "cyclades", "blocked")
 TARGET_OVER_SERIAL = 1.5
@@ -49,50 +46,12 @@ def configs(schedulers):
                                         for w in (1, 2)]
 
 
-def measured(history, setup_seconds, metric):
-    updates = sum(r.updates for r in history)
-    seconds = sum(r.seconds for r in history)
-    return {"updates_per_s": updates / seconds,
-            "end_to_end_per_s": updates / (seconds + sum(r.plan_seconds for r in history)),
-            "setup_seconds": setup_seconds,
-            "objective": history[-1].objective,
-            "objective_per_epoch": [r.objective for r in history], **metric}
-
-
-def svm_workload(X, y, X_test, y_test, epochs):
-    def run(scheduler, workers, seed):
-        model = SparseSVM(epochs=epochs, scheduler=scheduler, workers=workers, seed=seed,
-                          fit_intercept=False)  # every scheduler, the same model: an
-        # intercept is a coordinate of every sample, which no conflict-free one allows
-        model.fit(X, y, eval_set=(X_test, y_test))
-        return measured(model.history_, model.setup_seconds_,
-                        {"test_error": model.history_[-1].metrics["test_error"]})
-    return run
-
-
-def mc_workload(train, test, rank, epochs):
-    def run(scheduler, workers, seed):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a few test ids unseen in training
-            model = MatrixFactorization(rank=rank, epochs=epochs, scheduler=scheduler,
-                                        workers=workers, seed=seed)
-            model.fit(train, eval_set=test)
-        return measured(model.history_, model.setup_seconds_,
-                        {"test_rmse": model.history_[-1].metrics["test_rmse"]})
-    return run
-
-
 def cuts_workload(graph, n_labels, epochs, terminal_seed=0):
+    """The multiway cut run of a graph with unit weights and random terminals."""
     u, v = graph.edges()
-    w = np.ones(u.size, np.float32)
     terminals = random_terminals(graph.n_vertices, n_labels, seed=terminal_seed)
-
-    def run(scheduler, workers, seed):
-        result = multiway_cut(graph.n_vertices, u, v, w, terminals, n_labels, epochs=epochs,
-                              workers=workers, scheduler=scheduler, seed=seed)
-        return measured(result.history, result.setup_seconds,
-                        {"rounded_cut": result.cut, "relaxation": result.relaxation})
-    return run
+    return cuts_run(graph.n_vertices, u, v, np.ones(u.size, np.float32), terminals,
+                    n_labels, epochs)
 
 
 def bench(name, description, run, schedulers, rounds, seed):
@@ -102,20 +61,14 @@ def bench(name, description, run, schedulers, rounds, seed):
             if scheduler in refused:
                 continue
             try:
-                runs.setdefault(label, []).append(run(scheduler, workers, seed + round_))
+                runs.setdefault(label, []).append(run(scheduler, workers, "threads",
+                                                      seed + round_))
             except HogwildError as exc:  # e.g. colored on data with a very common coordinate
                 refused[scheduler] = str(exc)
                 print(f"  {name}: {scheduler} refused: {exc}", file=sys.stderr)
         print(f"  {name}: round {round_ + 1}/{rounds} done", file=sys.stderr, flush=True)
-    results = {}
-    for label, values in runs.items():
-        if len(values) < rounds and label.split("-")[0] in refused:
-            continue
-        result = {key: statistics.median(v[key] for v in values)
-                  for key in values[0] if key != "objective_per_epoch"}
-        result["objective_per_epoch"] = values[0]["objective_per_epoch"]
-        result["updates_per_s_per_round"] = [v["updates_per_s"] for v in values]
-        results[label] = result
+    results = {label: medians(values) for label, values in runs.items()
+               if len(values) == rounds or label.split("-")[0] not in refused}
     serial = results["serial"]
     comparisons = {}
     for label, result in results.items():
@@ -147,8 +100,7 @@ def markdown(report):
                   "", "| configuration | updates/s | with planning | vs serial | setup s "
                   "| objective | quality |", "|---|---:|---:|---:|---:|---:|---:|"]
         for label, r in w["results"].items():
-            quality = next(f"{key} {r[key]:.4g}" for key in
-                           ("test_error", "test_rmse", "rounded_cut") if key in r)
+            quality = f"{r['metric']} {r['metric_value']:.4g}"
             versus = w["vs_serial"].get(label, {}).get("over_serial", 1.0)
             lines.append(f"| {label} | {r['updates_per_s'] / 1e6:.2f} M | "
                          f"{r['end_to_end_per_s'] / 1e6:.2f} M | {versus:.2f}x | "
@@ -183,22 +135,22 @@ def workloads(quick, seed):
         graph = Graph.from_edges(2000, rng.integers(0, 2000, 10_000),
                                  rng.integers(0, 2000, 10_000))
         return [("svm-synthetic", "3,000 x 2,000 synthetic text-like rows, hinge, 3 epochs",
-                 svm_workload(X[:2400], y[:2400], X[2400:], y[2400:], 3), basic),
+                 svm_run(X[:2400], y[:2400], X[2400:], y[2400:], 3, intercept=False), basic),
                 ("mc-jumbo", "1,000 x 800 planted rank 4, 50,000 ratings, rank 8, 3 epochs",
-                 mc_workload(train, test, 8, 3), basic + ("blocked",)),
+                 mc_run(train, test, 8, 3), basic + ("blocked",)),
                 ("cuts-random", "random graph, 2,000 vertices, 10,000 edges, 8 labels, 3 epochs",
                  cuts_workload(graph, 8, 3), basic)]
     found = []
     if SVM_DATASETS["news20-bydate"].available():
         train, test = load_svm_data("news20-bydate")
         found.append(("svm-news20", "news20-bydate, hinge, reg 1e-4, 10 epochs",
-                      svm_workload(train.X, train.y, test.X, test.y, 10), basic))
+                      svm_run(train.X, train.y, test.X, test.y, 10, intercept=False), basic))
     else:
         print("news20-bydate: not in the shared data folder, left out", file=sys.stderr)
     if RATINGS_DATASETS["ml-1m"].locate() is not None:
         train, test = split_ratings(load_ratings("ml-1m"), 0.2, seed=0)
         found.append(("mc-ml-1m", "MovieLens 1M (80/20 split, seed 0), biased, rank 32, "
-                                  "10 epochs", mc_workload(train, test, 32, 10),
+                                  "10 epochs", mc_run(train, test, 32, 10),
                       basic + ("blocked",)))
     else:
         print("ml-1m: not in the shared data folder, left out", file=sys.stderr)

@@ -26,10 +26,10 @@ import math
 import sys
 import warnings
 
-from hogwild.bench import BUILDERS
+from hogwild.bench.workloads import BUILDERS
 from hogwild.backends.ray import SSPSettings, import_ray
 from hogwild.engine import fit
-from hogwild.machine import benchmark_arguments, describe_machine, publish
+from hogwild.bench.machine import benchmark_arguments, describe_machine, publish
 
 STALENESS = (0, 1, 4, None)
 DECAY = 0.9

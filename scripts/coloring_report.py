@@ -11,7 +11,7 @@ import time
 
 from hogwild.schedulers.coloring import ALGORITHMS, color_graph
 from hogwild.datasets.graphs import read_dimacs, read_edge_list
-from hogwild.machine import describe_machine, publish
+from hogwild.bench.machine import describe_machine, publish
 from hogwild.paths import shared_data_dir
 
 SNAP = (("snap-facebook-combined", "facebook_combined.txt"), ("snap-ca-GrQc", "CA-GrQc.txt"),

@@ -76,7 +76,7 @@ def test_bench_bad_options(capsys, argv, message):
 
 
 def test_equal_quality_is_the_first_epoch_at_or_below_the_peers_metric():
-    from hogwild.bench import _seconds_to_reach
+    from hogwild.bench.suite import _seconds_to_reach
     ours = {"seconds_per_epoch": [0.5, 0.25, 0.25], "metric_per_epoch": [0.3, 0.2, 0.1]}
     assert _seconds_to_reach(ours, 0.2) == 0.75
     assert _seconds_to_reach(ours, 0.35) == 0.5
@@ -89,7 +89,7 @@ def test_pytorch_hogwild_peers_reach_our_quality():
     pytest.importorskip("torch", reason="the PyTorch peer needs torch (hogwild[bench])")
     from hogwild.datasets.jumbo import make_jumbo
     from hogwild.datasets.synthetic import make_sparse_classification
-    from hogwild.peers import torch_mc_peer, torch_svm_peer
+    from hogwild.bench.peers import torch_mc_peer, torch_svm_peer
     from hogwild.problems.matrix_completion import MatrixFactorization
     from hogwild.problems.sparse_svm import SparseSVM, as_csr, auto_step
 

@@ -1,6 +1,6 @@
 """scripts/bench_mc.py --quick writes a complete, well-formed report (no timing
 thresholds: speed goals are checked by reading the full run, not by tests)."""
-from hogwild.peers import load_libmf
+from hogwild.bench.peers import load_libmf
 
 
 def test_quick_run_reports_every_configuration(quick_benchmark):
@@ -27,7 +27,7 @@ def test_a_stalled_libmf_fit_is_abandoned_not_waited_for():
 
     import numpy as np
 
-    from hogwild.peers import libmf_fit
+    from hogwild.bench.peers import libmf_fit
     X = np.column_stack([np.arange(1000) % 50, np.arange(1000) % 40,
                          np.ones(1000)]).astype(np.float32)
     start = time.perf_counter()
@@ -38,7 +38,7 @@ def test_a_stalled_libmf_fit_is_abandoned_not_waited_for():
 def test_libmf_predictions_fall_back_to_its_mean():
     import numpy as np
 
-    from hogwild.peers import libmf_predict
+    from hogwild.bench.peers import libmf_predict
     P = np.array([[1.0, 2.0], [np.nan, np.nan]], np.float32)
     Q = np.array([[3.0, 1.0]], np.float32)
     out = libmf_predict(P, Q, 3.5, np.array([0, 1, -1]), np.array([0, 0, 0]))

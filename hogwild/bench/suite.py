@@ -21,184 +21,21 @@ import statistics
 import sys
 import threading
 import time
-import warnings
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from hogwild.backends.gpu import SCHEDULERS as GPU_SCHEDULERS, check_gpu
-from hogwild.structure import Supports
 from hogwild.schedulers.conflicts import sparsity_stats
 from hogwild.backends.host import aligned_copy
 from hogwild.limits import check_workers, usable_cores
 from hogwild.errors import HogwildError, check_int, choose
 from hogwild.kernels.compiler import compile_loops
-from hogwild.machine import compute_ceiling, describe_machine
-from hogwild.peers import (liblinear_peer, sgd_classifier_peer, surprise_peer, torch_mc_peer,
-                           torch_svm_peer)
+from hogwild.bench.machine import compute_ceiling, describe_machine
+from hogwild.bench.workloads import BUILDERS, medians
 
 PROBLEMS = ("svm", "mc", "cuts")
 BENCH_BACKENDS = ("threads", "processes", "gpu")
-
-
-@dataclass
-class Workload:
-    problem: str
-    dataset: str
-    unit: str                  # what one update is: "samples", "ratings", "edges"
-    bytes_per_update: float    # memory traffic of one update if nothing were cached
-    run: Callable              # run(scheduler, workers, backend, seed) -> dict
-    peers: dict                # name -> (workers, peer(seed) -> dict, same metric)
-    supports: object           # hogwild.structure.Supports, for the sparsity statistics
-    objective: Callable        # () -> (Objective, step) of the hogwild kernel (sharing_cost)
-
-
-def _svm(quick, workers):
-    from hogwild.datasets.registry import SVM_DATASETS, load_svm_data
-    from hogwild.datasets.synthetic import make_sparse_classification
-    from hogwild.problems.sparse_svm import (SparseSVM, as_csr, auto_step, binary_labels,
-                                             svm_objective)
-
-    if quick or not SVM_DATASETS["imdb-aclimdb"].available():
-        X, y = make_sparse_classification(6000, 5000, nnz_per_row=30, seed=0)
-        name, X, y, X_test, y_test, epochs = "synthetic-6000x5000", X[:5000], y[:5000], \
-            X[5000:], y[5000:], 3
-    else:
-        train, test = load_svm_data("imdb-aclimdb")
-        name, X, y, X_test, y_test, epochs = "imdb-aclimdb", train.X, train.y, test.X, \
-            test.y, 20
-    nnz = X.nnz / X.shape[0]
-
-    def run(scheduler, workers, backend, seed):
-        model = SparseSVM(epochs=epochs, scheduler=scheduler, workers=workers,
-                          backend=backend, seed=seed,  # no conflict-free intercept exists
-                          fit_intercept=scheduler not in ("colored", "cyclades"))
-        model.fit(X, y, eval_set=(X_test, y_test))
-        return _measured(model.history_, "test_error", nonzeros_per_update=nnz)
-
-    def peer(fit, threads=1):
-        return threads, lambda seed: _peer_result(fit(seed), "test_error", epochs)
-    peers = {}
-    if _installed("sklearn"):
-        peers["sgdclassifier-hinge"] = peer(lambda seed: sgd_classifier_peer(
-            X, y, X_test, y_test, "hinge", 1e-4, epochs, seed))
-        peers["sgdclassifier-log"] = peer(lambda seed: sgd_classifier_peer(
-            X, y, X_test, y_test, "log_loss", 1e-4, epochs, seed))
-    if _installed("liblinear"):
-        peers["liblinear"] = peer(lambda seed: liblinear_peer(X, y, X_test, y_test, 1e-4))
-    if _installed("torch"):
-        step = auto_step(as_csr(X))
-        peers["pytorch-hogwild"] = peer(lambda seed: torch_svm_peer(
-            as_csr(X), y, as_csr(X_test), y_test, 1e-4, epochs, step, 0.9, workers, seed),
-            workers)
-    def objective():
-        csr = as_csr(X)
-        labels, _ = binary_labels(y, csr.shape[0])
-        return svm_objective(csr, labels, "hinge", 1e-4, 0), auto_step(csr)
-    # per nonzero: index and value read, weight read and written (4 bytes each)
-    return Workload("svm", name, "samples", 16 * nnz + 16, run, peers,
-                    Supports.from_csr(X), objective)
-
-
-def _mc(quick, workers):
-    from hogwild.datasets.jumbo import make_jumbo
-    from hogwild.datasets.ratings import split_ratings
-    from hogwild.datasets.registry import RATINGS_DATASETS, load_ratings
-    from hogwild.problems.matrix_completion import (MatrixFactorization, mf_objective,
-                                                    rating_model)
-
-    rank = 8 if quick else 32
-    if quick or RATINGS_DATASETS["ml-1m"].locate() is None:
-        train, test, _ = make_jumbo(2000, 1500, 100_000, rank=4, noise=0.5, seed=0,
-                                    folder=None)
-        name, epochs = "jumbo-2000x1500x100000", 3
-    else:
-        train, test = split_ratings(load_ratings("ml-1m"), 0.2, seed=0)
-        name, epochs = "ml-1m", 20
-
-    def run(scheduler, workers, backend, seed):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a few test ids unseen in training
-            model = MatrixFactorization(rank=rank, epochs=epochs, scheduler=scheduler,
-                                        workers=workers, backend=backend, seed=seed)
-            model.fit(train, eval_set=test)
-        return _measured(model.history_, "test_rmse")
-
-    peers = {}
-    if _installed("surprise") and _installed("pandas"):
-        peers["surprise-svd"] = 1, lambda seed: _peer_result(
-            surprise_peer(train, test, rank, epochs, seed), "test_rmse", epochs)
-    if _installed("torch"):
-        model = MatrixFactorization(rank=rank, epochs=epochs)
-        _, reg, bias_reg, step, init_scale = model.settings()
-        peers["pytorch-hogwild"] = workers, lambda seed: _peer_result(torch_mc_peer(
-            train, test, rank, reg, bias_reg, init_scale, epochs, step, model.decay,
-            workers, seed), "test_rmse", epochs)
-    users = np.unique(train.users, return_inverse=True)[1].astype(np.int32)
-    items = np.unique(train.items, return_inverse=True)[1].astype(np.int32)
-
-    def objective():  # the estimator's default model on the ratings in a shuffled order
-        order = np.random.default_rng(0).permutation(users.size)
-        return (mf_objective(users[order], items[order], train.values[order], rank=rank,
-                             seed=1), rating_model("biased").step)
-    # the rating (12 bytes), two factor rows and two biases read and written
-    return Workload("mc", name, "ratings", 12 + 2 * 2 * 4 * rank + 16, run, peers,
-                    Supports.from_keys(users, items), objective)
-
-
-def _cuts(quick, workers):
-    from hogwild.datasets.registry import load_graph
-    from hogwild.paths import shared_data_dir
-    from hogwild.problems.graph_cuts import cut_objective, multiway_cut, random_terminals
-
-    shared = (shared_data_dir() / "snap-facebook-combined").is_dir()
-    data = "random:3000x20000" if quick or not shared else "snap-facebook-combined"
-    n, u, v, w, _ = load_graph(data)
-    labels, epochs = 8, (3 if quick else 20)
-    terminals = random_terminals(n, labels)
-
-    def run(scheduler, workers, backend, seed):
-        result = multiway_cut(n, u, v, w, terminals, labels, epochs=epochs, workers=workers,
-                              scheduler=scheduler, backend=backend, seed=seed)
-        return _measured(result.history, "rounded_cut")
-    # the edge (12 bytes + 2 flags), two rows of 8 labels read and written
-    return Workload("cuts", data, "edges", 14 + 2 * 2 * 4 * labels, run, {},
-                    Supports.from_edges(n, u, v),
-                    lambda: (cut_objective(n, u, v, w, terminals, labels)[0], 0.1))
-
-
-BUILDERS = {"svm": _svm, "mc": _mc, "cuts": _cuts}
-
-
-def _installed(module):
-    """Peers run where installed (pip install hogwild[bench])."""
-    import importlib.util
-
-    return importlib.util.find_spec(module) is not None
-
-
-def _peer_result(measured, metric, epochs):
-    """A peer's figures in the shape of ours (updates/s only for SGD peers)."""
-    return {"epochs": epochs, "update_seconds": measured["fit_seconds"],
-            "updates_per_s": measured.get("updates_per_s", math.nan), "objective": math.nan,
-            "metric": metric, "metric_value": measured[metric],
-            "objective_per_epoch": [], "metric_per_epoch": [], "seconds_per_epoch": []}
-
-
-def _measured(history, metric, nonzeros_per_update=None):
-    seconds = sum(r.seconds for r in history)
-    updates = sum(r.updates for r in history)
-    result = {"epochs": len(history), "update_seconds": seconds,
-              "updates_per_s": updates / seconds, "objective": history[-1].objective,
-              "metric": metric, "metric_value": history[-1].metrics[metric],
-              "objective_per_epoch": [r.objective for r in history],
-              "metric_per_epoch": [r.metrics[metric] for r in history],
-              "seconds_per_epoch": [r.seconds for r in history]}
-    if nonzeros_per_update is not None:
-        result["nonzeros_per_s"] = result["updates_per_s"] * nonzeros_per_update
-    return result
 
 
 def sharing_cost(objective, step, seconds=1.0, rounds=3, run_length=16):
@@ -313,23 +150,16 @@ def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, 
     records = []
     for workload, scheduler, backend, workers in configs:
         values = runs[(workload.problem, scheduler, backend, workers)]
-        medians = {key: statistics.median(v[key] for v in values) for key in values[0]
-                   if isinstance(values[0][key], (int, float)) and not isinstance(
-                       values[0][key], bool)}
+        summary = medians(values)
         bound = bandwidth[str(workers)] / workload.bytes_per_update
         records.append({
             "type": "result", "problem": workload.problem, "dataset": workload.dataset,
             "unit": workload.unit, "backend": backend, "scheduler": scheduler,
-            "workers": workers, "rounds": rounds, **medians,
-            "metric": values[0]["metric"],
-            "updates_per_s_per_round": [v["updates_per_s"] for v in values],
-            "objective_per_epoch": values[0]["objective_per_epoch"],
-            "metric_per_epoch": values[0]["metric_per_epoch"],
-            "seconds_per_epoch": values[0]["seconds_per_epoch"],
+            "workers": workers, "rounds": rounds, **summary,
             "bytes_per_update": workload.bytes_per_update,
             "bandwidth_bound_updates_per_s": bound,
-            "fraction_of_bandwidth_bound": (medians["updates_per_s"] / bound
-                                            if math.isfinite(medians["updates_per_s"])
+            "fraction_of_bandwidth_bound": (summary["updates_per_s"] / bound
+                                            if math.isfinite(summary["updates_per_s"])
                                             else None),
             "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024})
     for record in records:
