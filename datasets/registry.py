@@ -8,7 +8,7 @@ from typing import Optional
 
 from hogwild.datasets.download import extract_member, fetch
 from hogwild.datasets.ratings import read_ratings
-from hogwild.datasets.svmlight import load_svmlight
+from hogwild.datasets.svmlight import cached_files, load_svmlight
 from hogwild.errors import HogwildError, choose
 from hogwild.paths import cache_dir, cache_folder, shared_data_dir
 
@@ -229,3 +229,52 @@ def load_graph(data, seed=0):
         u, v = graph.edges()
         return graph.n_vertices, u, v, np.ones(u.size), np.arange(1, graph.n_vertices + 1)
     return read_weighted_edges(path)
+
+
+def dataset_listing():
+    """Lines describing every dataset hogwild knows (shipped, shared or downloaded,
+    with shapes), the folders it reads and the binary cache: ``hogwild datasets``."""
+    import numpy as np
+
+    yield f"shared data folder: {shared_data_dir()} (set HOGWILD_DATA to change)"
+    yield f"cache folder: {cache_dir()} (set HOGWILD_CACHE_DIR to change)"
+    yield (f"{'name':<15} {'where':<8} {'train rows x features':<24} {'nonzeros':>10} "
+           f"{'test rows':>10}  description")
+    for spec in SVM_DATASETS.values():
+        if not spec.available():
+            yield (f"{spec.name:<15} {spec.where:<8} {'(absent)':<24} {'':>10} {'':>10}  "
+                   f"{spec.description}")
+            continue
+        train, test = load_svm_data(spec.name)
+        shape = f"{train.X.shape[0]} x {train.X.shape[1]}"
+        yield (f"{spec.name:<15} {spec.where:<8} {shape:<24} {train.X.nnz:>10} "
+               f"{test.X.shape[0]:>10}  {spec.description}")
+    yield (f"\n{'rating data':<15} {'where':<10} {'ratings':>11} {'users':>8} {'items':>7}  "
+           "description")
+    for spec in RATINGS_DATASETS.values():
+        path = spec.locate()
+        if path is None:
+            yield (f"{spec.name:<15} {'(absent)':<10} {'':>11} {'':>8} {'':>7}  "
+                   f"{spec.description}; hogwild download {spec.name}")
+            continue
+        where = "downloaded" if path == spec.downloaded_path() else "shared"
+        ratings = read_ratings(path)
+        yield (f"{spec.name:<15} {where:<10} {len(ratings):>11,} "
+               f"{np.unique(ratings.users).size:>8,} {np.unique(ratings.items).size:>7,}  "
+               f"{spec.description}")
+    yield f"\n{'graph':<23} {'where':<10} {'vertices':>9} {'edges':>9}  description"
+    for name, (relative, description) in GRAPH_DATASETS.items():
+        if not (shared_data_dir() / relative).is_file():
+            yield f"{name:<23} {'(absent)':<10} {'':>9} {'':>9}  {description}"
+            continue
+        n, u, _, _, _ = load_graph(name)
+        yield f"{name:<23} {'shared':<10} {n:>9,} {u.size:>9,}  {description}"
+    yield ""
+    entries = cached_files()
+    size = sum(entry["bytes"] for entry in entries)
+    yield (f"binary cache: {len(entries)} parsed files, {size / 2**20:.1f} MiB in "
+           f"{cache_dir() / 'datasets'}")
+    for entry in sorted(entries, key=lambda entry: entry["source"]):
+        shape = f"{entry['rows']} x {entry['max_index'] + 1}"
+        base = "zero" if entry["zero_based"] else "one"
+        yield f"  {shape:<24} {entry['nnz']:>10} nonzeros, {base}-based: {entry['source']}"

@@ -1,0 +1,293 @@
+"""The command line's parser: one command per job, one parser per problem, and one
+group of training options that every problem shares (hogwild.TrainingConfig's and
+hogwild.RunControls' fields), with each problem's defaults taken from the library;
+then the checks of numbers that need no data."""
+import argparse
+import dataclasses
+
+from hogwild.config import TRAINING_OPTIONS
+from hogwild.errors import HogwildError, check_int
+
+
+def _positive_or_auto(text):
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
+
+
+def build_parser():
+    from hogwild.datasets.registry import DEFAULT_SVM_DATASET, RATINGS_DATASETS, SVM_DATASETS
+    from hogwild.limits import usable_cores
+
+    parser = argparse.ArgumentParser(prog="hogwild", description="Lock-free, shared-memory, "
+                                     "asynchronous SGD (Hogwild!).")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="train an example problem")
+    problems = run.add_subparsers(dest="problem", required=True, metavar="PROBLEM")
+    svm = problems.add_parser(
+        "svm", help="sparse linear SVM / logistic regression",
+        description="Train a sparse linear classifier with Hogwild! SGD.")
+    svm.add_argument("--data", default=DEFAULT_SVM_DATASET,
+                     help=f"dataset name ({', '.join(SVM_DATASETS)}) or svmlight file "
+                          f"(default: {DEFAULT_SVM_DATASET}, shipped with hogwild)")
+    svm.add_argument("--test", help="svmlight test file (default: the dataset's test split)")
+    svm.add_argument("--reg", type=float, default=1e-4,
+                     help="L2 strength: objective = mean loss + reg/2 ||w||^2 (default: 1e-4)")
+    svm.add_argument("--loss", default="hinge", help="hinge or logistic (default: hinge)")
+    svm.add_argument("--no-intercept", dest="fit_intercept", action="store_false",
+                     help="fit no intercept: the score is x . w alone (default: an "
+                          "unregularised intercept, as scikit-learn's fit_intercept=True)")
+    svm.add_argument("--save", help="write the fitted model to this .npz file "
+                                    "(hogwild.problems.sparse_svm.SparseSVM.load reads it)")
+
+    _add_training_options(svm, "svm", usable_cores())
+    _add_mc_parser(problems, usable_cores(), RATINGS_DATASETS)
+    _add_cuts_parser(problems, usable_cores())
+
+    download = commands.add_parser(
+        "download", help="download a rating dataset into the cache",
+        description="Download a rating dataset (checksum verified) into the hogwild cache.")
+    download.add_argument("name", help=f"one of: {', '.join(RATINGS_DATASETS)}")
+    download.add_argument("--url", help="download from this mirror instead (file:// works; "
+                                        "needs --sha256)")
+    download.add_argument("--sha256", help="SHA-256 of the mirror's archive (required with "
+                                           "--url)")
+
+    stats = commands.add_parser(
+        "stats", help="sparsity statistics (Omega, Delta, rho) of a problem's data",
+        description="The Hogwild! paper's sparsity statistics of a problem's samples, and "
+                    "what they predict for lock-free scaling.")
+    stats.add_argument("problem", help="svm, mc or cuts")
+    stats.add_argument("--data", default=None,
+                       help="dataset name or file (default: a9a for svm, ml-1m for mc, "
+                            "snap-facebook-combined for cuts)")
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
+
+    commands.add_parser("datasets", help="list available datasets and their shapes")
+
+    from hogwild.bench import add_arguments as add_bench_arguments  # imports the peers
+    bench = commands.add_parser(
+        "bench", help="benchmark thread scaling, schedulers and backends",
+        description="Thread scaling, schedulers and backends on the three problems: JSON "
+                    "lines, a Markdown report and plots in --out-dir.")
+    add_bench_arguments(bench)
+    return parser
+
+
+def _problem_defaults(problem):
+    """The library's own defaults of a problem's training options (the estimator's,
+    or multiway_cut's CUT_TRAINING), so that the CLI declares none of its own."""
+    if problem == "cuts":
+        from hogwild.problems.graph_cuts import CUT_TRAINING
+        defaults = dataclasses.asdict(CUT_TRAINING)
+    else:
+        from hogwild.problems.matrix_completion import MatrixFactorization
+        from hogwild.problems.sparse_svm import SparseSVM
+        defaults = (SparseSVM if problem == "svm" else MatrixFactorization)().get_params()
+    return {name: defaults[name] for name in ("epochs", "step", "decay", "step_schedule",
+                                              "scheduler", "shuffle_block")}
+
+
+def _add_training_options(parser, problem, cores):
+    """The options every problem shares (hogwild.TrainingConfig's and
+    hogwild.RunControls' fields, and the output form), with the same help text
+    everywhere; each problem's defaults come from the library."""
+    group = parser.add_argument_group("training options (the same for every problem)")
+    group.add_argument("--epochs", type=int, help="passes over the samples (default: svm 20, "
+                                                  "mc 20, cuts 200)")
+    group.add_argument("--step", type=_positive_or_auto,
+                       help="initial step (default: svm 'auto' = 0.2 / mean squared row norm; "
+                            "mc 0.03 biased, 0.02 paper; cuts 0.1)")
+    group.add_argument("--decay", type=float,
+                       help="per-epoch step decay (default: svm 0.9, mc 0.9, cuts 0.98)")
+    group.add_argument("--step-schedule", "--schedule", dest="step_schedule",
+                       help="geometric (step * decay^epoch; the default), inverse "
+                            "(step / (1 + decay * epoch)) or constant")
+    group.add_argument("--workers", type=int, default=None,
+                       help=f"worker threads (default: usable cores, here {cores})")
+    group.add_argument("--oversubscribe", action="store_true",
+                       help="allow more than 4 workers per usable core (they mostly wait "
+                            "for a core; refused without this flag)")
+    group.add_argument("--scheduler",
+                       help="hogwild (lock-free; the default), locked (a spinlock per "
+                            "update), serial, blocked (mc: conflict-free grid blocks), or the "
+                            "conflict-free colored (colour classes of the conflict graph) and "
+                            "cyclades (components of random batches)")
+    group.add_argument("--shuffle-block", type=int,
+                       help="shuffle in runs of this many samples (default: svm 16, mc 256, "
+                            "cuts 1; 1 = uniform)")
+    group.add_argument("--seed", type=int, default=None,
+                       help="random seed of the training (default: none, a new order each "
+                            "run)")
+    group.add_argument("--backend", default="threads",
+                       help="threads (default), processes (workers in separate processes "
+                            "over shared memory), gpu (one NVIDIA GPU; --workers is then "
+                            "CUDA streams) or ray (several nodes with a parameter server; "
+                            "--workers is then threads per node, default 1)")
+    group.add_argument("--streams", type=int, default=None,
+                       help="with --backend gpu: CUDA streams (the workers; default: "
+                            "--workers, else all usable cores)")
+    group.add_argument("--device", type=int, default=None,
+                       help="with --backend gpu: the CUDA device number (default 0)")
+    group.add_argument("--ray-address", default=None,
+                       help="with --backend ray: join this Ray cluster (e.g. HOST:6379); "
+                            "default: start a local Ray instance")
+    group.add_argument("--nodes", type=int, default=2,
+                       help="with --backend ray: node actors (default 2)")
+    group.add_argument("--staleness", default="0",
+                       help="with --backend ray: how many clocks the fastest node may run "
+                            "ahead of the slowest; 0 = bulk synchronous (default), inf = "
+                            "asynchronous")
+    group.add_argument("--clock-every", type=int, default=None,
+                       help="with --backend ray: local updates per clock (push, wait, pull); "
+                            "default: a tenth of a node's epoch")
+    group.add_argument("--checkpoint",
+                       help="checkpoint file, written on Ctrl-C and every --checkpoint-every "
+                            "epochs (default: hogwild-PROBLEM-checkpoint.npz)")
+    group.add_argument("--checkpoint-every", type=int, default=None,
+                       help="also checkpoint every this many epochs and at the end")
+    group.add_argument("--resume", default=None,
+                       help="continue the run saved in this checkpoint (same data and "
+                            "--seed); --epochs is the total")
+    group.add_argument("--json", action="store_true",
+                       help="print one JSON result on stdout instead of the text report")
+    parser.set_defaults(checkpoint=f"hogwild-{problem}-checkpoint.npz",
+                        **_problem_defaults(problem))
+
+
+def _staleness(text):
+    """--staleness as an int >= 0, or None for inf (asynchronous)."""
+    staleness = text.strip().lower()
+    if staleness in ("inf", "infinity", "none"):
+        return None
+    if staleness.isdigit():
+        return int(staleness)
+    raise HogwildError(f"--staleness: expected an integer >= 0 or inf, got {text!r}")
+
+
+def _distributed(args):
+    """The SSP settings of --backend ray (None for the other backends)."""
+    if args.backend != "ray":
+        return None
+    return {"nodes": args.nodes, "staleness": _staleness(args.staleness),
+            "clock_every": args.clock_every, "address": args.ray_address}
+
+
+# Integer options and their bounds (None: unbounded), checked before any work, on
+# every backend, so that a bad value is named even where the option is unused.
+INT_OPTIONS = {"seed": (0, None), "terminal_seed": (0, None), "split_seed": (0, None),
+               "streams": (1, None), "device": (0, None), "nodes": (1, None),
+               "clock_every": (1, None), "checkpoint_every": (1, None),
+               "shuffle_block": (1, 2**31 - 1), "grid": (1, 2**15),
+               "jumbo_rank": (1, 2**15), "labels": (2, 2**15), "rounds": (1, None)}
+
+
+def _check_numbers(args):
+    """Every numeric option within its bounds (NaN and inf refused), or one line
+    naming the option."""
+    for name, (low, high) in INT_OPTIONS.items():
+        if getattr(args, name, None) is not None:
+            check_int("--" + name.replace("_", "-"), getattr(args, name), low, high)
+    if getattr(args, "staleness", None) is not None:
+        _staleness(args.staleness)
+    if getattr(args, "test_fraction", None) is not None:  # also where jumbo data ignores it
+        from hogwild.datasets.ratings import check_split
+        check_split(args.test_fraction, args.split)
+    for name in ("unary", "jumbo_noise"):
+        value = getattr(args, name, None)
+        if value is not None and not 0 <= value < float("inf"):
+            raise HogwildError(f"--{name.replace('_', '-')} must be a finite number >= 0, "
+                               f"got {value!r}")
+
+
+def _training(args):
+    """The TrainingConfig fields of the shared options (the estimators' parameters
+    of the same names)."""
+    return {name: getattr(args, name) for name in TRAINING_OPTIONS if name != "distributed"} \
+        | {"distributed": _distributed(args)}
+
+
+def _controls(args):
+    """The RunControls fields of the shared options (the CLI checkpoints on Ctrl-C
+    only, unless --checkpoint-every is given)."""
+    return {"checkpoint": args.checkpoint, "checkpoint_every": args.checkpoint_every,
+            "resume": args.resume}
+
+
+def _add_mc_parser(problems, cores, rating_datasets):
+    mc = problems.add_parser(
+        "mc", help="matrix completion (recommender ratings)",
+        description="Factorise a rating matrix with Hogwild! SGD: the biased model (mean + "
+                    "user and item biases + L_u . R_v, as Surprise's SVD and LIBMF users "
+                    "expect), or --model paper (L_u . R_v with the Hogwild! paper's "
+                    "degree-scaled regulariser).")
+    mc.add_argument("--data", default="ml-1m",
+                    help=f"dataset name ({', '.join(rating_datasets)}), a 'user item rating' "
+                         "file, or jumbo:ROWSxCOLSxNNZ for a planted low-rank matrix "
+                         "(default: ml-1m)")
+    mc.add_argument("--test", help="test ratings file (default: split off --test-fraction)")
+    mc.add_argument("--test-fraction", type=float, default=0.2,
+                    help="ratings held out for testing (default: 0.2)")
+    mc.add_argument("--split", default="rating",
+                    help="rating (random ratings) or user (per-user holdout); default: rating")
+    mc.add_argument("--split-seed", type=int, default=0,
+                    help="seed of the train/test split (default: 0)")
+    mc.add_argument("--rank", type=int, default=32, help="factors per row (default: 32)")
+    mc.add_argument("--model", default="biased",
+                    help="biased (default: mean + user/item biases + L_u . R_v, regularised "
+                         "per rating, as Surprise's SVD) or paper (the Hogwild! paper's "
+                         "L_u . R_v with a degree-scaled regulariser, no biases)")
+    mc.add_argument("--reg", type=float, default=None,
+                    help="mu (default: 0.06 biased, per rating; 10 paper, per row)")
+    mc.add_argument("--init-scale", type=float, default=None,
+                    help="factors start N(0, s^2) (default: 0.03 biased, 0.1 paper)")
+    mc.add_argument("--bias-reg", type=float, default=None, help="mu of the biases (default: reg)")
+    mc.add_argument("--grid", type=int, default=None,
+                    help="blocks per side for --scheduler blocked (default: 8, or 2 x workers)")
+    mc.add_argument("--jumbo-rank", type=int, default=10,
+                    help="planted rank of jumbo: data (default: 10)")
+    mc.add_argument("--jumbo-noise", type=float, default=0.5,
+                    help="noise of jumbo: data, the best achievable RMSE (default: 0.5)")
+    mc.add_argument("--factor-dtype", default="float32",
+                    help="float32, or float16 to store the factors in half precision "
+                         "(--backend gpu only; default: float32)")
+    mc.add_argument("--save", help="write the fitted model to this .npz file")
+    _add_training_options(mc, "mc", cores)
+
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif")
+
+
+def _add_cuts_parser(problems, cores):
+    from hogwild.datasets.registry import GRAPH_DATASETS
+
+    cuts = problems.add_parser(
+        "cuts", help="graph cuts (multiway cut; image segmentation)",
+        description="Minimum multiway cut by Hogwild! SGD on the simplex relaxation, "
+                    "rounded to labels: on a graph, or on an image's pixel grid with seed "
+                    "pixels as terminals.")
+    cuts.add_argument("--data", default="snap-facebook-combined",
+                      help=f"graph name ({', '.join(GRAPH_DATASETS)}), random:VERTICESxEDGES, "
+                           "a DIMACS (.col) or edge-list ('u v [weight]') file, or an image "
+                           f"({', '.join(IMAGE_SUFFIXES)}; needs Pillow) "
+                           "(default: snap-facebook-combined)")
+    cuts.add_argument("--labels", type=int, default=2, help="number of labels D (default: 2)")
+    cuts.add_argument("--terminals", default=None,
+                      help="graphs: 'random' (default; one vertex per label drawn by "
+                           "--terminal-seed), 'random:K' (K per label) or 'ID:LABEL,ID:LABEL,...' "
+                           "with the file's vertex ids. Images: 'auto' (default; darkest "
+                           "pixels label 0 ... brightest the last) or a seed image of the same "
+                           "size (0 = free, other gray levels = labels in increasing order)")
+    cuts.add_argument("--terminal-seed", type=int, default=0,
+                      help="seed of random terminals and auto seeds (default: 0)")
+    cuts.add_argument("--connectivity", type=int, default=4, help="images: 4 or 8 (default: 4)")
+    cuts.add_argument("--unary", type=float, default=1.0,
+                      help="images: weight of the seed intensity model against the boundary "
+                           "(default: 1; 0 = boundary only)")
+    cuts.add_argument("--out", help="write the labels: a PNG for an image, 'id label' lines "
+                                    "for a graph")
+    _add_training_options(cuts, "cuts", cores)

@@ -1,0 +1,276 @@
+"""``hogwild run svm|mc|cuts``: train a problem with a progress bar and a line per
+epoch, then print a summary (or one JSON object with --json)."""
+import json
+import resource
+import sys
+import time
+
+import numpy as np
+
+from hogwild.atomic import atomic_file
+from hogwild.cli.options import IMAGE_SUFFIXES, _controls, _training
+from hogwild.config import TrainingConfig
+from hogwild.errors import HogwildError
+
+
+def _progress_bar(enabled, unit):
+    """A tqdm bar over updates on stderr when tqdm is installed (pip install
+    hogwild[cli]); the processes backend moves it during epochs too."""
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=None, unit=unit, unit_scale=True, file=sys.stderr, leave=False,
+                disable=None)
+
+
+def _epoch_line(record, epochs, unit="updates"):
+    test = record.metrics.get("test_error")
+    test_text = f"  test error {100 * test:6.2f}%" if test is not None else ""
+    if "test_rmse" in record.metrics:
+        test_text = f"  test RMSE {record.metrics['test_rmse']:.4f}"
+    if "rounded_cut" in record.metrics:
+        test_text = f"  rounded cut {record.metrics['rounded_cut']:.6g}"
+    return (f"epoch {record.epoch:>3}/{epochs}  objective {record.objective:.6f}{test_text}"
+            f"  {record.updates_per_s / 1e6:7.3f} M {unit}/s  ({record.seconds:.3f} s)")
+
+
+def _train_with_progress(args, train, unit="updates"):
+    """Run train(callback, progress) under a progress bar over updates, with a line
+    per epoch (none with --json)."""
+    bar = _progress_bar(enabled=not args.json, unit=unit)
+
+    def report(record):
+        if bar is not None:
+            bar.write(_epoch_line(record, args.epochs, unit), file=sys.stdout)
+        elif not args.json:
+            print(_epoch_line(record, args.epochs, unit), flush=True)
+
+    def progress(done, total):
+        if bar is not None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+    try:
+        train(report, progress)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _history(history):
+    return [{"epoch": r.epoch, "step": r.step, "seconds": r.seconds,
+             "objective": r.objective, **r.metrics} for r in history]
+
+
+def run_svm(args):
+    from hogwild.datasets.registry import load_svm_data
+    from hogwild.problems.sparse_svm import SparseSVM
+
+    started = time.perf_counter()
+    train, test = load_svm_data(args.data, args.test)
+    model = SparseSVM(loss=args.loss, reg=args.reg, fit_intercept=args.fit_intercept,
+                      **_training(args))
+    _train_with_progress(args, lambda report, progress: model.fit(
+        train.X, train.y, eval_set=(test.X, test.y) if test else None, callback=report,
+        progress=progress, **_controls(args)))
+    if args.save:
+        model.save(args.save)
+    history = model.history_
+    update_seconds = sum(r.seconds for r in history)
+    updates = sum(r.updates for r in history)
+    result = {
+        "problem": "svm", "data": str(args.data), "n_samples": train.X.shape[0],
+        "n_features": train.X.shape[1], "nnz": int(train.X.nnz), "loss": args.loss,
+        "reg": args.reg, "fit_intercept": args.fit_intercept,
+        "intercept": float(model.intercept_[0]), "step": model.step_, "decay": args.decay,
+        "schedule": args.step_schedule,
+        "scheduler": args.scheduler, "backend": args.backend, "workers": model.workers_,
+        "distributed": model.distributed_,
+        "startup_seconds": model.startup_seconds_, "epochs": args.epochs,
+        "seed": args.seed, "objective": history[-1].objective,
+        "train_error": 1.0 - model.score(train.X, train.y),
+        "test_error": history[-1].metrics.get("test_error"),
+        "update_seconds": update_seconds, "updates_per_s": updates / update_seconds,
+        "nonzeros_per_s": args.epochs * train.X.nnz / update_seconds,
+        "wall_seconds": time.perf_counter() - started,
+        "history": _history(history),
+    }
+    if args.json:
+        print(json.dumps(result))
+        return
+    test_text = (f", test error {100 * result['test_error']:.2f}%"
+                 if result["test_error"] is not None else "")
+    print(f"done: {args.scheduler} x {model.workers_} workers on {args.data} "
+          f"({train.X.shape[0]} x {train.X.shape[1]}, {train.X.nnz} nonzeros): "
+          f"objective {result['objective']:.6f}, train error "
+          f"{100 * result['train_error']:.2f}%{test_text}; "
+          f"{result['updates_per_s'] / 1e6:.2f} M updates/s, "
+          f"{result['nonzeros_per_s'] / 1e6:.1f} M nonzeros/s in the update phase "
+          f"({update_seconds:.2f} s), {result['wall_seconds']:.2f} s wall" +
+          (f"; model saved to {args.save}" if args.save else ""))
+
+
+def _mc_data(args):
+    """(train, test, description, ratings stored in random order?)."""
+    from hogwild.datasets.jumbo import make_jumbo, parse_jumbo_spec
+    from hogwild.datasets.ratings import read_ratings, split_ratings
+    from hogwild.datasets.registry import load_ratings
+
+    if args.data.startswith("jumbo:"):
+        rows, cols, nnz = parse_jumbo_spec(args.data)
+        train, test, info = make_jumbo(rows, cols, nnz, rank=args.jumbo_rank,
+                                       noise=args.jumbo_noise, progress=not args.json)
+        return train, test, (f"planted rank {info['rank']}, noise {info['noise']:g} (the best "
+                             f"achievable RMSE)"), True
+    ratings = load_ratings(args.data)
+    if args.test is not None:
+        return ratings, read_ratings(args.test), f"test file {args.test}", False
+    train, test = split_ratings(ratings, args.test_fraction, args.split_seed, args.split)
+    return train, test, (f"{args.split} split {1 - args.test_fraction:.0%}/"
+                         f"{args.test_fraction:.0%}, seed {args.split_seed}"), False
+
+
+def run_mc(args):
+    from hogwild.problems.matrix_completion import MatrixFactorization
+
+    started = time.perf_counter()
+    train, test, split_text, stored_random = _mc_data(args)
+    model = MatrixFactorization(
+        rank=args.rank, model=args.model, reg=args.reg, init_scale=args.init_scale,
+        bias_reg=args.bias_reg, grid=args.grid, shuffle_ratings=not stored_random,
+        factor_dtype=args.factor_dtype, **_training(args))
+    _train_with_progress(args, lambda report, progress: model.fit(
+        train, eval_set=test, callback=report, progress=progress, **_controls(args)),
+        unit="ratings")
+    if args.save:
+        model.save(args.save)
+    history = model.history_
+    update_seconds = sum(r.seconds for r in history)
+    result = {
+        "problem": "mc", "data": str(args.data), "split": split_text,
+        "n_ratings": len(train), "n_test": len(test), "n_users": len(model.user_ids_),
+        "n_items": len(model.item_ids_), "rank": args.rank, "model": model.model,
+        "reg": model.reg if model.reg is not None else None, "step": model.step_,
+        "decay": args.decay, "scheduler": args.scheduler, "backend": args.backend,
+        "workers": model.workers_, "distributed": model.distributed_,
+        "startup_seconds": model.startup_seconds_,
+        "epochs": args.epochs, "seed": args.seed, "objective": history[-1].objective,
+        "test_rmse": history[-1].metrics["test_rmse"], "update_seconds": update_seconds,
+        "ratings_per_s": sum(r.updates for r in history) / update_seconds,
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "wall_seconds": time.perf_counter() - started, "history": _history(history),
+    }
+    if args.json:
+        print(json.dumps(result))
+        return
+    print(f"done: {args.scheduler} x {model.workers_} workers, {model.model} rank {args.rank} "
+          f"on {args.data} ({len(train):,} ratings, {result['n_users']:,} users x "
+          f"{result['n_items']:,} items; {split_text}): test RMSE {result['test_rmse']:.4f}; "
+          f"{result['ratings_per_s'] / 1e6:.2f} M ratings/s in the update phase "
+          f"({update_seconds:.2f} s), {result['wall_seconds']:.2f} s wall, peak memory "
+          f"{result['peak_rss_bytes'] / 2**20:.0f} MiB" +
+          (f"; model saved to {args.save}" if args.save else ""))
+
+
+def _graph_terminals(spec, n_labels, ids, seed):
+    """{vertex index: label} from --terminals for a graph (see its help)."""
+    spec = spec or "random"
+    if spec == "random" or spec.startswith("random:"):
+        per_label = 1
+        if spec != "random":
+            tail = spec[len("random:"):]
+            per_label = int(tail) if tail.isdigit() and int(tail) > 0 else 0
+            if per_label < 1:
+                raise HogwildError(f"--terminals {spec!r}: expected random:K with K >= 1")
+        if per_label * n_labels > ids.size:
+            raise HogwildError(f"--terminals {spec!r}: {per_label * n_labels} terminals but "
+                               f"the graph has {ids.size} vertices")
+        from hogwild.problems.graph_cuts import random_terminals
+        return random_terminals(ids.size, n_labels, per_label, seed)
+    index = {int(vertex_id): i for i, vertex_id in enumerate(ids)}
+    terminals = {}
+    for item in spec.split(","):
+        vertex, _, label = item.strip().partition(":")
+        if not (vertex.strip().isdigit() and label.strip().isdigit()):
+            raise HogwildError(f"--terminals: expected ID:LABEL, got {item.strip()!r}")
+        if int(vertex) not in index:
+            raise HogwildError(f"--terminals: vertex {vertex.strip()} is not in the graph")
+        given = terminals.setdefault(index[int(vertex)], int(label))
+        if given != int(label):
+            raise HogwildError(f"--terminals: vertex {int(vertex)} is given two labels, "
+                               f"{given} and {int(label)}")
+    return terminals
+
+
+def run_cuts(args):
+    from hogwild.datasets.registry import load_graph
+    from hogwild.problems.graph_cuts import (cut_weight, exact_two_label_cut, multiway_cut,
+                                             nearest_terminal_labels)
+    from hogwild.problems import segmentation
+
+    started = time.perf_counter()
+    n_labels = args.labels  # bounded by _check_numbers
+    fit_options = dict(config=TrainingConfig(**_training(args)), **_controls(args))
+    result = {"problem": "cuts", "data": str(args.data), "labels": n_labels,
+              "scheduler": args.scheduler, "backend": args.backend, "epochs": args.epochs,
+              "seed": args.seed}
+    image_input = str(args.data).lower().endswith(IMAGE_SUFFIXES)
+    if image_input:
+        image = segmentation.read_gray(args.data)
+        if args.terminals in (None, "auto"):
+            seeds = segmentation.auto_seeds(image, n_labels, seed=args.terminal_seed)
+        else:
+            seeds = segmentation.read_seeds(args.terminals, image.shape)
+        holder = {}
+        _train_with_progress(args, lambda report, progress: holder.update(zip(
+            ("labels", "fit"), segmentation.segment(
+                image, seeds, connectivity=args.connectivity, unary=args.unary,
+                callback=report, progress=progress, **fit_options))), unit="edges")
+        labels, fit = holder["labels"], holder["fit"]
+        n_edges = fit.history[0].updates  # pixel links and intensity links
+        result.update(width=image.shape[1], height=image.shape[0],
+                      seed_pixels=int((seeds >= 0).sum()))
+        if args.out:
+            segmentation.write_labels(labels, args.out)
+    else:
+        n, u, v, w, ids = load_graph(args.data, seed=args.terminal_seed)
+        terminals = _graph_terminals(args.terminals, n_labels, ids, args.terminal_seed)
+        holder = {}
+        _train_with_progress(args, lambda report, progress: holder.update(fit=multiway_cut(
+            n, u, v, w, terminals, n_labels, callback=report, progress=progress,
+            **fit_options)), unit="edges")
+        fit = holder["fit"]
+        n_edges = u.size
+        result.update(vertices=n, terminals=len(terminals), baseline_cut=cut_weight(
+            u, v, w.astype(np.float32), nearest_terminal_labels(n, u, v, terminals)))
+        if n_labels == 2:
+            result["exact_min_cut"] = exact_two_label_cut(n, u, v, w, terminals)
+        if args.out:
+            with atomic_file(args.out, "w") as out:
+                out.writelines(f"{vertex_id} {label}\n"
+                               for vertex_id, label in zip(ids.tolist(), fit.labels.tolist()))
+    history = fit.history
+    update_seconds = sum(r.seconds for r in history)
+    result.update(edges=int(n_edges), workers=fit.workers, cut=fit.cut,
+                  relaxation=fit.relaxation, setup_seconds=fit.setup_seconds,
+                  update_seconds=update_seconds,
+                  edges_per_s=sum(r.updates for r in history) / update_seconds,
+                  wall_seconds=time.perf_counter() - started, out=args.out,
+                  history=_history(history))
+    if args.json:
+        print(json.dumps(result))
+        return
+    references = []
+    if result.get("exact_min_cut") is not None:
+        references.append(f"exact minimum cut {result['exact_min_cut']:.6g} (SciPy maximum flow)")
+    if "baseline_cut" in result:
+        references.append(f"nearest-terminal baseline {result['baseline_cut']:.6g}")
+    print(f"done: {args.scheduler} x {fit.workers} workers, {n_labels} labels on {args.data} "
+          f"({n_edges:,} edges): rounded cut {fit.cut:.6g}"
+          + (f" ({'; '.join(references)})" if references else "")
+          + f", relaxation {fit.relaxation:.6g}; {result['edges_per_s'] / 1e6:.2f} M edges/s "
+          f"in the update phase ({update_seconds:.2f} s), {result['wall_seconds']:.2f} s wall"
+          + (f"; labels written to {args.out}" if args.out else ""))
