@@ -341,6 +341,29 @@ def test_nan_checks_and_divergence_on_the_device():
     assert gpu == cpu and "became NaN or Inf in epoch 1 (step 1e+30)" in gpu
 
 
+def test_callbacks_progress_and_checkpoint_cadence_on_the_gpu_are_the_engines():
+    """The GPU runs the engine's one epoch loop: the same callback, progress and
+    checkpoint cadence as the CPU backends (the checkpoint holds the device's
+    parameters, copied back)."""
+    out = simulate("""
+        import tempfile, pathlib
+        from hogwild.checkpoint import load_checkpoint
+        path = pathlib.Path(tempfile.mkdtemp()) / "run.npz"
+        seen, moved, saved_before = [], [], []
+        def callback(record):
+            seen.append(record)
+            saved_before.append(load_checkpoint(path).epoch if path.exists() else 0)
+        result = hogwild.fit(svm(), epochs=3, step=0.2, scheduler="serial", seed=1,
+                             workers=1, backend="gpu", checkpoint=path, checkpoint_every=2,
+                             callback=callback,
+                             progress=lambda done, total: moved.append((done, total)))
+        saved = load_checkpoint(path)
+        print(seen == result.history, saved_before, saved.epoch, moved[-1],
+              np.array_equal(saved.params[0], result.params[0]))
+    """)
+    assert out.split() == ["True", "[0,", "0,", "2]", "3", "(1200,", "1200)", "True"]
+
+
 def test_gpu_refuses_schedulers_it_does_not_run():
     out = simulate("""
         try:
