@@ -17,6 +17,8 @@ from hogwild.limits import MAX_EPOCHS
 from hogwild.schedulers import SCHEDULERS
 from hogwild.steps import StepSchedule
 
+REPLICATION_MODES = ("shared", "worker")
+
 
 @dataclass(frozen=True)
 class TrainingConfig:
@@ -26,6 +28,13 @@ class TrainingConfig:
     threads per node with backend "ray"; more than 4 per usable core needs
     ``oversubscribe``. ``distributed``: backend "ray"'s settings, a
     hogwild.backends.ray.SSPSettings or a dict of its fields.
+
+    ``replication``: "shared" (Hogwild!: every worker writes the one parameter
+    copy) or "worker" (each worker its own copy, merged every ``merge_every``
+    updates of a worker, default once an epoch, and at each epoch's end, by
+    averaging per coordinate the changes of the workers that made one; see
+    hogwild.backends.replicas). With one worker "worker" is bitwise the serial
+    run; with more, runs are reproducible in distribution, as "shared"'s.
     """
 
     epochs: int = 10
@@ -39,6 +48,8 @@ class TrainingConfig:
     shuffle_block: int = 1
     seed: Any = None
     oversubscribe: bool = False
+    replication: str = "shared"
+    merge_every: Optional[int] = None
 
     def __post_init__(self):
         check_int("epochs", self.epochs, 1, MAX_EPOCHS)
@@ -49,6 +60,13 @@ class TrainingConfig:
         choose(BACKEND_NAMES, self.backend, "backend")
         check_int("shuffle_block", self.shuffle_block, 1, 2**31 - 1)
         check_seed(self.seed)
+        choose(REPLICATION_MODES, self.replication, "replication")
+        if self.merge_every is not None:
+            check_int("merge_every", self.merge_every, 1)
+        if self.replication != "shared" and SCHEDULERS[self.scheduler].kind != "spans":
+            raise HogwildError(f"replication={self.replication!r} runs lock-free plans "
+                               f"(scheduler hogwild or serial); scheduler "
+                               f"{self.scheduler!r} keeps its workers apart already")
         if not isinstance(self.oversubscribe, bool):
             raise HogwildError(f"oversubscribe must be True or False, got "
                                f"{self.oversubscribe!r}")

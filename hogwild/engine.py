@@ -144,6 +144,10 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
     if supported is not None and sched.name not in supported:
         raise HogwildError(f"backend {config.backend!r} runs the schedulers "
                            f"{', '.join(supported)}; got {sched.name!r}")
+    if config.replication not in backend_cls.replication_modes:
+        raise HogwildError(f"backend {config.backend!r} runs replication "
+                           f"{', '.join(map(repr, backend_cls.replication_modes))}; got "
+                           f"{config.replication!r}")
     planner = sched.prepare(objective, check_workers(
         backend_cls.requested_workers(config),
         config.oversubscribe or not backend_cls.workers_share_cores))
@@ -154,6 +158,7 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
     settings = {"scheduler": sched.name, "step": config.step, "decay": config.decay,
                 "step_schedule": config.step_schedule, "shuffle_block": config.shuffle_block,
                 "seed": seed if seed is None or isinstance(seed, int) else repr(seed),
+                "replication": config.replication, "merge_every": config.merge_every,
                 **backend_cls.checkpoint_settings(config)}
     data_sha256 = functools.cache(lambda: data_fingerprint(objective.data))  # once, if needed
     epochs, checkpoint = config.epochs, controls.checkpoint
@@ -244,4 +249,4 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
                      backend=config.backend, workers=runner.worker_count(n_workers), seed=seed,
                      setup_seconds=planner.setup_seconds,
                      startup_seconds=getattr(runner, "startup_seconds", 0.0),
-                     distributed=report)
+                     distributed=report, replication=config.replication)

@@ -30,6 +30,7 @@ class FitResult:
     setup_seconds: float = 0.0  # scheduler preparation, e.g. colouring the conflict graph
     startup_seconds: float = 0.0  # starting worker processes (processes backend)
     distributed: Optional[dict] = None  # backend "ray": staleness, waiting, traffic, restarts
+    replication: str = "shared"  # TrainingConfig.replication
 
     @property
     def objective(self):

@@ -356,6 +356,9 @@ class SparseSVM(Params):
         in a random order of runs of this many rows, so that workers read memory
         sequentially (several times faster than one random row at a time); 1 gives
         a uniform permutation each epoch.
+    replication, merge_every: "shared" (Hogwild!) or "worker" (each worker its own
+        copy of the weights, merged every merge_every updates; see
+        hogwild.TrainingConfig).
     seed: with "serial", a seed makes the fit bitwise reproducible; "hogwild" and
         "locked" with several workers are reproducible only in distribution.
 
@@ -371,7 +374,7 @@ class SparseSVM(Params):
     def __init__(self, *, loss="hinge", reg=1e-4, fit_intercept=True, epochs=20, step="auto",
                  decay=0.9, step_schedule="geometric", workers=None, scheduler="hogwild",
                  backend="threads", shuffle_block=16, seed=None, distributed=None,
-                 oversubscribe=False):
+                 oversubscribe=False, replication="shared", merge_every=None):
         self.loss = loss
         self.reg = reg
         self.fit_intercept = fit_intercept
@@ -381,6 +384,8 @@ class SparseSVM(Params):
         self.step_schedule = step_schedule
         self.workers = workers
         self.oversubscribe = oversubscribe
+        self.replication = replication
+        self.merge_every = merge_every
         self.scheduler = scheduler
         self.backend = backend
         self.distributed = distributed

@@ -43,7 +43,7 @@ from hogwild.backends.shared_memory import SegmentSet, attach
 from hogwild.errors import HogwildError
 from hogwild.kernels.atomics import GATE_STRIDE, abort_gates
 from hogwild.kernels.compiler import slp_vectorizer
-from hogwild.kernels.plans import Share, gate_count, give_up, run_share, warm_up
+from hogwild.kernels.plans import Share, gate_count, give_up, pieces, run_share, warm_up
 
 POLL_SECONDS = 0.1
 SPIN_SECONDS = 0.02  # a waiting process polls this long before it sleeps
@@ -326,11 +326,11 @@ def _raise_remote(w, message):
 
 
 def _run_share(loops, share, params, data, counters, chunk_samples, keep_going=None):
-    """A worker's share of a phase, piece by piece (see _pieces), its progress in
+    """A worker's share of a phase, piece by piece (see plans.pieces), its progress in
     counters[worker * COUNTER_STRIDE]; stops early when a piece is aborted or when
     ``keep_going()`` says so. Returns the updates done."""
     done = 0
-    for piece in _pieces(share.kind, share.spans, share.run_length, chunk_samples):
+    for piece in pieces(share.kind, share.spans, share.run_length, chunk_samples):
         updates = run_share(loops, share._replace(spans=piece), params, data)
         if updates < 0:  # aborted: another worker failed
             break
@@ -339,21 +339,6 @@ def _run_share(loops, share, params, data, counters, chunk_samples, keep_going=N
         if keep_going is not None and not keep_going():
             break
     return done
-
-
-def _pieces(kind, spans, run_length, chunk_samples):
-    """The share cut into kernel calls of about ``chunk_samples`` updates, so that
-    progress counters move and failures are seen during long epochs. Plain spans
-    split at any run; gated and phased rows (blocks, phases) are kept whole."""
-    runs_per_piece = max(1, chunk_samples // max(run_length, 1))
-    if kind in ("spans", "locked"):
-        for lo, hi, limit in spans:
-            for start in range(lo, hi, runs_per_piece):
-                yield np.array([[start, min(start + runs_per_piece, hi), limit]], np.int64)
-        return
-    rows = max(1, len(spans) // 32)
-    for start in range(0, len(spans), rows):
-        yield spans[start:start + rows]
 
 
 # -- the child process -------------------------------------------------------------------

@@ -1,12 +1,16 @@
 """Threads backend: W Python threads, each running a compiled nogil kernel over
 its span of the epoch's order, all writing the same numpy parameter arrays in
-place without locks (or under the spinlock for the ``locked`` scheduler)."""
+place without locks (or under the spinlock for the ``locked`` scheduler), or each
+its own copy of them (replication="worker", see hogwild.backends.replicas)."""
 import threading
+
+import numpy as np
 
 
 from hogwild.backends.base import HostBackend
+from hogwild.backends.replicas import Replicas
 from hogwild.kernels.atomics import new_gates, raise_gate, spin_for_gate
-from hogwild.kernels.plans import Share, gate_count, give_up, run_share, warm_up
+from hogwild.kernels.plans import Share, gate_count, give_up, pieces, run_share, warm_up
 
 SPINS = 2_000_000  # about 10 ms of polling before a waiting thread sleeps
 
@@ -87,14 +91,25 @@ class _Crew:
 class ThreadsBackend(HostBackend):
     name = "threads"
     workers_share_cores = True  # workers are CPU threads: bounded by check_workers
+    replication_modes = ("shared", "worker")
 
-    def __init__(self, workers):
+    @classmethod
+    def open(cls, workers, config, source):
+        return cls(workers, config.replication, config.merge_every)
+
+    def __init__(self, workers, replication="shared", merge_every=None):
         self.workers = workers
+        self.replication, self.merge_every = replication, merge_every
+        self._replicas = None
         self._crew = _Crew(workers - 1)
         self.on_progress = None  # threads report progress once per epoch (the engine)
 
     def share(self, params, data, n_samples=None):
-        """The arrays the workers use: threads share the process's own memory."""
+        """The arrays the workers use: threads share the process's own memory (and
+        with replication="worker" each has its own copy of the parameters too)."""
+        if self.replication == "worker":
+            self._replicas = Replicas(params, self.workers)
+            self._merge_every = self.merge_every or max(n_samples or 1, 1)
         return params, data
 
     def export(self, params):
@@ -108,27 +123,49 @@ class ThreadsBackend(HostBackend):
         """Run one epoch's plan, phase after phase; returns the number of updates.
         Phased plans have all their phases in one: the barriers between them are in
         compiled code (one call per worker per epoch instead of one per phase)."""
+        if self._replicas is not None:
+            return self._run_replicated(loops, plan, params, data, step, epoch)
         updates = 0
         for phase in plan.phases:
             workers = len(phase)
             sync = new_gates(gate_count(plan, workers))
-            shares = [Share(plan.kind, plan.runs, spans, plan.run_length, step, epoch, sync,
-                            w, workers) for w, spans in enumerate(phase)]
-
-            def run(share):
-                try:
-                    return run_share(loops, share, params, data)
-                except BaseException:
-                    give_up(share.kind, share.sync, share.worker)  # else the others wait
-                    raise
-
-            # The calling thread runs the first share itself: one thread hand-off
-            # fewer, which matters when a phase lasts only a few milliseconds. Every
-            # worker of a phased plan runs, to meet the barriers.
-            others = [lambda share=share: run(share) for share in shares[1:]
-                      if len(share.spans) or plan.kind == "phased"]
-            updates += sum(self._crew.run(lambda: run(shares[0]), others))
+            updates += self._run_shares(loops, [
+                Share(plan.kind, plan.runs, spans, plan.run_length, step, epoch, sync, w,
+                      workers) for w, spans in enumerate(phase)], lambda w: params, data)
         return updates
+
+    def _run_replicated(self, loops, plan, params, data, step, epoch):
+        """Each worker runs its share on its own copy, in pieces of merge_every
+        updates; the copies merge into ``params`` after every round of pieces."""
+        (phase,) = plan.phases  # replication runs lock-free plans of one phase
+        cut = [list(pieces(plan.kind, spans, plan.run_length, self._merge_every))
+               for spans in phase]
+        none = np.zeros((0, 3), np.int64)
+        sync = new_gates(0)
+        updates = 0
+        for k in range(max(len(c) for c in cut)):
+            updates += self._run_shares(loops, [
+                Share(plan.kind, plan.runs, c[k] if k < len(c) else none, plan.run_length,
+                      step, epoch, sync, w, len(phase)) for w, c in enumerate(cut)],
+                self._replicas.of, data)
+            self._replicas.merge(params)
+        return updates
+
+    def _run_shares(self, loops, shares, params_of, data):
+        """Run one phase's shares, worker w's on params_of(w); the total updates."""
+        def run(share):
+            try:
+                return run_share(loops, share, params_of(share.worker), data)
+            except BaseException:
+                give_up(share.kind, share.sync, share.worker)  # else the others wait
+                raise
+
+        # The calling thread runs the first share itself: one thread hand-off
+        # fewer, which matters when a phase lasts only a few milliseconds. Every
+        # worker of a phased plan runs, to meet the barriers.
+        others = [lambda share=share: run(share) for share in shares[1:]
+                  if len(share.spans) or share.kind == "phased"]
+        return sum(self._crew.run(lambda: run(shares[0]), others))
 
     def close(self):
         self._crew.close()

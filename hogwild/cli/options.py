@@ -109,6 +109,14 @@ def _add_training_options(parser, problem, cores):
                             "(step / (1 + decay * epoch)) or constant")
     group.add_argument("--workers", type=int, default=None,
                        help=f"worker threads (default: usable cores, here {cores})")
+    group.add_argument("--replication", default="shared",
+                       help="shared (every worker writes the one parameter copy; the "
+                            "default) or worker (each its own copy, merged by averaging "
+                            "the workers' changes every --merge-every updates and at each "
+                            "epoch's end); with --scheduler hogwild")
+    group.add_argument("--merge-every", type=int, default=None,
+                       help="with --replication worker: a worker's updates between merges "
+                            "(default: once an epoch)")
     group.add_argument("--oversubscribe", action="store_true",
                        help="allow more than 4 workers per usable core (they mostly wait "
                             "for a core; refused without this flag)")
@@ -181,7 +189,7 @@ def _distributed(args):
 # every backend, so that a bad value is named even where the option is unused.
 INT_OPTIONS = {"seed": (0, None), "terminal_seed": (0, None), "split_seed": (0, None),
                "streams": (1, None), "device": (0, None), "nodes": (1, None),
-               "clock_every": (1, None), "checkpoint_every": (1, None),
+               "clock_every": (1, None), "checkpoint_every": (1, None), "merge_every": (1, None),
                "shuffle_block": (1, 2**31 - 1), "grid": (1, 2**15),
                "jumbo_rank": (1, 2**15), "labels": (2, 2**15), "rounds": (1, None)}
 

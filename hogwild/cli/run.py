@@ -88,6 +88,7 @@ def run_svm(args):
         "intercept": float(model.intercept_[0]), "step": model.step_, "decay": args.decay,
         "schedule": args.step_schedule,
         "scheduler": args.scheduler, "backend": args.backend, "workers": model.workers_,
+        "replication": args.replication,
         "distributed": model.distributed_,
         "startup_seconds": model.startup_seconds_, "epochs": args.epochs,
         "seed": args.seed, "objective": history[-1].objective,
@@ -155,6 +156,7 @@ def run_mc(args):
         "n_items": len(model.item_ids_), "rank": args.rank, "model": model.model,
         "reg": model.reg if model.reg is not None else None, "step": model.step_,
         "decay": args.decay, "scheduler": args.scheduler, "backend": args.backend,
+        "replication": args.replication,
         "workers": model.workers_, "distributed": model.distributed_,
         "startup_seconds": model.startup_seconds_,
         "epochs": args.epochs, "seed": args.seed, "objective": history[-1].objective,
@@ -216,6 +218,7 @@ def run_cuts(args):
     fit_options = dict(config=TrainingConfig(**_training(args)), **_controls(args))
     result = {"problem": "cuts", "data": str(args.data), "labels": n_labels,
               "scheduler": args.scheduler, "backend": args.backend, "epochs": args.epochs,
+              "replication": args.replication,
               "seed": args.seed}
     image_input = str(args.data).lower().endswith(IMAGE_SUFFIXES)
     if image_input:

@@ -78,3 +78,19 @@ def warm_up(loops, kind, params, data):
     spans = np.zeros((0, PLAN_KINDS[kind].columns), np.int64)
     run_share(loops, Share(kind, np.zeros(0, np.int64), spans, 1, 0.0, 0, new_gates(1), 0, 1),
               params, data)
+
+
+def pieces(kind, spans, run_length, chunk_samples):
+    """A worker's span rows cut into kernel calls of about ``chunk_samples`` updates
+    (progress counters move and failures are seen during long epochs; replicas
+    merge between them). Plain spans split at any run; gated and phased rows
+    (blocks, phases) are kept whole."""
+    runs_per_piece = max(1, chunk_samples // max(run_length, 1))
+    if kind in ("spans", "locked"):
+        for lo, hi, limit in spans:
+            for start in range(lo, hi, runs_per_piece):
+                yield np.array([[start, min(start + runs_per_piece, hi), limit]], np.int64)
+        return
+    rows = max(1, len(spans) // 32)
+    for start in range(0, len(spans), rows):
+        yield spans[start:start + rows]

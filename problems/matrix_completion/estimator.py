@@ -74,6 +74,9 @@ class MatrixFactorization(Params):
         while training on the GPU (half the memory traffic per rating; arithmetic
         stays float32, as in cuMF_SGD). backend="gpu" only: numba compiles no
         half precision for the CPU. The fitted factors are float32 either way.
+    replication, merge_every: "shared" (Hogwild!) or "worker" (each worker its own
+        copy of the factors, merged every merge_every updates; see
+        hogwild.TrainingConfig).
     seed: with "serial" or "blocked" the fit is bitwise reproducible.
 
     Fitted attributes: user_factors_, item_factors_ (float32, one row per known id,
@@ -87,7 +90,8 @@ class MatrixFactorization(Params):
                  step=None, decay=0.9, step_schedule="geometric", workers=None,
                  scheduler="hogwild", backend="threads", distributed=None, grid=None,
                  shuffle_block=256, shuffle_ratings=True, init_scale=None,
-                 factor_dtype="float32", seed=None, oversubscribe=False):
+                 factor_dtype="float32", seed=None, oversubscribe=False, replication="shared",
+                 merge_every=None):
         self.rank = rank
         self.model = model
         self.reg = reg
@@ -98,6 +102,8 @@ class MatrixFactorization(Params):
         self.step_schedule = step_schedule
         self.workers = workers
         self.oversubscribe = oversubscribe
+        self.replication = replication
+        self.merge_every = merge_every
         self.scheduler = scheduler
         self.backend = backend
         self.distributed = distributed
