@@ -55,6 +55,7 @@ class Replicas:
             for w in range(workers):
                 self.copies[w].append(rows[w, :array.size].reshape(array.shape))
         self.copies = [tuple(copy) for copy in self.copies]
+        self.merge(params)  # changes nothing; compiles (or loads) the merge before timing
 
     def of(self, worker):
         """The parameter arrays worker ``worker`` updates."""

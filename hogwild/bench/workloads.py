@@ -54,11 +54,12 @@ def _number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def svm_run(X, y, X_test, y_test, epochs, intercept=True):
+def svm_run(X, y, X_test, y_test, epochs, intercept=True, **options):
     """run(scheduler, workers, backend, seed) of SparseSVM with the hinge loss and the
     default schedule; with ``intercept``, an intercept wherever the scheduler allows
     one (a conflict-free scheduler needs the samples' supports, and an intercept is a
-    coordinate of every sample), else never (every scheduler fits the same model)."""
+    coordinate of every sample), else never (every scheduler fits the same model).
+    ``options``: more of the estimator's parameters (replication, merge_every)."""
     from hogwild.problems.sparse_svm import SparseSVM
     from hogwild.schedulers import get_scheduler
 
@@ -67,36 +68,38 @@ def svm_run(X, y, X_test, y_test, epochs, intercept=True):
     def run(scheduler, workers, backend, seed):
         model = SparseSVM(epochs=epochs, scheduler=scheduler, workers=workers,
                           backend=backend, seed=seed, fit_intercept=intercept and
-                          "supports" not in get_scheduler(scheduler).needs)
+                          "supports" not in get_scheduler(scheduler).needs, **options)
         model.fit(X, y, eval_set=(X_test, y_test))
         return measured(model.history_, "test_error", model.setup_seconds_,
                         model.startup_seconds_, nonzeros_per_update=nnz)
     return run
 
 
-def mc_run(train, test, rank, epochs):
+def mc_run(train, test, rank, epochs, **options):
     """run(scheduler, workers, backend, seed) of MatrixFactorization (the biased model,
-    its defaults), with the test RMSE."""
+    its defaults, and ``options``), with the test RMSE."""
     from hogwild.problems.matrix_completion import MatrixFactorization
 
     def run(scheduler, workers, backend, seed):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a few test ids unseen in training
             model = MatrixFactorization(rank=rank, epochs=epochs, scheduler=scheduler,
-                                        workers=workers, backend=backend, seed=seed)
+                                        workers=workers, backend=backend, seed=seed,
+                                        **options)
             model.fit(train, eval_set=test)
         return measured(model.history_, "test_rmse", model.setup_seconds_,
                         model.startup_seconds_)
     return run
 
 
-def cuts_run(n, u, v, w, terminals, labels, epochs):
-    """run(scheduler, workers, backend, seed) of multiway_cut, with the rounded cut."""
+def cuts_run(n, u, v, w, terminals, labels, epochs, **options):
+    """run(scheduler, workers, backend, seed) of multiway_cut (with ``options``), with
+    the rounded cut."""
     from hogwild.problems.graph_cuts import multiway_cut
 
     def run(scheduler, workers, backend, seed):
         result = multiway_cut(n, u, v, w, terminals, labels, epochs=epochs, workers=workers,
-                              scheduler=scheduler, backend=backend, seed=seed)
+                              scheduler=scheduler, backend=backend, seed=seed, **options)
         return measured(result.history, "rounded_cut", result.setup_seconds)
     return run
 
