@@ -17,7 +17,7 @@ import sys
 import warnings
 
 from hogwild.cli.commands import download, list_datasets, sparsity
-from hogwild.cli.options import _check_numbers, build_parser
+from hogwild.cli.options import check_numbers, build_parser
 from hogwild.cli.run import run_cuts, run_mc, run_svm
 from hogwild.errors import HogwildError, Interrupted
 
@@ -67,7 +67,7 @@ def _check_output(path, option):
 
 def _dispatch(args):
     try:
-        _check_numbers(args)
+        check_numbers(args)
         if getattr(args, "backend", None) == "gpu":
             _use_gpu(args)
         _check_output(getattr(args, "save", None), "--save")

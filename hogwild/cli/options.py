@@ -194,7 +194,7 @@ INT_OPTIONS = {"seed": (0, None), "terminal_seed": (0, None), "split_seed": (0, 
                "jumbo_rank": (1, 2**15), "labels": (2, 2**15), "rounds": (1, None)}
 
 
-def _check_numbers(args):
+def check_numbers(args):
     """Every numeric option within its bounds (NaN and inf refused), or one line
     naming the option."""
     for name, (low, high) in INT_OPTIONS.items():
@@ -212,14 +212,14 @@ def _check_numbers(args):
                                f"got {value!r}")
 
 
-def _training(args):
+def training_fields(args):
     """The TrainingConfig fields of the shared options (the estimators' parameters
     of the same names)."""
     return {name: getattr(args, name) for name in TRAINING_OPTIONS if name != "distributed"} \
         | {"distributed": _distributed(args)}
 
 
-def _controls(args):
+def control_fields(args):
     """The RunControls fields of the shared options (the CLI checkpoints on Ctrl-C
     only, unless --checkpoint-every is given)."""
     return {"checkpoint": args.checkpoint, "checkpoint_every": args.checkpoint_every,

@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from hogwild.atomic import atomic_file
-from hogwild.cli.options import IMAGE_SUFFIXES, _controls, _training
+from hogwild.cli.options import IMAGE_SUFFIXES, control_fields, training_fields
 from hogwild.config import TrainingConfig
 from hogwild.errors import HogwildError
 
@@ -72,10 +72,10 @@ def run_svm(args):
     started = time.perf_counter()
     train, test = load_svm_data(args.data, args.test)
     model = SparseSVM(loss=args.loss, reg=args.reg, fit_intercept=args.fit_intercept,
-                      **_training(args))
+                      **training_fields(args))
     _train_with_progress(args, lambda report, progress: model.fit(
         train.X, train.y, eval_set=(test.X, test.y) if test else None, callback=report,
-        progress=progress, **_controls(args)))
+        progress=progress, **control_fields(args)))
     if args.save:
         model.save(args.save)
     history = model.history_
@@ -142,9 +142,9 @@ def run_mc(args):
     model = MatrixFactorization(
         rank=args.rank, model=args.model, reg=args.reg, init_scale=args.init_scale,
         bias_reg=args.bias_reg, grid=args.grid, shuffle_ratings=not stored_random,
-        factor_dtype=args.factor_dtype, **_training(args))
+        factor_dtype=args.factor_dtype, **training_fields(args))
     _train_with_progress(args, lambda report, progress: model.fit(
-        train, eval_set=test, callback=report, progress=progress, **_controls(args)),
+        train, eval_set=test, callback=report, progress=progress, **control_fields(args)),
         unit="ratings")
     if args.save:
         model.save(args.save)
@@ -214,8 +214,8 @@ def run_cuts(args):
     from hogwild.problems import segmentation
 
     started = time.perf_counter()
-    n_labels = args.labels  # bounded by _check_numbers
-    fit_options = dict(config=TrainingConfig(**_training(args)), **_controls(args))
+    n_labels = args.labels  # bounded by check_numbers
+    fit_options = dict(config=TrainingConfig(**training_fields(args)), **control_fields(args))
     result = {"problem": "cuts", "data": str(args.data), "labels": n_labels,
               "scheduler": args.scheduler, "backend": args.backend, "epochs": args.epochs,
               "replication": args.replication,
