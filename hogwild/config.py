@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from hogwild.backends import BACKEND_NAMES
+from hogwild.backends.replicas import MERGE_RULES
 from hogwild.errors import HogwildError, check_int, check_seed, choose
 from hogwild.limits import MAX_EPOCHS
 from hogwild.schedulers import SCHEDULERS
 from hogwild.steps import StepSchedule
 
-REPLICATION_MODES = ("shared", "worker")
+REPLICATION_MODES = ("shared", "worker", "hot")
 
 
 @dataclass(frozen=True)
@@ -30,10 +31,14 @@ class TrainingConfig:
     hogwild.backends.ray.SSPSettings or a dict of its fields.
 
     ``replication``: "shared" (Hogwild!: every worker writes the one parameter
-    copy) or "worker" (each worker its own copy, merged every ``merge_every``
-    updates of a worker, default once an epoch, and at each epoch's end, by
-    averaging per coordinate the changes of the workers that made one; see
-    hogwild.backends.replicas). With one worker "worker" is bitwise the serial
+    copy), "worker" (each worker its own copy of every array) or "hot" (its own
+    copies of only the rows whose id is in more than ``hot_fraction`` of the
+    samples, from the objective's id_arrays; the rest shared). Copies merge every
+    ``merge_every`` updates of a worker (default: once an epoch for "worker",
+    every replicas.HOT_MERGE_EVERY updates for "hot") and at each epoch's end: per
+    coordinate, the ``merge`` ("mean" or "sum") of the changes of the workers
+    that made one, a coordinate one worker changed taking its value exactly (see
+    hogwild.backends.replicas). With one worker every mode is bitwise the serial
     run; with more, runs are reproducible in distribution, as "shared"'s.
     """
 
@@ -50,6 +55,8 @@ class TrainingConfig:
     oversubscribe: bool = False
     replication: str = "shared"
     merge_every: Optional[int] = None
+    merge: str = "mean"
+    hot_fraction: float = 0.01
 
     def __post_init__(self):
         check_int("epochs", self.epochs, 1, MAX_EPOCHS)
@@ -63,6 +70,10 @@ class TrainingConfig:
         choose(REPLICATION_MODES, self.replication, "replication")
         if self.merge_every is not None:
             check_int("merge_every", self.merge_every, 1)
+        choose(MERGE_RULES, self.merge, "merge")
+        if not (isinstance(self.hot_fraction, (int, float)) and 0 < self.hot_fraction < 1):
+            raise HogwildError(f"hot_fraction must be a fraction of the samples in (0, 1), "
+                               f"got {self.hot_fraction!r}")
         if self.replication != "shared" and SCHEDULERS[self.scheduler].kind != "spans":
             raise HogwildError(f"replication={self.replication!r} runs lock-free plans "
                                f"(scheduler hogwild or serial); scheduler "

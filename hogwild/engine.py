@@ -244,9 +244,10 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
             if stop_requested.is_set() and done < epochs:
                 raise Interrupted(done, checkpoint, stop_requested.signum)
         params = runner.export(params)
-        report = runner.report()
+        report, replicated = runner.report(), runner.replicated()
     return FitResult(params=params, history=history, scheduler=sched.name,
                      backend=config.backend, workers=runner.worker_count(n_workers), seed=seed,
                      setup_seconds=planner.setup_seconds,
                      startup_seconds=getattr(runner, "startup_seconds", 0.0),
-                     distributed=report, replication=config.replication)
+                     distributed=report, replication=config.replication,
+                     replicated=replicated)

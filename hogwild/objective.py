@@ -25,7 +25,10 @@ A sparse separable objective f(x) = (1/n) * sum_e f_e(x_e) is given by
     only: the same step written for the 32 lanes of a CUDA warp working on one
     sample together (dense per-sample work such as rank-k factor rows spread over
     lanes, reduced with hogwild.kernels.warp.warp_sum). Without it the GPU runs
-    ``update`` with one thread per sample.
+    ``update`` with one thread per sample;
+  - optionally ``id_arrays``, hogwild.structure.IdArray declarations of which data
+    arrays hold row ids of which parameter (and data) arrays: what
+    replication="hot" needs to replicate only the hot rows.
 
 The engine compiles update and loss into its epoch loops (hogwild.kernels), so no
 Python runs per sample; the GPU backend compiles the same plain functions as CUDA
@@ -41,7 +44,7 @@ import numpy as np
 
 from hogwild.errors import HogwildError
 from hogwild.kernels.compiler import python_function
-from hogwild.structure import BlockLayout, Graph, Supports
+from hogwild.structure import BlockLayout, Graph, IdArray, Supports
 
 
 def _as_array_tuple(arrays, what):
@@ -84,6 +87,7 @@ class Objective:
     fastmath: bool = False
     conflicts: Optional[Graph] = None
     warp_update: Optional[Callable] = None
+    id_arrays: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "params", _as_array_tuple(self.params, "params"))
@@ -103,6 +107,20 @@ class Objective:
                 or callable(self.supports)):
             raise HogwildError(f"supports must be a hogwild.structure.Supports or a function "
                                f"returning one, got {type(self.supports).__name__}")
+        object.__setattr__(self, "id_arrays", tuple(self.id_arrays))
+        for ids in self.id_arrays:
+            if not isinstance(ids, IdArray):
+                raise HogwildError(f"id_arrays holds hogwild.structure.IdArray, got "
+                                   f"{type(ids).__name__}")
+            for kind, held, positions in (("data", self.data, (ids.ids, *ids.data)),
+                                          ("params", self.params, ids.params)):
+                for i in positions:
+                    if not 0 <= i < len(held):
+                        raise HogwildError(f"an IdArray names {kind}[{i}]; the objective "
+                                           f"has {len(held)} {kind} arrays")
+            if self.data[ids.ids].dtype.kind not in "iu":
+                raise HogwildError(f"IdArray ids data[{ids.ids}] must hold integers, got "
+                                   f"{self.data[ids.ids].dtype}")
         if self.conflicts is not None and self.conflicts.n_vertices != self.n_samples:
             raise HogwildError(f"the conflict graph has {self.conflicts.n_vertices} vertices "
                                f"for {self.n_samples} samples")

@@ -31,6 +31,7 @@ class FitResult:
     startup_seconds: float = 0.0  # starting worker processes (processes backend)
     distributed: Optional[dict] = None  # backend "ray": staleness, waiting, traffic, restarts
     replication: str = "shared"  # TrainingConfig.replication
+    replicated: Optional[dict] = None  # what "worker"/"hot" replicated (Backend.replicated)
 
     @property
     def objective(self):

@@ -51,6 +51,27 @@ class Supports:
 
 
 @dataclass(frozen=True)
+class IdArray:
+    """``data[ids]`` holds row ids (one per sample, e.g. a rating's user, or one per
+    nonzero, e.g. a CSR row's feature columns) of the parameter arrays ``params``
+    and of the read-only data arrays ``data`` (e.g. per-feature regularisation)
+    that the update reads at the same id. Declared on an Objective, it lets
+    replication="hot" give each worker its own copies of the hot rows without
+    changing the update: list every array the ids index, or the update reads past
+    their end."""
+
+    ids: int
+    params: tuple
+    data: tuple = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "params", tuple(self.params))
+        object.__setattr__(self, "data", tuple(self.data))
+        if not self.params:
+            raise HogwildError("an IdArray indexes at least one params array")
+
+
+@dataclass(frozen=True)
 class BlockLayout:
     """Samples stored grouped into a grid x grid array of blocks: block (i, j) is
     samples offsets[i * grid + j] : offsets[i * grid + j + 1]. Samples in blocks

@@ -25,7 +25,7 @@ from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
 from hogwild.config import TrainingConfig, settle
-from hogwild.structure import Supports
+from hogwild.structure import IdArray, Supports
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_int
 from hogwild.objective import Objective
@@ -237,7 +237,8 @@ def cut_objective(n_vertices, u, v, w, terminals, n_labels):
     update, loss = cut_kernels(n_labels)
     objective = Objective(update, loss, (X,), (u, v, w, fixed), len(u),
                           name=f"multiway-cut-{n_labels}",
-                          supports=Supports.from_edges(n_vertices, u, v))
+                          supports=Supports.from_edges(n_vertices, u, v),
+                          id_arrays=(IdArray(0, (0,), (3,)), IdArray(1, (0,), (3,))))
     return objective, fixed, fixed_labels
 
 

@@ -26,7 +26,7 @@ from hogwild.estimator import Params, run_controls
 from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric, Objective
 from hogwild.schedulers import get_scheduler
-from hogwild.structure import Supports
+from hogwild.structure import IdArray, Supports
 
 LOSSES = ("hinge", "logistic")
 # The intercept's step relative to a feature's: every sample moves it, so a
@@ -280,7 +280,8 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
     params = (np.zeros(d, dtype=np.float32), np.zeros(INTERCEPT_PAD, dtype=np.float32))
     return Objective(update, sample_loss, params=params, data=data,
                      n_samples=n, name=f"sparse-svm-{loss}",
-                     supports=None if fit_intercept else functools.partial(Supports.from_csr, X))
+                     supports=None if fit_intercept else functools.partial(Supports.from_csr, X),
+                     id_arrays=(IdArray(ids=1, params=(0,), data=(4,)),))
 
 
 @njit(nogil=True, cache=True)
@@ -356,8 +357,10 @@ class SparseSVM(Params):
         in a random order of runs of this many rows, so that workers read memory
         sequentially (several times faster than one random row at a time); 1 gives
         a uniform permutation each epoch.
-    replication, merge_every: "shared" (Hogwild!) or "worker" (each worker its own
-        copy of the weights, merged every merge_every updates; see
+    replication, merge_every, merge, hot_fraction: "shared" (Hogwild!), "worker"
+        (each worker its own copy of the weights) or "hot" (its own copies of the
+        rows in more than hot_fraction of the samples), merged every merge_every
+        updates by the mean or the sum of the workers' changes (see
         hogwild.TrainingConfig).
     seed: with "serial", a seed makes the fit bitwise reproducible; "hogwild" and
         "locked" with several workers are reproducible only in distribution.
@@ -374,7 +377,8 @@ class SparseSVM(Params):
     def __init__(self, *, loss="hinge", reg=1e-4, fit_intercept=True, epochs=20, step="auto",
                  decay=0.9, step_schedule="geometric", workers=None, scheduler="hogwild",
                  backend="threads", shuffle_block=16, seed=None, distributed=None,
-                 oversubscribe=False, replication="shared", merge_every=None):
+                 oversubscribe=False, replication="shared", merge_every=None, merge="mean",
+                 hot_fraction=0.01):
         self.loss = loss
         self.reg = reg
         self.fit_intercept = fit_intercept
@@ -386,6 +390,8 @@ class SparseSVM(Params):
         self.oversubscribe = oversubscribe
         self.replication = replication
         self.merge_every = merge_every
+        self.merge = merge
+        self.hot_fraction = hot_fraction
         self.scheduler = scheduler
         self.backend = backend
         self.distributed = distributed
@@ -443,6 +449,7 @@ class SparseSVM(Params):
         self.history_ = result.history
         self.workers_ = result.workers
         self.distributed_ = result.distributed
+        self.replicated_ = result.replicated
         self.setup_seconds_ = result.setup_seconds
         self.startup_seconds_ = result.startup_seconds
         return self

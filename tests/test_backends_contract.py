@@ -23,9 +23,9 @@ def test_every_backend_keeps_the_whole_contract(name):
 
 
 def test_each_plan_kind_runs_with_a_compiled_loop_and_every_scheduler_makes_one():
-    assert set(PLAN_KINDS) == {"spans", "locked", "gated", "phased"}
+    assert set(PLAN_KINDS) == {"spans", "locked", "gated", "phased", "free"}
     assert {kind.loop for kind in PLAN_KINDS.values()} <= set(CompiledLoops._fields)
     assert {scheduler.kind for scheduler in SCHEDULERS.values()} == set(PLAN_KINDS)
     with pytest.raises(HogwildError, match="unknown plan kind 'racy'; choose one of: spans, "
-                                           "locked, gated, phased"):
+                                           "locked, gated, phased, free"):
         EpochPlan("racy", np.zeros(1, np.int64), 1, ())

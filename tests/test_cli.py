@@ -194,7 +194,7 @@ def test_run_mc_text_report_on_a_ratings_file(capsys, tmp_path):
     (["--data", "jumbo:5x5"], "bad Jumbo size 'jumbo:5x5'; expected jumbo:ROWSxCOLSxNNZ, e.g. "
                               "jumbo:100000x20000x10000000"),
     (["--scheduler", "fast"], "unknown scheduler 'fast'; choose one of: hogwild, blocked, "
-                              "serial, locked, colored, cyclades"),
+                              "fpsgd, serial, locked, colored, cyclades"),
     (["--test-fraction", "1"], r"test_fraction must be in (0, 1), got 1.0"),
     (["--data", "jumbo:50x40x400", "--test-fraction", "nan"],  # unused, still checked
      "test_fraction must be in (0, 1), got nan"),

@@ -17,7 +17,7 @@ from hogwild.problems.sparse_svm import SparseSVM
     ({"step": -1.0}, "step must be a finite number > 0, got -1.0"),
     ({"workers": 0}, "workers must be an integer >= 1, got 0"),
     ({"scheduler": "fast"}, "unknown scheduler 'fast'; choose one of: hogwild, locked, serial, "
-                            "blocked, colored, cyclades"),
+                            "blocked, fpsgd, colored, cyclades"),
     ({"backend": "mpi"}, "unknown backend 'mpi'; choose one of: threads, processes, gpu, ray"),
     ({"shuffle_block": 0}, "shuffle_block must be an integer from 1 to 2,147,483,647, got 0"),
     ({"seed": -1}, "seed must be an integer >= 0, got -1"),

@@ -212,7 +212,7 @@ def test_blocked_plan_runs_each_block_once_without_conflicts(workers):
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("backend", ["threads", "processes"])
-@pytest.mark.parametrize("scheduler", ["locked", "blocked", "colored", "cyclades"])
+@pytest.mark.parametrize("scheduler", ["locked", "blocked", "fpsgd", "colored", "cyclades"])
 def test_a_failing_worker_releases_the_gates(scheduler, backend):
     """An update that raises in one worker stops the others instead of leaving them
     waiting on gates, compiled barriers or the lock it held forever."""
@@ -323,12 +323,19 @@ def test_colored_refuses_a_nearly_complete_conflict_graph():
         fit(counting_objective(10), scheduler="cyclades")
 
 
-def test_blocked_workers_never_collide():
-    """Racy row/column counters stay exact under ``blocked`` with 2 workers (and lose
-    counts under ``hogwild``): the blocks of a phase are conflict-free."""
+@pytest.mark.parametrize("scheduler,workers,backend", [
+    ("blocked", 2, "threads"), ("fpsgd", 2, "threads"), ("fpsgd", 3, "threads"),
+    ("fpsgd", 2, "processes")])
+def test_blocked_workers_never_collide(scheduler, workers, backend):
+    """Racy row/column counters stay exact under ``blocked`` and ``fpsgd`` (and lose
+    counts under ``hogwild``): blocks that run together are conflict-free, and each
+    runs once an epoch."""
     objective = bipartite_counting_objective()
-    result = fit(objective, epochs=2, workers=2, scheduler="blocked", seed=0)
-    assert result.params[0].sum() == result.params[1].sum() == 2 * objective.n_samples
+    result = fit(objective, epochs=2, workers=workers, scheduler=scheduler, seed=0,
+                 backend=backend)
+    rows, cols = objective.data
+    np.testing.assert_array_equal(result.params[0], 2 * np.bincount(rows, minlength=40))
+    np.testing.assert_array_equal(result.params[1], 2 * np.bincount(cols, minlength=30))
     if usable_cores() >= 2:
         assert races_observed(lambda seed: fit(objective, epochs=2, workers=2,
                                                scheduler="hogwild", seed=seed).params[0].sum()
@@ -441,7 +448,7 @@ def test_divergence_names_the_epoch_and_suggests_a_smaller_step():
     ({"step": -1.0}, r"step must be a finite number > 0, got -1.0"),
     ({"step": float("nan")}, "step must be a finite number > 0, got nan"),
     ({"scheduler": "fast"}, "unknown scheduler 'fast'; choose one of: hogwild, locked, serial, "
-                            "blocked, colored, cyclades"),
+                            "blocked, fpsgd, colored, cyclades"),
     ({"backend": "mpi"}, "unknown backend 'mpi'; choose one of: threads"),
     ({"step_schedule": "cosine"},
      "unknown step schedule 'cosine'; choose one of: constant, geometric, inverse"),

@@ -88,6 +88,20 @@ def test_planted_low_rank_matrix_is_recovered_to_the_noise(planted, scheduler, w
     assert model.workers_ == workers
 
 
+@pytest.mark.parametrize("model", ["paper", "biased"])
+@pytest.mark.parametrize("merge", ["mean", "sum"])
+def test_hot_rows_replicated_recover_the_planted_matrix(planted, model, merge):
+    """replication="hot" with the rows of more than 0.03% of the ratings (about
+    120 of a row's ~100 +- 10) copied per worker: the paper model's per-row
+    regularisation is read at the copies' ids too."""
+    train, test = planted
+    fitted = MatrixFactorization(rank=5, model=model, reg=1.0 if model == "paper" else None,
+                                 workers=2, seed=0, replication="hot", merge=merge,
+                                 hot_fraction=0.0003).fit(train, eval_set=test)
+    assert fitted.history_[-1].metrics["test_rmse"] < 1.10 * SIGMA
+    assert all(a["copied_rows"] > 0 for a in fitted.replicated_["arrays"])
+
+
 def test_blocked_is_bitwise_reproducible_across_worker_counts(planted):
     train, _ = planted
 
@@ -234,7 +248,7 @@ def test_loading_a_file_of_another_kind_or_version_is_refused(tmp_path):
     ({"rank": 513}, None, "rank must be an integer from 1 to 512, got 513"),
     ({"model": "svd++"}, None, "unknown model 'svd\\+\\+'; choose one of: biased, paper"),
     ({"scheduler": "fast"}, None,
-     "unknown scheduler 'fast'; choose one of: hogwild, blocked, serial, locked, colored, "
+     "unknown scheduler 'fast'; choose one of: hogwild, blocked, fpsgd, serial, locked, colored, "
      "cyclades"),
     ({"reg": -1}, None, "reg must be a finite number >= 0, got -1"),
     ({"step": 0}, None, "step must be a finite number > 0, got 0"),

@@ -7,6 +7,7 @@ import pytest
 
 from hogwild import HogwildError, Objective, fit
 from hogwild.backends.replicas import Replicas
+from hogwild.structure import IdArray
 from hogwild.cli import main
 from hogwild.datasets.synthetic import make_sparse_classification
 from hogwild.problems.sparse_svm import SparseSVM, as_csr, binary_labels, svm_objective
@@ -43,14 +44,18 @@ def test_merges_lose_no_update_where_workers_touch_different_coordinates(merge_e
     assert sum(r.updates for r in result.history) == 3 * 5001
 
 
-def test_a_coordinate_every_worker_moved_gets_the_mean_of_their_moves():
+@pytest.mark.parametrize("merge,expected", [("mean", [3.0, 5.0, 8.0]),
+                                            ("sum", [5.0, 5.0, 8.0])])
+def test_a_coordinate_several_workers_moved_gets_the_mean_or_the_sum_of_their_moves(
+        merge, expected):
     shared = (np.array([1.0, 5.0, 2.0], np.float32),)
-    replicas = Replicas(shared, 3)
+    replicas = Replicas(shared, (), 3, "worker", merge)
     for w, moves in enumerate(([2.0, 5.0, 2.0], [4.0, 5.0, 2.0], [1.0, 5.0, 8.0])):
         replicas.of(w)[0][:] = moves
-    replicas.merge(shared)
-    # coordinate 0: moves +1 and +3 by two workers -> +2; 2: one worker -> its value
-    np.testing.assert_array_equal(shared[0], [3.0, 5.0, 8.0])
+    replicas.merge()
+    # coordinate 0: moves +1 and +3 by two workers -> +2 (mean) or +4 (sum); 2: one
+    # worker -> its value
+    np.testing.assert_array_equal(shared[0], expected)
     assert all(np.array_equal(replicas.of(w)[0], shared[0]) for w in range(3))
 
 
@@ -76,7 +81,11 @@ def test_the_svm_estimator_and_the_command_line_take_replication(capsys):
 
 
 @pytest.mark.parametrize("options,message", [
-    (dict(replication="node"), "unknown replication 'node'; choose one of: shared, worker"),
+    (dict(replication="node"),
+     "unknown replication 'node'; choose one of: shared, worker, hot"),
+    (dict(merge="max"), "unknown merge 'max'; choose one of: mean, sum"),
+    (dict(replication="hot", hot_fraction=1.5),
+     "hot_fraction must be a fraction of the samples in (0, 1), got 1.5"),
     (dict(replication="worker", scheduler="colored"),
      "replication='worker' runs lock-free plans (scheduler hogwild or serial); scheduler "
      "'colored' keeps its workers apart already"),
@@ -88,3 +97,79 @@ def test_a_mode_that_cannot_run_is_named(options, message):
     with pytest.raises(HogwildError) as error:
         fit(svm(), epochs=1, workers=2, **options)
     assert str(error.value) == message
+
+
+def count_id(e, params, data, step):
+    params[0][data[0][e]] += data[1][data[0][e]]  # + the id's weight, read at the id
+
+
+def counters(n=3001):
+    """Sample e adds weight[id] to counter id = ids[e]: the even samples all share
+    id 0 (hot: in half the samples), each odd one has its own (cold)."""
+    ids = np.where(np.arange(n) % 2 == 0, 0, np.arange(n)).astype(np.int32)
+    weight = np.arange(n, dtype=np.int64) + 1
+    return Objective(count_id, zero_loss, params=np.zeros(n, np.int64), data=(ids, weight),
+                     n_samples=n, id_arrays=(IdArray(0, (0,), (1,)),)), ids, weight
+
+
+@pytest.mark.parametrize("merge_every", [None, 7, 1000])
+def test_hot_rows_summed_lose_no_update(merge_every):
+    """merge="sum" applies every worker's change of a hot row; cold rows stay
+    shared; the ids' other array (weight) is read at the same id on every copy."""
+    objective, ids, weight = counters()
+    result = fit(objective, epochs=3, workers=2, seed=0, replication="hot", merge="sum",
+                 merge_every=merge_every)
+    expected = 3 * np.bincount(ids, minlength=ids.size) * weight
+    np.testing.assert_array_equal(result.params[0], expected)
+    assert result.replicated["arrays"] == [{"params": 0, "rows": 3001, "copied_rows": 1}]
+
+
+def test_hot_rows_are_found_from_the_id_arrays_and_each_worker_reads_its_own():
+    objective, ids, weight = counters(101)
+    replicas = Replicas(objective.params, objective.data, 2, "hot", "mean",
+                        objective.id_arrays, 101, 0.2)
+    # 101 rows on 64-byte lines of 8 int64s: the copies start at row 104, one line each
+    for w in range(2):
+        mine, extended = replicas.data_of(w)
+        np.testing.assert_array_equal(mine[ids != 0], ids[ids != 0])
+        assert set(mine[ids == 0]) == {104 + 8 * w}
+        assert extended[104 + 8 * w] == weight[0]
+        assert replicas.of(w)[0].shape == (120,)
+    assert replicas.params[0].shape == (101,)  # what the engine and the metrics see
+
+
+def test_hot_replication_with_one_worker_is_bitwise_the_serial_run():
+    objective = svm()
+    serial = fit(objective, epochs=3, step=0.2, scheduler="serial", seed=4, workers=1)
+    hot = fit(objective, epochs=3, step=0.2, seed=4, workers=1, replication="hot",
+              merge_every=97, hot_fraction=0.002)
+    assert hot.replicated["arrays"][0]["copied_rows"] > 0
+    for a, b in zip(serial.params, hot.params):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("replication,merge", [("hot", "mean"), ("hot", "sum"),
+                                               ("worker", "sum")])
+def test_each_mode_reaches_the_quality_of_shared(replication, merge):
+    X, y = make_sparse_classification(3000, 2000, nnz_per_row=15, seed=2)
+    shared = SparseSVM(workers=2, seed=0).fit(X, y)
+    model = SparseSVM(workers=2, seed=0, replication=replication, merge=merge,
+                      merge_every=64, hot_fraction=0.005).fit(X, y)
+    assert model.history_[-1].objective < 1.05 * shared.history_[-1].objective
+    assert model.score(X, y) > shared.score(X, y) - 0.01
+
+
+def test_hot_replication_needs_the_objectives_id_arrays():
+    objective, _ = least_squares()
+    with pytest.raises(HogwildError) as error:
+        fit(objective, epochs=1, workers=2, replication="hot")
+    assert str(error.value) == (
+        "replication 'hot' needs the objective's id arrays, and objective 'objective' "
+        "declares none (Objective.id_arrays); use replication 'worker'")
+
+
+def test_an_id_array_naming_a_missing_array_is_refused():
+    with pytest.raises(HogwildError) as error:
+        Objective(count_id, zero_loss, params=np.zeros(3), data=(np.zeros(3, np.int32),),
+                  n_samples=3, id_arrays=(IdArray(0, (0,), (1,)),))
+    assert str(error.value) == "an IdArray names data[1]; the objective has 1 data arrays"

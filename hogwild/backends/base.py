@@ -95,6 +95,11 @@ class Backend(ABC):
         """Figures of the run for FitResult.distributed (None: nothing to add)."""
         return None
 
+    def replicated(self):
+        """What the workers had their own copies of, for FitResult.replicated (None:
+        nothing, every parameter shared)."""
+        return None
+
     @abstractmethod
     def close(self):
         """Stop the workers and free what they held; safe to call twice."""

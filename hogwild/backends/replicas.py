@@ -1,67 +1,252 @@
-"""replication="worker": each worker updates its own copy of the parameters, so no
-cache line moves between cores while they work (DimmWitted's per-core replication,
-Zhang and Re, VLDB 2014); the copies are merged into the shared parameters every
-``merge_every`` updates of a worker and at the end of each epoch.
+"""Model replication: workers update their own copies of some or all parameters, so
+no cache line of those moves between cores while they work, and the copies are
+merged into the shared parameters every ``merge_every`` updates of a worker and at
+each epoch's end.
 
-The merge, coordinate by coordinate: the average of the changes of the workers
-that changed it since the last merge. A coordinate only one worker touched gets
-that worker's value exactly (so no update is lost where workers' samples do not
-overlap, and one worker is bitwise the serial run); a hot coordinate every worker
-moved gets the mean of their moves. After a merge every copy equals the shared
-parameters again.
+    worker  every parameter array replicated whole, one copy per worker
+            (DimmWitted's per-core replication, Zhang and Re, VLDB 2014)
+    hot     only the hot rows: those whose id is in more than ``hot_fraction`` of
+            the samples, found from the objective's IdArrays (hogwild.structure);
+            the rest stay shared and are written Hogwild!-style (HogWild++'s idea,
+            Zhang, Hsieh and Akella, ICDM 2016, at row granularity). Arrays no
+            IdArray indexes (an intercept) are replicated whole.
+
+Hot rows work without any change to the objective's update: the engine gives each
+worker its own copy of the id arrays in which a hot id r reads first + w * slots +
+slot(r), rows appended to the parameter arrays (and to the data arrays the ids
+also index, e.g. per-feature regularisation) after the shared rows. The engine
+and the metrics see only the shared rows.
+
+The merge, coordinate by coordinate, from the workers' changes since the last
+merge: a coordinate one worker changed takes that worker's value exactly (no
+update is lost where workers' samples do not overlap, and one worker is bitwise
+the serial run); one several workers changed moves by the mean of their changes
+(merge="mean", model averaging) or by their sum (merge="sum": every update
+applied, as shared Hogwild! would, only later). After a merge every copy equals
+the shared value again. Each worker merges its own slice of the coordinates
+between two barriers, so a merge costs 1/workers of a pass over the replicas.
 """
+import math
+
 import numpy as np
 from numba import njit
 
 from hogwild.backends.host import CACHE_LINE, aligned_copy
+from hogwild.errors import HogwildError
+
+MERGE_RULES = ("mean", "sum")
+# replication="hot" merges this often by default: its merges pass over only the
+# hot rows, so they can be frequent (fresher hot coordinates) and still cheap.
+HOT_MERGE_EVERY = 4096
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _merge_one(base, copies, u, add_all):
+    """The merged value of unit ``u`` of ``copies`` (workers x units) around
+    ``base``, written back to every copy."""
+    total = 0.0
+    count = 0
+    last = 0
+    for w in range(copies.shape[0]):
+        value = copies[w, u]
+        if value != base:
+            total += value - base
+            count += 1
+            last = w
+    if count == 1:
+        merged = copies[last, u]
+    elif count > 1:
+        merged = base + (total if add_all else total / count)
+    else:
+        return base
+    for w in range(copies.shape[0]):
+        copies[w, u] = merged
+    return merged
 
 
 @njit(nogil=True, cache=True)
-def merge_rows(shared, rows):
-    """Merge the workers' rows of one parameter array (flattened) into ``shared``,
-    then set every row to the merged values."""
-    workers = rows.shape[0]
-    for i in range(shared.size):
-        base = shared[i]
-        total = 0.0
-        count = 0
-        last = 0
-        for w in range(workers):
-            if rows[w, i] != base:
-                total += rows[w, i] - base
-                count += 1
-                last = w
-        if count == 1:
-            shared[i] = rows[last, i]
-        elif count > 1:
-            shared[i] = base + total / count
-        for w in range(workers):
-            rows[w, i] = shared[i]
+def merge_flat(target, copies, lo, hi, add_all):
+    """Merge coordinates lo..hi-1 of ``copies`` (workers x size) into ``target``
+    (size), and set every copy to the merged values. ``add_all``: sum the changes
+    (else their mean)."""
+    for u in range(lo, hi):
+        target[u] = _merge_one(target[u], copies, u, add_all)
+
+
+@njit(nogil=True, cache=True)
+def merge_rows(target, ids, copies, lo, hi, add_all):
+    """merge_flat for rows: copies (workers x units x width) of the rows ``ids`` of
+    ``target`` (rows x width), units lo..hi-1."""
+    for u in range(lo, hi):
+        row = target[ids[u]]
+        for c in range(row.size):
+            row[c] = _merge_one(row[c], copies[:, u], c, add_all)
+
+
+def _rows(array):
+    """``array`` as (rows, width), a view."""
+    return array.reshape(array.shape[0], -1) if array.ndim > 1 else array.reshape(-1, 1)
+
+
+def _lines_of_rows(array):
+    """How many rows of ``array`` make whole cache lines."""
+    row_bytes = array.itemsize * (array.size // max(array.shape[0], 1) if array.ndim else 1)
+    return CACHE_LINE // math.gcd(CACHE_LINE, max(row_bytes, 1))
+
+
+class _Entry:
+    """One array's replicas: ``copies`` (workers x size) of all of ``target``
+    (flattened), or with ``ids``, (workers x units x width) of its rows ``ids``."""
+
+    def __init__(self, target, copies, ids=None):
+        self.target, self.copies, self.ids = target, copies, ids
+        self.units = copies.shape[1]
+
+    def merge(self, lo, hi, add_all):
+        if self.ids is None:
+            merge_flat(self.target, self.copies, lo, hi, add_all)
+        else:
+            merge_rows(self.target, self.ids, self.copies, lo, hi, add_all)
 
 
 class Replicas:
-    """One copy of every parameter array per worker, each row padded to whole cache
-    lines (no two workers' copies share one)."""
+    """The parameters and data each worker runs on, and the merge between them."""
 
-    def __init__(self, params, workers):
-        self.rows = []
-        self.copies = [[] for _ in range(workers)]
-        for array in params:
-            per_line = max(1, CACHE_LINE // array.itemsize)
-            width = -(-max(array.size, 1) // per_line) * per_line
-            rows = aligned_copy(np.zeros((workers, width), array.dtype))
-            rows[:, :array.size] = array.reshape(-1)
-            self.rows.append(rows)
-            for w in range(workers):
-                self.copies[w].append(rows[w, :array.size].reshape(array.shape))
-        self.copies = [tuple(copy) for copy in self.copies]
-        self.merge(params)  # changes nothing; compiles (or loads) the merge before timing
+    def __init__(self, params, data, workers, mode="worker", merge="mean", id_arrays=(),
+                 n_samples=1, hot_fraction=0.01):
+        self.workers, self.add_all = workers, merge == "sum"
+        self.entries = []
+        self.params = list(params)      # what the engine, metrics and checkpoints see
+        worker_params = [list(params) for _ in range(workers)]
+        self.worker_data = [list(data) for _ in range(workers)]
+        self.copied_rows = {}          # params index -> (rows with copies, rows)
+        grouped = set()
+        if mode == "hot":
+            for group in _groups(id_arrays, len(params)):
+                grouped.update(self._replicate_hot(group, params, data, worker_params,
+                                                   n_samples, hot_fraction))
+        for p, array in enumerate(params):
+            if p not in grouped:
+                self._replicate_whole(p, array, worker_params)
+        self.params = tuple(self.params)
+        self.worker_params = [tuple(x) for x in worker_params]
+        self.worker_data = [tuple(x) for x in self.worker_data]
+        self.merge()  # changes nothing; compiles (or loads) the merge before timing
+
+    def _replicate_whole(self, p, array, worker_params):
+        rows = array.shape[0] if array.ndim else 1
+        self.copied_rows[p] = (rows, rows)
+        per_line = max(1, CACHE_LINE // array.itemsize)
+        width = -(-max(array.size, 1) // per_line) * per_line
+        rows = aligned_copy(np.zeros((self.workers, width), array.dtype))
+        rows[:, :array.size] = array.reshape(-1)
+        for w in range(self.workers):
+            worker_params[w][p] = rows[w, :array.size].reshape(array.shape)
+        self.entries.append(_Entry(array.reshape(-1), rows[:, :array.size]))
+
+    def _replicate_hot(self, group, params, data, worker_params, n_samples, hot_fraction):
+        """Give each worker its own copies of the hot rows of the group's arrays;
+        returns the params indices it replicated."""
+        members = sorted({p for ids in group for p in ids.params})
+        indexed = sorted({d for ids in group for d in ids.data})
+        rows = params[members[0]].shape[0]
+        for p in members:
+            if params[p].ndim == 0 or params[p].shape[0] != rows:
+                raise HogwildError(f"params[{p}] has {params[p].shape[:1]} rows; the "
+                                   f"arrays one id indexes need {rows}")
+        for d in indexed:
+            if data[d].ndim == 0 or data[d].shape[0] != rows:
+                raise HogwildError(f"data[{d}] has {data[d].shape[:1]} rows; the arrays "
+                                   f"one id indexes need {rows}")
+        counts = np.zeros(rows, np.int64)
+        for ids in group:
+            column = data[ids.ids]
+            if column.size and (column.min() < 0 or column.max() >= rows):
+                raise HogwildError(f"data[{ids.ids}] holds ids outside 0..{rows - 1}")
+            counts += np.bincount(column, minlength=rows)[:rows]
+        hot = np.flatnonzero(counts > hot_fraction * n_samples).astype(np.int64)
+        for p in members:
+            self.copied_rows[p] = (hot.size, rows)
+        if hot.size == 0:
+            return members  # nothing hot: all shared, nothing to merge
+        line = math.lcm(*(_lines_of_rows(params[p]) for p in members))
+        first = -(-rows // line) * line
+        slots = -(-hot.size // line) * line
+        total = first + self.workers * slots
+        for ids in group:
+            if total - 1 > np.iinfo(data[ids.ids].dtype).max:
+                raise HogwildError(f"data[{ids.ids}] ({data[ids.ids].dtype}) cannot hold "
+                                   f"the replicas' row ids up to {total - 1}")
+        for p in members:
+            array = params[p]
+            extended = aligned_copy(np.zeros((total,) + array.shape[1:], array.dtype))
+            extended[:rows] = array
+            copies = extended[first:].reshape((self.workers, slots) + array.shape[1:])
+            copies[:, :hot.size] = array[hot]
+            self.params[p] = extended[:rows]
+            for w in range(self.workers):
+                worker_params[w][p] = extended
+            self.entries.append(_Entry(_rows(extended[:rows]), copies[:, :hot.size].reshape(
+                self.workers, hot.size, -1), hot))
+        for d in indexed:
+            extended = np.zeros((total,) + data[d].shape[1:], data[d].dtype)
+            extended[:rows] = data[d]
+            extended[first:].reshape((self.workers, slots) + data[d].shape[1:])[
+                :, :hot.size] = data[d][hot]
+            for w in range(self.workers):
+                self.worker_data[w][d] = extended
+        slot_of = np.full(rows, -1, np.int64)
+        slot_of[hot] = np.arange(hot.size)
+        for ids in group:
+            column = data[ids.ids]
+            slot = slot_of[column]
+            at = np.flatnonzero(slot >= 0)
+            for w in range(self.workers):
+                mine = column.copy()
+                mine[at] = first + w * slots + slot[at]
+                self.worker_data[w][ids.ids] = mine
+        return members
 
     def of(self, worker):
         """The parameter arrays worker ``worker`` updates."""
-        return self.copies[worker]
+        return self.worker_params[worker]
 
-    def merge(self, params):
-        """Merge every worker's changes into ``params`` (see the module docstring)."""
-        for array, rows in zip(params, self.rows):
-            merge_rows(array.reshape(-1), rows[:, :array.size])
+    def data_of(self, worker):
+        """The data arrays worker ``worker`` reads."""
+        return self.worker_data[worker]
+
+    def merge_part(self, part, parts):
+        """Merge slice ``part`` of ``parts`` of every array's replicated units."""
+        for entry in self.entries:
+            entry.merge(entry.units * part // parts, entry.units * (part + 1) // parts,
+                        self.add_all)
+
+    def merge(self):
+        """Merge every worker's changes into the shared parameters."""
+        self.merge_part(0, 1)
+
+    def describe(self):
+        """How many rows of each parameter array the workers have copies of."""
+        return {"arrays": [{"params": p, "rows": rows, "copied_rows": copied}
+                           for p, (copied, rows) in sorted(self.copied_rows.items())]}
+
+
+def _groups(id_arrays, n_params):
+    """The IdArrays grouped by the parameter arrays they index (ids indexing one
+    array must map to the same rows)."""
+    if not id_arrays:
+        return []
+    owner = list(range(n_params))
+
+    def root(p):
+        while owner[p] != p:
+            p = owner[p]
+        return p
+
+    for ids in id_arrays:
+        for p in ids.params[1:]:
+            owner[root(p)] = root(ids.params[0])
+    groups = {}
+    for ids in id_arrays:
+        groups.setdefault(root(ids.params[0]), []).append(ids)
+    return list(groups.values())

@@ -1,15 +1,20 @@
 """Threads backend: W Python threads, each running a compiled nogil kernel over
 its span of the epoch's order, all writing the same numpy parameter arrays in
 place without locks (or under the spinlock for the ``locked`` scheduler), or each
-its own copy of them (replication="worker", see hogwild.backends.replicas)."""
+its own copy of all or of the hot ones (replication="worker" or "hot", see
+hogwild.backends.replicas)."""
 import threading
 
 import numpy as np
 
 
+from numba import njit
+
 from hogwild.backends.base import HostBackend
-from hogwild.backends.replicas import Replicas
-from hogwild.kernels.atomics import new_gates, raise_gate, spin_for_gate
+from hogwild.backends.replicas import HOT_MERGE_EVERY, Replicas
+from hogwild.errors import HogwildError
+from hogwild.kernels.atomics import (new_gates, open_gate, raise_gate, spin_for_gate,
+                                     wait_for_gate)
 from hogwild.kernels.plans import Share, gate_count, give_up, pieces, run_share, warm_up
 
 SPINS = 2_000_000  # about 10 ms of polling before a waiting thread sleeps
@@ -88,29 +93,58 @@ class _Crew:
             thread.join()
 
 
+@njit(nogil=True, cache=True)
+def meet(gates, worker, workers, level):
+    """A barrier: raise this worker's gate to ``level`` and wait until every
+    worker's has; False if the run was aborted."""
+    open_gate(gates, worker, level)
+    for w in range(workers):
+        if not wait_for_gate(gates, w, level):
+            return False
+    return True
+
+
 class ThreadsBackend(HostBackend):
     name = "threads"
     workers_share_cores = True  # workers are CPU threads: bounded by check_workers
-    replication_modes = ("shared", "worker")
+    replication_modes = ("shared", "worker", "hot")
 
     @classmethod
     def open(cls, workers, config, source):
-        return cls(workers, config.replication, config.merge_every)
+        return cls(workers, config.replication, config.merge_every, config.merge,
+                   config.hot_fraction, getattr(source, "id_arrays", ()),
+                   getattr(source, "name", "objective"))
 
-    def __init__(self, workers, replication="shared", merge_every=None):
+    def __init__(self, workers, replication="shared", merge_every=None, merge="mean",
+                 hot_fraction=0.01, id_arrays=(), objective_name="objective"):
+        if replication == "hot" and not id_arrays:
+            raise HogwildError(f"replication 'hot' needs the objective's id arrays, and "
+                               f"objective '{objective_name}' declares none "
+                               "(Objective.id_arrays); use replication 'worker'")
         self.workers = workers
-        self.replication, self.merge_every = replication, merge_every
+        self.replication, self.merge_every, self.merge = replication, merge_every, merge
+        self.hot_fraction, self.id_arrays = hot_fraction, id_arrays
         self._replicas = None
         self._crew = _Crew(workers - 1)
         self.on_progress = None  # threads report progress once per epoch (the engine)
 
     def share(self, params, data, n_samples=None):
         """The arrays the workers use: threads share the process's own memory (and
-        with replication="worker" each has its own copy of the parameters too)."""
-        if self.replication == "worker":
-            self._replicas = Replicas(params, self.workers)
-            self._merge_every = self.merge_every or max(n_samples or 1, 1)
+        with replication "worker" or "hot" each has its own copies of some too)."""
+        if self.replication != "shared":
+            self._replicas = Replicas(params, data, self.workers, self.replication,
+                                      self.merge, self.id_arrays, n_samples or 1,
+                                      self.hot_fraction)
+            default = HOT_MERGE_EVERY if self.replication == "hot" else n_samples or 1
+            self._merge_every = self.merge_every or default
+            return self._replicas.params, data
         return params, data
+
+    def replicated(self):
+        if self._replicas is None:
+            return None
+        return {"merge": self.merge, "merge_every": self._merge_every,
+                **self._replicas.describe()}
 
     def export(self, params):
         """The trained parameters, valid after the backend is closed."""
@@ -135,37 +169,57 @@ class ThreadsBackend(HostBackend):
         return updates
 
     def _run_replicated(self, loops, plan, params, data, step, epoch):
-        """Each worker runs its share on its own copy, in pieces of merge_every
-        updates; the copies merge into ``params`` after every round of pieces."""
+        """Each worker runs its share on its own copies in rounds of merge_every
+        updates; after each round the workers meet, each merges its slice of the
+        replicas, and they meet again. One hand-off per epoch, not per round."""
         (phase,) = plan.phases  # replication runs lock-free plans of one phase
+        workers = len(phase)
         cut = [list(pieces(plan.kind, spans, plan.run_length, self._merge_every))
                for spans in phase]
+        rounds = max(len(c) for c in cut)
         none = np.zeros((0, 3), np.int64)
-        sync = new_gates(0)
-        updates = 0
-        for k in range(max(len(c) for c in cut)):
-            updates += self._run_shares(loops, [
-                Share(plan.kind, plan.runs, c[k] if k < len(c) else none, plan.run_length,
-                      step, epoch, sync, w, len(phase)) for w, c in enumerate(cut)],
-                self._replicas.of, data)
-            self._replicas.merge(params)
-        return updates
+        sync = new_gates(workers)
+        replicas = self._replicas
+
+        def run_rounds(w):
+            done = 0
+            for k in range(rounds):
+                spans = cut[w][k] if k < len(cut[w]) else none
+                share = Share(plan.kind, plan.runs, spans, plan.run_length, step, epoch,
+                              sync, w, workers)
+                updates = run_share(loops, share, replicas.of(w), replicas.data_of(w))
+                if updates < 0 or not meet(sync, w, workers, 2 * k + 1):
+                    return -1
+                replicas.merge_part(w, workers)
+                if not meet(sync, w, workers, 2 * k + 2):
+                    return -1
+                done += updates
+            return done
+
+        return self._run_jobs({w: lambda w=w: run_rounds(w) for w in range(workers)}, sync)
 
     def _run_shares(self, loops, shares, params_of, data):
-        """Run one phase's shares, worker w's on params_of(w); the total updates."""
-        def run(share):
+        """Run one phase's shares, worker w's on params_of(w); the total updates.
+        Every worker of a phased plan runs, to meet the barriers."""
+        return self._run_jobs({
+            share.worker: lambda share=share: run_share(loops, share,
+                                                        params_of(share.worker), data)
+            for share in shares if share.worker == 0 or len(share.spans)
+            or share.kind == "phased"}, shares[0].sync, shares[0].kind)
+
+    def _run_jobs(self, jobs, sync, kind="spans"):
+        """Run jobs {worker: job}, worker 0's on this thread (one hand-off fewer,
+        which matters when a phase lasts a few milliseconds); the total of their
+        updates. A job that raises first aborts the others' waits."""
+        def guarded(worker):
             try:
-                return run_share(loops, share, params_of(share.worker), data)
+                return jobs[worker]()
             except BaseException:
-                give_up(share.kind, share.sync, share.worker)  # else the others wait
+                give_up(kind, sync, worker)  # else the others wait for it forever
                 raise
 
-        # The calling thread runs the first share itself: one thread hand-off
-        # fewer, which matters when a phase lasts only a few milliseconds. Every
-        # worker of a phased plan runs, to meet the barriers.
-        others = [lambda share=share: run(share) for share in shares[1:]
-                  if len(share.spans) or share.kind == "phased"]
-        return sum(self._crew.run(lambda: run(shares[0]), others))
+        others = [lambda worker=worker: guarded(worker) for worker in jobs if worker]
+        return sum(self._crew.run(lambda: guarded(0), others))
 
     def close(self):
         self._crew.close()

@@ -111,18 +111,27 @@ def _add_training_options(parser, problem, cores):
                        help=f"worker threads (default: usable cores, here {cores})")
     group.add_argument("--replication", default="shared",
                        help="shared (every worker writes the one parameter copy; the "
-                            "default) or worker (each its own copy, merged by averaging "
-                            "the workers' changes every --merge-every updates and at each "
-                            "epoch's end); with --scheduler hogwild")
+                            "default), worker (each its own copy) or hot (its own copies "
+                            "of only the rows in more than --hot-fraction of the samples); "
+                            "copies merge every --merge-every updates and at each epoch's "
+                            "end; with --scheduler hogwild")
     group.add_argument("--merge-every", type=int, default=None,
-                       help="with --replication worker: a worker's updates between merges "
-                            "(default: once an epoch)")
+                       help="with --replication worker or hot: a worker's updates between "
+                            "merges (default: worker once an epoch, hot 4096)")
+    group.add_argument("--merge", default="mean",
+                       help="how copies merge: mean (of the changes of the workers that "
+                            "changed a coordinate; the default) or sum (all their changes)")
+    group.add_argument("--hot-fraction", type=float, default=0.01,
+                       help="with --replication hot: a row is hot if its id is in more than "
+                            "this fraction of the samples (default 0.01)")
     group.add_argument("--oversubscribe", action="store_true",
                        help="allow more than 4 workers per usable core (they mostly wait "
                             "for a core; refused without this flag)")
     group.add_argument("--scheduler",
                        help="hogwild (lock-free; the default), locked (a spinlock per "
-                            "update), serial, blocked (mc: conflict-free grid blocks), or the "
+                            "update), serial, blocked (mc: conflict-free grid blocks, "
+                            "bitwise reproducible), fpsgd (mc: the same blocks, each free "
+                            "worker taking a free one, as LIBMF), or the "
                             "conflict-free colored (colour classes of the conflict graph) and "
                             "cyclades (components of random batches)")
     group.add_argument("--shuffle-block", type=int,
@@ -255,7 +264,8 @@ def _add_mc_parser(problems, cores, rating_datasets):
                     help="factors start N(0, s^2) (default: 0.03 biased, 0.1 paper)")
     mc.add_argument("--bias-reg", type=float, default=None, help="mu of the biases (default: reg)")
     mc.add_argument("--grid", type=int, default=None,
-                    help="blocks per side for --scheduler blocked (default: 8, or 2 x workers)")
+                    help="blocks per side for --scheduler blocked or fpsgd (default: 8, or 2 x "
+                         "workers)")
     mc.add_argument("--jumbo-rank", type=int, default=10,
                     help="planted rank of jumbo: data (default: 10)")
     mc.add_argument("--jumbo-noise", type=float, default=0.5,

@@ -209,3 +209,68 @@ def abandon_lock(lock, owner):
 
 __all__ = ["acquire", "release", "release_if_owner", "abandon_lock", "new_lock", "new_gates",
            "wait_for_gate", "open_gate", "abort_gates", "spin_for_gate", "raise_gate"]
+
+
+# --- free blocks (FPSGD's dynamic scheduling) ---------------------------------------
+# A "free" plan's state is a gates array: gate 0 is a lock; a block row
+# (lo, hi, limit, row_gate, column_gate, taken_gate) is free to start while its
+# taken gate, its row's and its column's gates are all 0. Only the lock's holder
+# reads or writes them.
+
+_PICK_MIX = 0x9E3779B1
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _gate(state, gate):
+    return state[GATE_STRIDE * (gate + 1)]
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _set_gate(state, gate, value):
+    state[GATE_STRIDE * (gate + 1)] = value
+
+
+@njit(nogil=True, cache=True, inline="always")
+def take_free_block(state, blocks, owner, picks):
+    """Under the lock, take a block whose row and column no running block has, the
+    search starting at a position hashed from (owner, picks); its index, -1 when
+    every block left is blocked (wait and retry), -2 when none is left, -3 when
+    the run was aborted."""
+    n = blocks.shape[0]
+    if not acquire(state, owner):
+        return -3
+    start = ((owner * _PICK_MIX + picks * 40503) & 0x7FFFFFFF) % n
+    chosen = -2
+    for t in range(n):
+        b = (start + t) % n
+        if _gate(state, blocks[b, 5]) == 0:
+            if _gate(state, blocks[b, 3]) == 0 and _gate(state, blocks[b, 4]) == 0:
+                chosen = b
+                break
+            chosen = -1
+    if chosen >= 0:
+        _set_gate(state, blocks[chosen, 5], 1)
+        _set_gate(state, blocks[chosen, 3], 1)
+        _set_gate(state, blocks[chosen, 4], 1)
+    release(state)
+    return chosen
+
+
+@njit(nogil=True, cache=True, inline="always")
+def finish_block(state, blocks, b, owner):
+    """Free block ``b``'s row and column; False if the run was aborted."""
+    if not acquire(state, owner):
+        return False
+    _set_gate(state, blocks[b, 3], 0)
+    _set_gate(state, blocks[b, 4], 0)
+    release(state)
+    return True
+
+
+@njit(nogil=True, cache=True, inline="always")
+def wait_a_little(state, polls):
+    """Back off before poll ``polls`` of a retry; False if the run was aborted."""
+    if _atomic_load(state, 0) != 0:
+        return False
+    _back_off(polls)
+    return True

@@ -52,6 +52,7 @@ class CompiledLoops(NamedTuple):
     run_spans_locked: Callable
     run_gated_spans: Callable
     run_phased_spans: Callable
+    run_free_blocks: Callable
     sum_loss: Callable
     source: LoopSource
 
@@ -259,7 +260,7 @@ def compile_loops(update, loss, fastmath=False) -> CompiledLoops:
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
     loops = CompiledLoops(module.run_spans, module.run_spans_locked, module.run_gated_spans,
-                          module.run_phased_spans, module.sum_loss,
+                          module.run_phased_spans, module.run_free_blocks, module.sum_loss,
                           LoopSource(functions[0], functions[1], fastmath))
     _loaded[key] = loops
     return loops

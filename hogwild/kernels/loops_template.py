@@ -17,7 +17,8 @@ Contract for the functions bound by the prelude:
 # ---- template body ----
 from numba import njit
 
-from hogwild.kernels.atomics import acquire, open_gate, release, wait_for_gate
+from hogwild.kernels.atomics import (acquire, finish_block, open_gate, release, take_free_block,
+                                     wait_a_little, wait_for_gate)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -100,6 +101,35 @@ def run_phased_spans(runs, spans, run_length, params, data, step, epoch, gates, 
         done += _run_span(runs, spans[s, 0], spans[s, 1], run_length, spans[s, 2], params,
                           data, step, epoch)
     return done
+
+
+@njit(nogil=True, cache=True)
+def run_free_blocks(runs, spans, run_length, params, data, step, epoch, state, owner):
+    """FPSGD's dynamic scheduling: every worker gets the same block rows (lo, hi,
+    limit, row_gate, column_gate, taken_gate) and repeatedly takes one that no one
+    has taken this epoch and whose row and column no running block has, until
+    none is left; no barrier, a worker waits only while every block left is
+    blocked. Returns -1 if the run was aborted (another worker failed)."""
+    done = 0
+    picks = 0
+    polls = 0
+    while True:
+        b = take_free_block(state, spans, owner, picks) if spans.shape[0] else -2
+        if b == -2:
+            return done
+        if b == -3:
+            return -1
+        if b == -1:
+            if not wait_a_little(state, polls):
+                return -1
+            polls += 1
+            continue
+        polls = 0
+        picks += 1
+        done += _run_span(runs, spans[b, 0], spans[b, 1], run_length, spans[b, 2], params,
+                          data, step, epoch)
+        if not finish_block(state, spans, b, owner):
+            return -1
 
 
 @njit(nogil=True, cache=True)

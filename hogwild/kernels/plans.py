@@ -9,6 +9,8 @@ plan's kind.
             start once both gates reach their level
     phased  spans (lo, hi, limit, phase) with a compiled barrier   run_phased_spans
             between phases
+    free    blocks (lo, hi, limit, row, column, taken gates),      run_free_blocks
+            every worker the same; each takes free ones (FPSGD)
 """
 from typing import Callable, NamedTuple
 
@@ -47,6 +49,8 @@ PLAN_KINDS = {
                       lambda share: (share.sync,)),
     "phased": PlanKind("run_phased_spans", 4, lambda plan, workers: workers,
                        lambda share: (share.sync, share.worker, share.workers)),
+    "free": PlanKind("run_free_blocks", 6, lambda plan, workers: plan.gates,
+                     lambda share: (share.sync, share.worker + 1)),
 }
 
 
@@ -66,7 +70,7 @@ def run_share(loops, share, params, data):
 def give_up(kind, sync, worker):
     """Worker ``worker`` failed (or died): release the lock if it held it and abort
     the other workers' waits, which would otherwise wait for its share forever."""
-    if kind == "locked":
+    if kind in ("locked", "free"):  # both take a lock
         abandon_lock(sync, worker + 1)
     else:
         abort_gates(sync)
@@ -84,13 +88,14 @@ def pieces(kind, spans, run_length, chunk_samples):
     """A worker's span rows cut into kernel calls of about ``chunk_samples`` updates
     (progress counters move and failures are seen during long epochs; replicas
     merge between them). Plain spans split at any run; gated and phased rows
-    (blocks, phases) are kept whole."""
+    (blocks, phases) are kept whole, and free blocks, which any worker may take,
+    in one piece."""
     runs_per_piece = max(1, chunk_samples // max(run_length, 1))
     if kind in ("spans", "locked"):
         for lo, hi, limit in spans:
             for start in range(lo, hi, runs_per_piece):
                 yield np.array([[start, min(start + runs_per_piece, hi), limit]], np.int64)
         return
-    rows = max(1, len(spans) // 32)
+    rows = max(1, len(spans) if kind == "free" else len(spans) // 32)
     for start in range(0, len(spans), rows):
         yield spans[start:start + rows]

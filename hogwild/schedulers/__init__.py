@@ -7,13 +7,15 @@ testable alone. Backends execute plans.
 Determinism: ``serial`` is bitwise reproducible for a seed, and so is
 ``blocked`` for a seed and a block layout, whatever the number of workers and
 the thread timing (concurrent blocks never touch the same parameters, and each
-block waits for the blocks before it on its row and column).
+block waits for the blocks before it on its row and column); ``fpsgd`` runs the
+same conflict-free blocks in an order set by thread timing (no waiting for a slow
+block), so it is reproducible only in distribution.
 ``hogwild`` and ``locked`` draw the same permutations for a seed, but with more
 than one worker the interleaving of updates depends on thread timing, so
 results are reproducible only in distribution.
 """
 from hogwild.errors import choose
-from hogwild.schedulers.blocked import BlockedScheduler
+from hogwild.schedulers.blocked import BlockedScheduler, FreeBlocksScheduler
 from hogwild.schedulers.colored import ColoredScheduler
 from hogwild.schedulers.cyclades import CycladesScheduler
 from hogwild.schedulers.plan import EpochPlan, even_spans, shuffled_runs
@@ -24,6 +26,7 @@ SCHEDULERS = {
     "locked": ShuffledScheduler("locked", "locked", single_worker=False),
     "serial": ShuffledScheduler("serial", "spans", single_worker=True),
     "blocked": BlockedScheduler(),
+    "fpsgd": FreeBlocksScheduler(),
     "colored": ColoredScheduler(),
     "cyclades": CycladesScheduler(),
 }

@@ -57,3 +57,33 @@ class _BlockedPlanner:
                                                  level))
         phase = tuple(np.array(share, np.int64).reshape(-1, 6) for share in shares)
         return EpochPlan("gated", offsets[:-1], self.n_samples, (phase,), gates=2 * g)
+
+
+class FreeBlocksScheduler(BlockedScheduler):
+    """FPSGD's scheduler (Zhuang et al., RecSys 2013; LIBMF): the same grid of
+    conflict-free blocks as ``blocked``, but no block is assigned in advance. A
+    worker that finishes a block takes, under a short lock, one that has not run
+    this epoch and shares no grid row or column with a running block, so a slow
+    block holds up no one (no rounds, no bands). Every block runs exactly once per
+    epoch. The order in which blocks run depends on thread timing, so runs are
+    reproducible only in distribution (``blocked`` is the bitwise one).
+    """
+
+    name = "fpsgd"
+    kind = "free"
+
+    def prepare(self, objective, workers):
+        planner = super().prepare(objective, workers)
+        return _FreeBlocksPlanner(planner.layout, planner.workers, planner.n_samples)
+
+
+class _FreeBlocksPlanner(_BlockedPlanner):
+    def plan(self, rng, run_length=1):
+        g, offsets = self.layout.grid, self.layout.offsets
+        # gate 0: the lock; 1 + i: grid row i busy; 1 + g + j: column j busy;
+        # 1 + 2g + k: block k taken this epoch. Rows in a random order each epoch.
+        table = np.array([(k, k + 1, int(offsets[k + 1]), 1 + k // g, 1 + g + k % g,
+                           1 + 2 * g + k) for k in rng.permutation(g * g)], np.int64)
+        phase = tuple(table for _ in range(self.workers))
+        return EpochPlan("free", offsets[:-1], self.n_samples, (phase,),
+                         gates=1 + 2 * g + g * g)

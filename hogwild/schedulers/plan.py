@@ -26,7 +26,7 @@ class EpochPlan:
     runs: np.ndarray
     run_length: int
     phases: tuple
-    gates: int = 0  # gated: the gates its blocks wait on (gate_a, gate_b columns)
+    gates: int = 0  # gated and free: the gates of its blocks (see hogwild.kernels.plans)
     barriers: int = 0  # phased: that many phases with compiled barriers between them, all
     # in phases[0] (the phase column)
 

@@ -19,7 +19,7 @@ from hogwild.problems.matrix_completion.models import (FACTOR_DTYPES, check_rank
 from hogwild.schedulers import get_scheduler
 from hogwild.structure import block_layout
 
-SCHEDULERS = ("hogwild", "blocked", "serial", "locked", "colored", "cyclades")
+SCHEDULERS = ("hogwild", "blocked", "fpsgd", "serial", "locked", "colored", "cyclades")
 MODEL_FILE_KIND = "hogwild.MatrixFactorization"
 MODEL_FILE_VERSION = 1
 
@@ -54,14 +54,17 @@ class MatrixFactorization(Params):
     workers: threads or processes (default: all usable cores; more than 4 per usable
         core only with oversubscribe=True).
     scheduler: "hogwild" (lock-free), "blocked" (conflict-free grid blocks,
-        bitwise reproducible for a seed and grid), "serial", "locked", "colored" or
+        bitwise reproducible for a seed and grid), "fpsgd" (the same blocks, each
+        free worker taking a free one: LIBMF's scheduler, reproducible only in
+        distribution), "serial", "locked", "colored" or
         "cyclades" (conflict-free, bitwise reproducible for a seed; colored needs as
         many colour phases as the busiest item has ratings, so blocked is faster).
     backend: "threads", "processes" (see hogwild.backends), "gpu" (one NVIDIA GPU;
         ranks >= 32 run a warp per rating, see factor_warp_update) or "ray" (several
         nodes with a parameter server; ``distributed`` is a
         hogwild.backends.ray.SSPSettings or a dict of its fields).
-    grid: blocks per side for "blocked" (default 8, or 2 x workers above 4).
+    grid: blocks per side for "blocked" and "fpsgd" (default 8, or 2 x workers
+        above 4).
     shuffle_block: "hogwild"/"serial"/"locked" visit random runs of this many
         consecutive ratings, which are stored in random order (shuffle_ratings).
     shuffle_ratings: shuffle the ratings once before training (a copy); pass False
@@ -74,8 +77,10 @@ class MatrixFactorization(Params):
         while training on the GPU (half the memory traffic per rating; arithmetic
         stays float32, as in cuMF_SGD). backend="gpu" only: numba compiles no
         half precision for the CPU. The fitted factors are float32 either way.
-    replication, merge_every: "shared" (Hogwild!) or "worker" (each worker its own
-        copy of the factors, merged every merge_every updates; see
+    replication, merge_every, merge, hot_fraction: "shared" (Hogwild!), "worker"
+        (each worker its own copy of the factors) or "hot" (its own copies of the
+        rows in more than hot_fraction of the samples), merged every merge_every
+        updates by the mean or the sum of the workers' changes (see
         hogwild.TrainingConfig).
     seed: with "serial" or "blocked" the fit is bitwise reproducible.
 
@@ -91,7 +96,7 @@ class MatrixFactorization(Params):
                  scheduler="hogwild", backend="threads", distributed=None, grid=None,
                  shuffle_block=256, shuffle_ratings=True, init_scale=None,
                  factor_dtype="float32", seed=None, oversubscribe=False, replication="shared",
-                 merge_every=None):
+                 merge_every=None, merge="mean", hot_fraction=0.01):
         self.rank = rank
         self.model = model
         self.reg = reg
@@ -104,6 +109,8 @@ class MatrixFactorization(Params):
         self.oversubscribe = oversubscribe
         self.replication = replication
         self.merge_every = merge_every
+        self.merge = merge
+        self.hot_fraction = hot_fraction
         self.scheduler = scheduler
         self.backend = backend
         self.distributed = distributed
@@ -202,6 +209,7 @@ class MatrixFactorization(Params):
         self.history_ = result.history
         self.workers_ = result.workers
         self.distributed_ = result.distributed
+        self.replicated_ = result.replicated
         self.setup_seconds_ = result.setup_seconds
         self.startup_seconds_ = result.startup_seconds
         self.step_ = step

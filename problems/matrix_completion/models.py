@@ -13,7 +13,7 @@ from hogwild.problems.matrix_completion.kernels import (biased_kernels, biased_w
                                                         paper_kernels, paper_warp_update,
                                                         squared_error_biased,
                                                         squared_error_paper)
-from hogwild.structure import Supports
+from hogwild.structure import IdArray, Supports
 
 MAX_RANK = 512
 WARP_RANK = 32  # from this rank on, the GPU runs a warp per rating (the warp_update)
@@ -47,6 +47,13 @@ class RatingModel:
         user_reg = reg / np.maximum(np.bincount(users, minlength=n_users), 1)
         item_reg = reg / np.maximum(np.bincount(items, minlength=n_items), 1)
         return users, items, values, user_reg.astype(np.float32), item_reg.astype(np.float32)
+
+    def id_arrays(self):
+        """Where the kernels' data holds row ids: users index L (and the user
+        biases, or the per-user regularisation), items R (and theirs)."""
+        if self.biased:
+            return (IdArray(0, (0, 2)), IdArray(1, (1, 3)))
+        return (IdArray(0, (0,), (3,)), IdArray(1, (1,), (4,)))
 
     def offset(self, mean):
         """The constant part of a known pair's prediction."""
@@ -121,6 +128,6 @@ def mf_objective(users, items, values, *, rank=32, model="biased", reg=None, bia
                      form.data(users, items, values, reg, bias_reg, mean, n_users, n_items),
                      values.size, name=f"mf-{form.name}-rank{rank}", blocks=blocks,
                      supports=functools.partial(Supports.from_keys, users, items),
-                     fastmath=True,
+                     fastmath=True, id_arrays=form.id_arrays(),
                      warp_update=form.warp_update(rank) if warp_update and rank >= WARP_RANK
                      else None)
