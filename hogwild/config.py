@@ -18,7 +18,7 @@ from hogwild.limits import MAX_EPOCHS
 from hogwild.schedulers import SCHEDULERS
 from hogwild.steps import StepSchedule
 
-REPLICATION_MODES = ("shared", "worker", "hot")
+REPLICATION_MODES = ("shared", "worker", "hot", "auto")
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,9 @@ class TrainingConfig:
     ``replication``: "shared" (Hogwild!: every worker writes the one parameter
     copy), "worker" (each worker its own copy of every array) or "hot" (its own
     copies of only the rows whose id is in more than ``hot_fraction`` of the
-    samples, from the objective's id_arrays; the rest shared). Copies merge every
+    samples, from the objective's id_arrays; the rest shared), or "auto" (the
+    threads backend chooses from the sparsity and a short probe, and says why in
+    FitResult.replicated; see backends.threads.choose_replication). Copies merge every
     ``merge_every`` updates of a worker (default: once an epoch for "worker",
     every replicas.HOT_MERGE_EVERY updates for "hot") and at each epoch's end: per
     coordinate, the ``merge`` ("mean" or "sum") of the changes of the workers
@@ -74,7 +76,8 @@ class TrainingConfig:
         if not (isinstance(self.hot_fraction, (int, float)) and 0 < self.hot_fraction < 1):
             raise HogwildError(f"hot_fraction must be a fraction of the samples in (0, 1), "
                                f"got {self.hot_fraction!r}")
-        if self.replication != "shared" and SCHEDULERS[self.scheduler].kind != "spans":
+        if self.replication not in ("shared", "auto") \
+                and SCHEDULERS[self.scheduler].kind != "spans":
             raise HogwildError(f"replication={self.replication!r} runs lock-free plans "
                                f"(scheduler hogwild or serial); scheduler "
                                f"{self.scheduler!r} keeps its workers apart already")

@@ -249,5 +249,5 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
                      backend=config.backend, workers=runner.worker_count(n_workers), seed=seed,
                      setup_seconds=planner.setup_seconds,
                      startup_seconds=getattr(runner, "startup_seconds", 0.0),
-                     distributed=report, replication=config.replication,
+                     distributed=report, replication=runner.replication,
                      replicated=replicated)

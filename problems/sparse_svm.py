@@ -369,9 +369,10 @@ class SparseSVM(Params):
     the recorded test error counts exactly the mistakes of predict().
 
     Fitted attributes: coef_, intercept_ (shape (1,); [0.] without an intercept),
-    classes_, n_features_in_, history_ (per-epoch
-    records), workers_, setup_seconds_ (the scheduler's preparation, e.g.
-    colouring), startup_seconds_ (starting worker processes), step_.
+    classes_, n_features_in_, history_ (per-epoch records), workers_, replication_
+    and replicated_ (the replication mode that ran and what it copied),
+    setup_seconds_ (the scheduler's preparation, e.g. colouring), startup_seconds_
+    (starting worker processes), step_.
     """
 
     def __init__(self, *, loss="hinge", reg=1e-4, fit_intercept=True, epochs=20, step="auto",
@@ -449,6 +450,7 @@ class SparseSVM(Params):
         self.history_ = result.history
         self.workers_ = result.workers
         self.distributed_ = result.distributed
+        self.replication_ = result.replication  # the mode that ran ("auto" chooses)
         self.replicated_ = result.replicated
         self.setup_seconds_ = result.setup_seconds
         self.startup_seconds_ = result.startup_seconds

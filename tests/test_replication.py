@@ -82,7 +82,7 @@ def test_the_svm_estimator_and_the_command_line_take_replication(capsys):
 
 @pytest.mark.parametrize("options,message", [
     (dict(replication="node"),
-     "unknown replication 'node'; choose one of: shared, worker, hot"),
+     "unknown replication 'node'; choose one of: shared, worker, hot, auto"),
     (dict(merge="max"), "unknown merge 'max'; choose one of: mean, sum"),
     (dict(replication="hot", hot_fraction=1.5),
      "hot_fraction must be a fraction of the samples in (0, 1), got 1.5"),
@@ -173,3 +173,52 @@ def test_an_id_array_naming_a_missing_array_is_refused():
         Objective(count_id, zero_loss, params=np.zeros(3), data=(np.zeros(3, np.int32),),
                   n_samples=3, id_arrays=(IdArray(0, (0,), (1,)),))
     assert str(error.value) == "an IdArray names data[1]; the objective has 1 data arrays"
+
+
+def test_auto_keeps_one_worker_and_conflict_free_schedulers_shared():
+    objective = svm()
+    one = fit(objective, epochs=1, workers=1, seed=0, replication="auto")
+    assert one.replication == "shared"
+    assert one.replicated == {"auto": {"chose": "shared", "why": "one worker"}}
+    objective, _, _ = counters()
+    serial = fit(objective, epochs=1, workers=2, seed=0, replication="auto",
+                 scheduler="serial")
+    assert serial.replicated["auto"]["chose"] == "shared"
+
+
+def test_auto_leaves_rows_shared_when_few_ids_are_on_hot_rows():
+    X, y = make_sparse_classification(2000, 1500, nnz_per_row=15, seed=0)
+    model = SparseSVM(epochs=1, workers=2, seed=0, replication="auto", hot_fraction=0.5)
+    model.fit(X, y)  # no feature is in half the rows
+    assert model.replicated_ == {"auto": {
+        "chose": "shared", "why": "0.0% of the ids are on hot rows: sharing costs little",
+        "ids_on_hot_rows": 0.0}}
+
+
+@pytest.mark.parametrize("id_arrays", [True, False])
+def test_auto_chooses_by_its_probe_and_says_so(id_arrays):
+    """Which mode wins depends on the machine; the choice must follow the probe's
+    own figures (replication only when AUTO_MARGIN times faster), and the run must
+    use it. Without id arrays the candidate is "worker"."""
+    from hogwild.backends.threads import AUTO_MARGIN
+
+    objective, ids, weight = counters()
+    if not id_arrays:
+        objective = Objective(count_id, zero_loss, objective.params, objective.data,
+                              objective.n_samples)
+    result = fit(objective, epochs=2, workers=2, seed=0, replication="auto", merge="sum")
+    auto = result.replicated["auto"]
+    candidate = "hot" if id_arrays else "worker"
+    rates = auto["probe_updates_per_s"]
+    assert set(rates) == {"shared", candidate}
+    expected = candidate if rates[candidate] >= AUTO_MARGIN * rates["shared"] else "shared"
+    assert auto["chose"] == result.replication == expected
+    if expected != "shared":  # summed merges lose nothing
+        np.testing.assert_array_equal(result.params[0],
+                                      2 * np.bincount(ids, minlength=ids.size) * weight)
+
+
+def test_auto_on_a_backend_without_replication_is_refused():
+    with pytest.raises(HogwildError) as error:
+        fit(svm(), epochs=1, workers=2, replication="auto", backend="processes")
+    assert str(error.value) == "backend 'processes' runs replication 'shared'; got 'auto'"

@@ -28,6 +28,7 @@ class Backend(ABC):
     workers_share_cores = True  # workers are CPU cores: bounded by limits.check_workers
     schedulers = None           # the schedulers it runs (None: all of them)
     replication_modes = ("shared",)  # the TrainingConfig.replication modes it runs
+    replication = "shared"  # the mode this run uses (an instance may say otherwise)
     plans_itself = False        # True: it draws its own plans (run_epoch gets plan=None)
     runs_ahead = False          # True: workers keep running between run_epoch calls, so an
     # epoch's time is the wall time since the previous epoch ended

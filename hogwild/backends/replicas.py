@@ -149,21 +149,8 @@ class Replicas:
         returns the params indices it replicated."""
         members = sorted({p for ids in group for p in ids.params})
         indexed = sorted({d for ids in group for d in ids.data})
-        rows = params[members[0]].shape[0]
-        for p in members:
-            if params[p].ndim == 0 or params[p].shape[0] != rows:
-                raise HogwildError(f"params[{p}] has {params[p].shape[:1]} rows; the "
-                                   f"arrays one id indexes need {rows}")
-        for d in indexed:
-            if data[d].ndim == 0 or data[d].shape[0] != rows:
-                raise HogwildError(f"data[{d}] has {data[d].shape[:1]} rows; the arrays "
-                                   f"one id indexes need {rows}")
-        counts = np.zeros(rows, np.int64)
-        for ids in group:
-            column = data[ids.ids]
-            if column.size and (column.min() < 0 or column.max() >= rows):
-                raise HogwildError(f"data[{ids.ids}] holds ids outside 0..{rows - 1}")
-            counts += np.bincount(column, minlength=rows)[:rows]
+        counts = row_counts(group, params, data)
+        rows = counts.size
         hot = np.flatnonzero(counts > hot_fraction * n_samples).astype(np.int64)
         for p in members:
             self.copied_rows[p] = (hot.size, rows)
@@ -229,6 +216,39 @@ class Replicas:
         """How many rows of each parameter array the workers have copies of."""
         return {"arrays": [{"params": p, "rows": rows, "copied_rows": copied}
                            for p, (copied, rows) in sorted(self.copied_rows.items())]}
+
+
+def row_counts(group, params, data):
+    """How often each row of a group's arrays is named by its id arrays (checked:
+    the arrays one id indexes have as many rows, and the ids are in range)."""
+    members = sorted({p for ids in group for p in ids.params})
+    rows = params[members[0]].shape[0] if params[members[0]].ndim else 0
+    for kind, arrays, indices in (("params", params, members),
+                                  ("data", data, sorted({d for ids in group
+                                                         for d in ids.data}))):
+        for i in indices:
+            if arrays[i].ndim == 0 or arrays[i].shape[0] != rows:
+                raise HogwildError(f"{kind}[{i}] has {arrays[i].shape[:1]} rows; the "
+                                   f"arrays one id indexes need {rows}")
+    counts = np.zeros(rows, np.int64)
+    for ids in group:
+        column = data[ids.ids]
+        if column.size and (column.min() < 0 or column.max() >= rows):
+            raise HogwildError(f"data[{ids.ids}] holds ids outside 0..{rows - 1}")
+        counts += np.bincount(column, minlength=rows)
+    return counts
+
+
+def hot_share(objective, hot_fraction):
+    """The fraction of the ids in the objective's id arrays that fall on hot rows
+    (rows whose id is in more than hot_fraction of the samples): how much of its
+    writing replication="hot" would take off the shared rows."""
+    on_hot = total = 0
+    for group in _groups(objective.id_arrays, len(objective.params)):
+        counts = row_counts(group, objective.params, objective.data)
+        on_hot += int(counts[counts > hot_fraction * objective.n_samples].sum())
+        total += int(counts.sum())
+    return on_hot / total if total else 0.0
 
 
 def _groups(id_arrays, n_params):

@@ -112,7 +112,8 @@ def _add_training_options(parser, problem, cores):
     group.add_argument("--replication", default="shared",
                        help="shared (every worker writes the one parameter copy; the "
                             "default), worker (each its own copy) or hot (its own copies "
-                            "of only the rows in more than --hot-fraction of the samples); "
+                            "of only the rows in more than --hot-fraction of the samples) or "
+                            "auto (chosen by a short probe; the JSON says why); "
                             "copies merge every --merge-every updates and at each epoch's "
                             "end; with --scheduler hogwild")
     group.add_argument("--merge-every", type=int, default=None,

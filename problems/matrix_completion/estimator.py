@@ -87,7 +87,8 @@ class MatrixFactorization(Params):
     Fitted attributes: user_factors_, item_factors_ (float32, one row per known id,
     in the order of user_ids_ / item_ids_), user_bias_, item_bias_ (zeros for
     "paper"), global_mean_, history_ (per-epoch records with test_rmse when an
-    eval_set is given), workers_, setup_seconds_ (the scheduler's preparation,
+    eval_set is given), workers_, replication_ and replicated_ (the replication mode
+    that ran and what it copied), setup_seconds_ (the scheduler's preparation,
     e.g. colouring), startup_seconds_ (starting worker processes).
     """
 
@@ -209,6 +210,7 @@ class MatrixFactorization(Params):
         self.history_ = result.history
         self.workers_ = result.workers
         self.distributed_ = result.distributed
+        self.replication_ = result.replication  # the mode that ran ("auto" chooses)
         self.replicated_ = result.replicated
         self.setup_seconds_ = result.setup_seconds
         self.startup_seconds_ = result.startup_seconds
