@@ -34,7 +34,7 @@ class TrainingConfig:
     copy), "worker" (each worker its own copy of every array) or "hot" (its own
     copies of only the rows whose id is in more than ``hot_fraction`` of the
     samples, from the objective's id_arrays; the rest shared), or "auto" (the
-    threads backend chooses from the sparsity and a short probe, and says why in
+    CPU backends choose from the sparsity and a short probe, and say why in
     FitResult.replicated; see backends.threads.choose_replication). Copies merge every
     ``merge_every`` updates of a worker (default: once an epoch for "worker",
     every replicas.HOT_MERGE_EVERY updates for "hot") and at each epoch's end: per

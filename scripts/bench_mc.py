@@ -33,8 +33,9 @@ from hogwild.datasets.ratings import split_ratings
 from hogwild.datasets.registry import RATINGS_DATASETS, load_ratings
 from hogwild.bench.machine import (benchmark_arguments, compute_ceiling, describe_machine,
                              machine_lines, publish)
-from hogwild.bench.peers import libmf_fit, libmf_predict, load_libmf, surprise_peer
-from hogwild.problems.matrix_completion import IdIndex, MatrixFactorization, rmse
+from hogwild.bench.peers import (dense_triples, libmf_fit, libmf_predict, load_libmf,
+                                 surprise_peer)
+from hogwild.problems.matrix_completion import MatrixFactorization, rmse
 
 # (name, scheduler, workers)
 OUR_CONFIGS = (
@@ -57,14 +58,6 @@ def ours(train, test, scheduler, workers, rank, epochs, seed):
     history = model.history_
     return {"ratings_per_s": sum(r.updates for r in history) / sum(r.seconds for r in history),
             "test_rmse": history[-1].metrics["test_rmse"], "objective": history[-1].objective}
-
-
-def dense_triples(train, test):
-    """Training triples with dense 0-based ids, and the test ids mapped alike (-1: unseen)."""
-    users, u = IdIndex.build(train.users)
-    items, i = IdIndex.build(train.items)
-    X = np.column_stack([u, i, train.values]).astype(np.float32)
-    return X, users.find(test.users), items.find(test.items)
 
 
 def libmf_peer(X, test_u, test_i, test_values, threads, rank, epochs, timeout):

@@ -7,8 +7,9 @@ def test_quick_run_reports_time_to_target_for_every_mode(quick_benchmark):
     bench, report, table = quick_benchmark("bench_replication")
     workloads = {w["workload"]: w for w in report["workloads"]}
     assert set(workloads) == {"svm-synthetic", "mc-jumbo"}
-    for w in workloads.values():
-        assert set(w["results"]) == {label for label, *_ in bench.CONFIGS}
+    for name, w in workloads.items():
+        problem = name.split("-")[0]
+        assert set(w["results"]) == {label for label, *_ in bench.CONFIGS[problem]}
         base = w["results"]["shared-1"]
         # the baseline reaches its own final metric, at its last epoch at the latest
         assert base["final_metric"] == pytest.approx(w["target"])
@@ -16,7 +17,10 @@ def test_quick_run_reports_time_to_target_for_every_mode(quick_benchmark):
         assert base["sooner_than_shared_1"] == pytest.approx(1.0)
         for result in w["results"].values():
             assert result["updates_per_s"] > 0 and len(result["metric_per_epoch"]) == 3
-    assert "| worker-2 |" in table and "time to target" in table
+            assert result["rate_over_shared_1"] == pytest.approx(
+                result["updates_per_s"] / base["updates_per_s"])
+    assert {"fpsgd-2", "blocked-2", "hot-2-sum"} <= set(workloads["mc-jumbo"]["results"])
+    assert "| worker-2 |" in table and "| auto-2 |" in table and "time to target" in table
 
 
 def test_time_to_target_is_the_first_epoch_at_or_below_it():

@@ -107,14 +107,16 @@ RUN = textwrap.dedent("""
         print(f"epoch {record.epoch} pids {pids}", flush=True)
 
     if __name__ == "__main__":
-        path, scheduler, poisoned = sys.argv[1], sys.argv[2], int(sys.argv[3])
+        path, scheduler, poisoned, replication = sys.argv[1], sys.argv[2], \
+            int(sys.argv[3]), sys.argv[4]
         n = 200_000
         objective = Objective(update, loss, (np.zeros(1000),), (np.array([poisoned]),), n,
                               name="slow", supports=Supports(np.arange(n + 1),
                                                              np.arange(n) % 1000, 1000))
         try:
             fit(objective, epochs=1000, step=0.1, workers=2, scheduler=scheduler,
-                backend="processes", checkpoint=path, checkpoint_every=1, callback=report)
+                backend="processes", checkpoint=path, checkpoint_every=1, callback=report,
+                replication=replication, merge_every=5000)
         except Interrupted as stop:
             print(f"interrupted after epoch {stop.epoch}; checkpoint {stop.checkpoint}",
                   file=sys.stderr)
@@ -125,11 +127,11 @@ RUN = textwrap.dedent("""
 """)
 
 
-def start_run(tmp_path, scheduler="hogwild", poisoned=-1):
+def start_run(tmp_path, scheduler="hogwild", poisoned=-1, replication="shared"):
     script = tmp_path / "run.py"
     script.write_text(RUN)
     return subprocess.Popen([sys.executable, str(script), str(tmp_path / "run.npz"),
-                             scheduler, str(poisoned)], stdout=subprocess.PIPE,
+                             scheduler, str(poisoned), replication], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -142,9 +144,11 @@ def wait_for_epoch(process, epoch):
     raise AssertionError(f"the run ended before epoch {epoch}: {process.stderr.read()}")
 
 
-@pytest.mark.parametrize("scheduler", ["hogwild", "locked", "cyclades"])
-def test_a_killed_worker_stops_the_run_and_leaks_nothing(tmp_path, scheduler):
-    process = start_run(tmp_path, scheduler)
+@pytest.mark.parametrize("scheduler,replication", [
+    ("hogwild", "shared"), ("locked", "shared"), ("cyclades", "shared"),
+    ("hogwild", "worker")])  # a worker waiting at a merge barrier for the dead one
+def test_a_killed_worker_stops_the_run_and_leaks_nothing(tmp_path, scheduler, replication):
+    process = start_run(tmp_path, scheduler, replication=replication)
     (child,) = wait_for_epoch(process, 2)  # the parent is worker 0, the child worker 1
     time.sleep(0.05)  # into epoch 3
     killed_at = time.perf_counter()
@@ -158,9 +162,10 @@ def test_a_killed_worker_stops_the_run_and_leaks_nothing(tmp_path, scheduler):
     assert load_checkpoint(tmp_path / "run.npz").epoch == 2
 
 
-@pytest.mark.parametrize("scheduler", ["hogwild", "locked"])
-def test_an_exception_in_a_worker_reaches_the_parent(tmp_path, scheduler):
-    process = start_run(tmp_path, scheduler, poisoned=2)  # raises in the third epoch
+@pytest.mark.parametrize("scheduler,replication", [
+    ("hogwild", "shared"), ("locked", "shared"), ("hogwild", "worker")])
+def test_an_exception_in_a_worker_reaches_the_parent(tmp_path, scheduler, replication):
+    process = start_run(tmp_path, scheduler, poisoned=2, replication=replication)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 1, err
     assert "ValueError: sample 7 is poisoned" in err  # from the parent's share or the child's

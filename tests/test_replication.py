@@ -89,8 +89,8 @@ def test_the_svm_estimator_and_the_command_line_take_replication(capsys):
     (dict(replication="worker", scheduler="colored"),
      "replication='worker' runs lock-free plans (scheduler hogwild or serial); scheduler "
      "'colored' keeps its workers apart already"),
-    (dict(replication="worker", backend="processes"),
-     "backend 'processes' runs replication 'shared'; got 'worker'"),
+    (dict(replication="worker", backend="gpu"),
+     "backend 'gpu' runs replication 'shared'; got 'worker'"),
     (dict(merge_every=0), "merge_every must be an integer >= 1, got 0"),
 ])
 def test_a_mode_that_cannot_run_is_named(options, message):
@@ -220,5 +220,26 @@ def test_auto_chooses_by_its_probe_and_says_so(id_arrays):
 
 def test_auto_on_a_backend_without_replication_is_refused():
     with pytest.raises(HogwildError) as error:
-        fit(svm(), epochs=1, workers=2, replication="auto", backend="processes")
-    assert str(error.value) == "backend 'processes' runs replication 'shared'; got 'auto'"
+        fit(svm(), epochs=1, workers=2, replication="auto", backend="gpu")
+    assert str(error.value) == "backend 'gpu' runs replication 'shared'; got 'auto'"
+
+
+@pytest.mark.parametrize("replication,merge_every", [("hot", None), ("hot", 7),
+                                                     ("worker", 1000)])
+def test_worker_processes_replicate_in_shared_memory_and_lose_no_summed_update(
+        replication, merge_every):
+    objective, ids, weight = counters()
+    result = fit(objective, epochs=3, workers=2, seed=0, replication=replication,
+                 merge="sum", merge_every=merge_every, backend="processes")
+    np.testing.assert_array_equal(result.params[0],
+                                  3 * np.bincount(ids, minlength=ids.size) * weight)
+    assert result.replication == replication and result.replicated["merge"] == "sum"
+
+
+def test_worker_processes_with_copies_reach_the_quality_of_shared():
+    X, y = make_sparse_classification(3000, 2000, nnz_per_row=15, seed=2)
+    shared = SparseSVM(workers=2, seed=0).fit(X, y)
+    model = SparseSVM(workers=2, seed=0, replication="hot", hot_fraction=0.005,
+                      merge_every=64, backend="processes").fit(X, y)
+    assert model.history_[-1].objective < 1.05 * shared.history_[-1].objective
+    assert model.replicated_["arrays"][0]["copied_rows"] > 0

@@ -24,6 +24,11 @@ parent. Children ignore SIGINT: Ctrl-C is the parent's (see hogwild.engine.fit).
 Children die with their parent: the kernel kills them when it dies
 (PR_SET_PDEATHSIG on Linux; elsewhere a thread watches the parent's pid), so no
 orphan spins on a core after the parent was killed.
+
+Replication ("worker", "hot"; hogwild.backends.replicas): the workers' copies are
+shared segments too, made by the parent's Replicas in order; each child builds the
+same Replicas over the same segments, and every worker runs its rounds and its
+slice of the merges as the threads do, at barriers in the run's gate segment.
 """
 import ctypes
 import multiprocessing
@@ -39,7 +44,9 @@ from typing import NamedTuple
 import numpy as np
 
 from hogwild.backends.base import HostBackend
+from hogwild.backends.replicas import Replication
 from hogwild.backends.shared_memory import SegmentSet, attach
+from hogwild.backends.threads import replication_of
 from hogwild.errors import HogwildError
 from hogwild.kernels.atomics import GATE_STRIDE, abort_gates
 from hogwild.kernels.compiler import slp_vectorizer
@@ -65,6 +72,8 @@ class ShareCommand(NamedTuple):
     workers: int
     runs_segment: object
     sync_segment: object
+    rounds: int = 0          # replicated epochs: merge rounds (0: not replicated)
+    merge_every: int = 0     # and a worker's updates between merges
 
 
 def _dumps_functions(loops):
@@ -76,9 +85,17 @@ def _dumps_functions(loops):
 class ProcessesBackend(HostBackend):
     name = "processes"
     workers_share_cores = True  # workers are CPU processes: bounded by check_workers
+    replication_modes = ("shared", "worker", "hot", "auto")
 
-    def __init__(self, workers):
+    @classmethod
+    def open(cls, workers, config, source):
+        return cls(workers, replication_of(workers, config, source))
+
+    def __init__(self, workers, replication=Replication()):
         self.workers = workers
+        self.settings, self.replication = replication, replication.mode
+        self._replicas = None
+        self._replica_specs = []  # the segments the Replicas made, in order
         self.startup_seconds = 0.0
         self.on_progress = None  # on_progress(updates done so far in this epoch)
         self._segments = SegmentSet()
@@ -95,14 +112,27 @@ class ProcessesBackend(HostBackend):
     # -- set-up ---------------------------------------------------------------------
 
     def share(self, params, data, n_samples=None):
-        """Shared copies of params and data (the children attach the same files)."""
+        """Shared copies of params and data (the children attach the same files), and
+        with replication "worker" or "hot" the workers' copies, in shared memory too
+        (each child builds the same Replicas over them)."""
         self._n_samples = n_samples or 1
         shared = []
         for array in params + data:
             copy, spec = self._segments.share(array)
             shared.append(copy)
             self._shared.append(spec)
-        return tuple(shared[:len(params)]), tuple(shared[len(params):])
+        params, data = tuple(shared[:len(params)]), tuple(shared[len(params):])
+
+        def allocate(shape, dtype):
+            array, spec = self._segments.create(shape, dtype)
+            self._replica_specs.append(spec)
+            return array
+        self._replicas = self.settings.replicas(params, data, self.workers, self._n_samples,
+                                                allocate)
+        return (params if self._replicas is None else self._replicas.params), data
+
+    def replicated(self):
+        return self.settings.report(self._replicas, self._n_samples)
 
     def export(self, params):
         return tuple(np.array(p) for p in params)
@@ -117,7 +147,9 @@ class ProcessesBackend(HostBackend):
                               "n_params": len(params), "counters": self._counters[1],
                               "buffers": [self._runs[1], self._sync[1]],
                               "chunk_samples": CHUNK_SAMPLES, "kind": scheduler.kind,
-                              "parent": os.getpid()})
+                              "parent": os.getpid(), "replication": self.settings,
+                              "replica_segments": self._replica_specs,
+                              "workers": self.workers, "n_samples": self._n_samples})
         context = multiprocessing.get_context("spawn")
         start = time.perf_counter()
         for w in range(1, self.workers):
@@ -166,7 +198,8 @@ class ProcessesBackend(HostBackend):
     # -- epochs ---------------------------------------------------------------------
 
     def run_epoch(self, loops, plan, params, data, step, epoch):
-        n_gates = gate_count(plan, self.workers)
+        n_gates = max(gate_count(plan, self.workers),
+                      self.workers if self._replicas is not None else 0)
         self._kind = plan.kind
         self._ensure_buffers(plan.runs.size, n_gates)
         runs = self._runs[0][:plan.runs.size]
@@ -180,20 +213,32 @@ class ProcessesBackend(HostBackend):
             self._counters[0][:] = 0
             self._check_alive(epoch)  # after clearing the gates: see _watch
             busy = set()
+            merge_every, rounds = 0, 0
+            if self._replicas is not None:  # every worker meets the merge barriers
+                merge_every = self.settings.interval(self._n_samples)
+                rounds = max(len(list(pieces(plan.kind, spans, plan.run_length,
+                                             merge_every))) for spans in phase)
             for w in range(1, len(phase)):
-                if len(phase[w]) or plan.kind == "phased":  # all meet the barriers
+                if len(phase[w]) or plan.kind == "phased" or rounds:  # all meet barriers
                     self._pipes[w].send(("run", ShareCommand(
                         plan.kind, runs.size, np.asarray(phase[w], np.int64), plan.run_length,
-                        step, epoch, gate_words, len(phase), self._runs[1], self._sync[1])))
+                        step, epoch, gate_words, len(phase), self._runs[1], self._sync[1],
+                        rounds, merge_every)))
                     busy.add(w)
             replies = {}
             mine = Share(plan.kind, runs, np.asarray(phase[0], np.int64), plan.run_length,
                          step, epoch, gates, 0, len(phase))
             try:
                 with slp_vectorizer(loops.source.fastmath):
-                    done = _run_share(loops, mine, params, data, self._counters[0],
-                                      CHUNK_SAMPLES,
-                                      lambda: self._poll(busy, replies, epoch, updates))
+                    if rounds:
+                        done = self._replicas.run_rounds(
+                            loops, mine, list(pieces(plan.kind, mine.spans, plan.run_length,
+                                                     merge_every)), rounds,
+                            _counting(self._counters[0], 0))
+                    else:
+                        done = _run_share(loops, mine, params, data, self._counters[0],
+                                          CHUNK_SAMPLES,
+                                          lambda: self._poll(busy, replies, epoch, updates))
             except BaseException:
                 give_up(plan.kind, gates, 0)  # the children must not wait for this share
                 self._fail()
@@ -325,6 +370,13 @@ def _raise_remote(w, message):
     raise exc
 
 
+def _counting(counters, worker):
+    """on_round for Replicas.run_rounds: the worker's progress counter."""
+    def count(done):
+        counters[worker * COUNTER_STRIDE] = done
+    return count
+
+
 def _run_share(loops, share, params, data, counters, chunk_samples, keep_going=None):
     """A worker's share of a phase, piece by piece (see plans.pieces), its progress in
     counters[worker * COUNTER_STRIDE]; stops early when a piece is aborted or when
@@ -370,7 +422,7 @@ def _worker_main(pipe, setup, me):
     try:
         setup = pickle.loads(setup)
         _die_with_parent(setup["parent"])
-        loops, params, data, token, fastmath, counters, chunk = _worker_setup(setup)
+        loops, params, data, token, fastmath, counters, chunk, replicas = _worker_setup(setup)
         attached = {}
 
         def view(spec):
@@ -403,7 +455,13 @@ def _worker_main(pipe, setup, me):
                           view(job.sync_segment)[:job.gate_words], me, job.workers)
             try:
                 with slp_vectorizer(fastmath):  # as the parent compiled, should this compile
-                    done = _run_share(loops, share, params, data, counters, chunk)
+                    if job.rounds:
+                        done = replicas.run_rounds(
+                            loops, share, list(pieces(share.kind, share.spans,
+                                                      share.run_length, job.merge_every)),
+                            job.rounds, _counting(counters, me))
+                    else:
+                        done = _run_share(loops, share, params, data, counters, chunk)
             except BaseException as exc:  # noqa: BLE001 - reported to the parent
                 give_up(share.kind, share.sync, me)
                 _send_error(pipe, exc)
@@ -434,7 +492,12 @@ def _worker_setup(setup):
     with slp_vectorizer(fastmath):  # load the run's loop now, not in its first epoch
         warm_up(loops, setup["kind"], params, data)
     counters = attach(setup["counters"], setup["token"])[0]
-    return loops, params, data, setup["token"], fastmath, counters, setup["chunk_samples"]
+    segments = iter(setup["replica_segments"])
+    replicas = setup["replication"].replicas(  # the parent's, over the same segments
+        params, data, setup["workers"], setup["n_samples"],
+        lambda shape, dtype: attach(next(segments), setup["token"])[0])
+    return (loops, params, data, setup["token"], fastmath, counters, setup["chunk_samples"],
+            replicas)
 
 
 def _send_error(pipe, exc):

@@ -27,12 +27,16 @@ the shared value again. Each worker merges its own slice of the coordinates
 between two barriers, so a merge costs 1/workers of a pass over the replicas.
 """
 import math
+from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 from numba import njit
 
 from hogwild.backends.host import CACHE_LINE, aligned_copy
 from hogwild.errors import HogwildError
+from hogwild.kernels.atomics import open_gate, wait_for_gate
+from hogwild.kernels.plans import run_share
 
 MERGE_RULES = ("mean", "sum")
 # replication="hot" merges this often by default: its merges pass over only the
@@ -109,12 +113,57 @@ class _Entry:
             merge_rows(self.target, self.ids, self.copies, lo, hi, add_all)
 
 
+@dataclass(frozen=True)
+class Replication:
+    """A run's replication settings (TrainingConfig's, with "auto" resolved to
+    ``mode``; ``chosen`` says how), as the CPU backends keep them."""
+
+    mode: str = "shared"
+    merge_every: Optional[int] = None
+    merge: str = "mean"
+    hot_fraction: float = 0.01
+    id_arrays: tuple = ()
+    chosen: Optional[dict] = None
+
+    @classmethod
+    def of(cls, config, objective, mode, chosen=None):
+        if mode == "hot" and not objective.id_arrays:
+            raise HogwildError(f"replication 'hot' needs the objective's id arrays, and "
+                               f"objective '{objective.name}' declares none "
+                               "(Objective.id_arrays); use replication 'worker'")
+        return cls(mode, config.merge_every, config.merge, config.hot_fraction,
+                   objective.id_arrays, chosen)
+
+    def interval(self, n_samples):
+        """Updates of a worker between merges."""
+        return self.merge_every or (HOT_MERGE_EVERY if self.mode == "hot" else n_samples)
+
+    def replicas(self, params, data, workers, n_samples, allocate=None):
+        """The Replicas of a run (None for "shared")."""
+        if self.mode == "shared":
+            return None
+        return Replicas(params, data, workers, self.mode, self.merge, self.id_arrays,
+                        n_samples, self.hot_fraction, allocate)
+
+    def report(self, replicas, n_samples):
+        """FitResult.replicated: what was copied and how it merged, and what "auto"
+        chose (None: nothing copied, nothing chosen)."""
+        auto = {} if self.chosen is None else {"auto": self.chosen}
+        if replicas is None:
+            return auto or None
+        return {**replicas.describe(self.merge, self.interval(n_samples)), **auto}
+
+
 class Replicas:
     """The parameters and data each worker runs on, and the merge between them."""
 
     def __init__(self, params, data, workers, mode="worker", merge="mean", id_arrays=(),
-                 n_samples=1, hot_fraction=0.01):
+                 n_samples=1, hot_fraction=0.01, allocate=None):
+        """``allocate(shape, dtype)``: a zeroed, cache-line aligned array for each new
+        array, in the order this constructor asks (the processes backend puts them in
+        shared memory, and a child builds the same Replicas over the same segments)."""
         self.workers, self.add_all = workers, merge == "sum"
+        self._allocate = allocate or (lambda shape, dtype: aligned_copy(np.zeros(shape, dtype)))
         self.entries = []
         self.params = list(params)      # what the engine, metrics and checkpoints see
         worker_params = [list(params) for _ in range(workers)]
@@ -138,7 +187,7 @@ class Replicas:
         self.copied_rows[p] = (rows, rows)
         per_line = max(1, CACHE_LINE // array.itemsize)
         width = -(-max(array.size, 1) // per_line) * per_line
-        rows = aligned_copy(np.zeros((self.workers, width), array.dtype))
+        rows = self._allocate((self.workers, width), array.dtype)
         rows[:, :array.size] = array.reshape(-1)
         for w in range(self.workers):
             worker_params[w][p] = rows[w, :array.size].reshape(array.shape)
@@ -166,7 +215,7 @@ class Replicas:
                                    f"the replicas' row ids up to {total - 1}")
         for p in members:
             array = params[p]
-            extended = aligned_copy(np.zeros((total,) + array.shape[1:], array.dtype))
+            extended = self._allocate((total,) + array.shape[1:], array.dtype)
             extended[:rows] = array
             copies = extended[first:].reshape((self.workers, slots) + array.shape[1:])
             copies[:, :hot.size] = array[hot]
@@ -176,7 +225,7 @@ class Replicas:
             self.entries.append(_Entry(_rows(extended[:rows]), copies[:, :hot.size].reshape(
                 self.workers, hot.size, -1), hot))
         for d in indexed:
-            extended = np.zeros((total,) + data[d].shape[1:], data[d].dtype)
+            extended = self._allocate((total,) + data[d].shape[1:], data[d].dtype)
             extended[:rows] = data[d]
             extended[first:].reshape((self.workers, slots) + data[d].shape[1:])[
                 :, :hot.size] = data[d][hot]
@@ -189,7 +238,8 @@ class Replicas:
             slot = slot_of[column]
             at = np.flatnonzero(slot >= 0)
             for w in range(self.workers):
-                mine = column.copy()
+                mine = self._allocate(column.shape, column.dtype)
+                mine[...] = column
                 mine[at] = first + w * slots + slot[at]
                 self.worker_data[w][ids.ids] = mine
         return members
@@ -212,10 +262,45 @@ class Replicas:
         """Merge every worker's changes into the shared parameters."""
         self.merge_part(0, 1)
 
-    def describe(self):
-        """How many rows of each parameter array the workers have copies of."""
-        return {"arrays": [{"params": p, "rows": rows, "copied_rows": copied}
+    def describe(self, merge, merge_every):
+        """How the copies merge and how many rows of each parameter array the
+        workers have copies of (FitResult.replicated)."""
+        return {"merge": merge, "merge_every": merge_every,
+                "arrays": [{"params": p, "rows": rows, "copied_rows": copied}
                            for p, (copied, rows) in sorted(self.copied_rows.items())]}
+
+    def run_rounds(self, loops, share, cut, rounds, on_round=None):
+        """Worker share.worker's part of a replicated epoch: ``rounds`` rounds, in
+        each its piece cut[k] of ``share``'s spans (none once its pieces run out) on
+        its own copies, then a barrier, its slice of the merge, and a barrier (the
+        gates of share.sync). The updates done, or -1 if the run was aborted.
+        ``on_round(done)`` after each round (progress counters)."""
+        me, workers = share.worker, share.workers
+        none = np.zeros((0, share.spans.shape[1] if share.spans.ndim == 2 else 3), np.int64)
+        done = 0
+        for k in range(rounds):
+            piece = share._replace(spans=cut[k] if k < len(cut) else none)
+            updates = run_share(loops, piece, self.of(me), self.data_of(me))
+            if updates < 0 or not meet(share.sync, me, workers, 2 * k + 1):
+                return -1
+            self.merge_part(me, workers)
+            if not meet(share.sync, me, workers, 2 * k + 2):
+                return -1
+            done += updates
+            if on_round is not None:
+                on_round(done)
+        return done
+
+
+@njit(nogil=True, cache=True)
+def meet(gates, worker, workers, level):
+    """A barrier: raise this worker's gate to ``level`` and wait until every
+    worker's has; False if the run was aborted."""
+    open_gate(gates, worker, level)
+    for w in range(workers):
+        if not wait_for_gate(gates, w, level):
+            return False
+    return True
 
 
 def row_counts(group, params, data):

@@ -10,14 +10,11 @@ import time
 import numpy as np
 
 
-from numba import njit
 
 from hogwild.backends.base import HostBackend
 from hogwild.backends.host import aligned_copy
-from hogwild.backends.replicas import HOT_MERGE_EVERY, Replicas, hot_share
-from hogwild.errors import HogwildError
-from hogwild.kernels.atomics import (new_gates, open_gate, raise_gate, spin_for_gate,
-                                     wait_for_gate)
+from hogwild.backends.replicas import Replication, hot_share
+from hogwild.kernels.atomics import new_gates, raise_gate, spin_for_gate
 from hogwild.kernels.plans import Share, gate_count, give_up, pieces, run_share, warm_up
 
 SPINS = 2_000_000  # about 10 ms of polling before a waiting thread sleeps
@@ -96,17 +93,6 @@ class _Crew:
             thread.join()
 
 
-@njit(nogil=True, cache=True)
-def meet(gates, worker, workers, level):
-    """A barrier: raise this worker's gate to ``level`` and wait until every
-    worker's has; False if the run was aborted."""
-    open_gate(gates, worker, level)
-    for w in range(workers):
-        if not wait_for_gate(gates, w, level):
-            return False
-    return True
-
-
 class ThreadsBackend(HostBackend):
     name = "threads"
     workers_share_cores = True  # workers are CPU threads: bounded by check_workers
@@ -114,46 +100,25 @@ class ThreadsBackend(HostBackend):
 
     @classmethod
     def open(cls, workers, config, source):
-        replication, chosen = config.replication, None
-        if replication == "auto":
-            replication, chosen = choose_replication(source, workers, config)
-        backend = cls(workers, replication, config.merge_every, config.merge,
-                      config.hot_fraction, source.id_arrays, source.name)
-        backend.chosen = chosen
-        return backend
+        return cls(workers, replication_of(workers, config, source))
 
-    def __init__(self, workers, replication="shared", merge_every=None, merge="mean",
-                 hot_fraction=0.01, id_arrays=(), objective_name="objective"):
-        if replication == "hot" and not id_arrays:
-            raise HogwildError(f"replication 'hot' needs the objective's id arrays, and "
-                               f"objective '{objective_name}' declares none "
-                               "(Objective.id_arrays); use replication 'worker'")
+    def __init__(self, workers, replication=Replication()):
         self.workers = workers
-        self.replication, self.merge_every, self.merge = replication, merge_every, merge
-        self.hot_fraction, self.id_arrays = hot_fraction, id_arrays
+        self.settings, self.replication = replication, replication.mode
         self._replicas = None
-        self.chosen = None  # replication="auto": what it chose and why
+        self._n_samples = 1
         self._crew = _Crew(workers - 1)
         self.on_progress = None  # threads report progress once per epoch (the engine)
 
     def share(self, params, data, n_samples=None):
         """The arrays the workers use: threads share the process's own memory (and
         with replication "worker" or "hot" each has its own copies of some too)."""
-        if self.replication != "shared":
-            self._replicas = Replicas(params, data, self.workers, self.replication,
-                                      self.merge, self.id_arrays, n_samples or 1,
-                                      self.hot_fraction)
-            default = HOT_MERGE_EVERY if self.replication == "hot" else n_samples or 1
-            self._merge_every = self.merge_every or default
-            return self._replicas.params, data
-        return params, data
+        self._n_samples = n_samples or 1
+        self._replicas = self.settings.replicas(params, data, self.workers, self._n_samples)
+        return (params if self._replicas is None else self._replicas.params), data
 
     def replicated(self):
-        auto = {} if self.chosen is None else {"auto": self.chosen}
-        if self._replicas is None:
-            return auto or None
-        return {"merge": self.merge, "merge_every": self._merge_every,
-                **self._replicas.describe(), **auto}
+        return self.settings.report(self._replicas, self._n_samples)
 
     def export(self, params):
         """The trained parameters, valid after the backend is closed."""
@@ -183,29 +148,14 @@ class ThreadsBackend(HostBackend):
         replicas, and they meet again. One hand-off per epoch, not per round."""
         (phase,) = plan.phases  # replication runs lock-free plans of one phase
         workers = len(phase)
-        cut = [list(pieces(plan.kind, spans, plan.run_length, self._merge_every))
+        cut = [list(pieces(plan.kind, spans, plan.run_length,
+                           self.settings.interval(self._n_samples)))
                for spans in phase]
         rounds = max(len(c) for c in cut)
-        none = np.zeros((0, 3), np.int64)
         sync = new_gates(workers)
-        replicas = self._replicas
-
-        def run_rounds(w):
-            done = 0
-            for k in range(rounds):
-                spans = cut[w][k] if k < len(cut[w]) else none
-                share = Share(plan.kind, plan.runs, spans, plan.run_length, step, epoch,
-                              sync, w, workers)
-                updates = run_share(loops, share, replicas.of(w), replicas.data_of(w))
-                if updates < 0 or not meet(sync, w, workers, 2 * k + 1):
-                    return -1
-                replicas.merge_part(w, workers)
-                if not meet(sync, w, workers, 2 * k + 2):
-                    return -1
-                done += updates
-            return done
-
-        return self._run_jobs({w: lambda w=w: run_rounds(w) for w in range(workers)}, sync)
+        return self._run_jobs({w: lambda w=w: self._replicas.run_rounds(
+            loops, Share(plan.kind, plan.runs, phase[w], plan.run_length, step, epoch, sync, w,
+                         workers), cut[w], rounds) for w in range(workers)}, sync)
 
     def _run_shares(self, loops, shares, params_of, data):
         """Run one phase's shares, worker w's on params_of(w); the total updates.
@@ -243,6 +193,14 @@ PROBE_VISITS = 2  # visits of each mode, alternating
 HOT_SHARE_WORTH_PROBING = 0.05  # of the ids: fewer on hot rows, sharing is cheap
 
 
+def replication_of(workers, config, objective):
+    """The Replication of a run on a CPU backend ("auto" resolved here)."""
+    mode, chosen = config.replication, None
+    if mode == "auto":
+        mode, chosen = choose_replication(objective, workers, config)
+    return Replication.of(config, objective, mode, chosen)
+
+
 def choose_replication(objective, workers, config):
     """replication="auto": (mode, why). "shared" with one worker, with a scheduler
     that keeps workers apart, or when under HOT_SHARE_WORTH_PROBING of the ids fall
@@ -278,9 +236,7 @@ def choose_replication(objective, workers, config):
         # one mode's backend at a time: an idle crew polls for work for ~10 ms and
         # would take a core from the other's timed epochs
         for mode in ("shared", candidate) * PROBE_VISITS:
-            with ThreadsBackend(workers, mode, config.merge_every, config.merge,
-                                config.hot_fraction, objective.id_arrays,
-                                objective.name) as probe:
+            with ThreadsBackend(workers, Replication.of(config, objective, mode)) as probe:
                 params, data = probe.share(tuple(aligned_copy(p) for p in objective.params),
                                            objective.data, objective.n_samples)
                 probe.warm_up(loops, params, data, SCHEDULERS["hogwild"])

@@ -66,6 +66,16 @@ def libmf_fit(X, rank, threads, epochs, l2, timeout=300):
         results.close()
 
 
+def dense_triples(train, test):
+    """Training triples with dense 0-based ids, and the test ids mapped alike (-1: unseen)."""
+    from hogwild.problems.matrix_completion import IdIndex
+
+    users, u = IdIndex.build(train.users)
+    items, i = IdIndex.build(train.items)
+    X = np.column_stack([u, i, train.values]).astype(np.float32)
+    return X, users.find(test.users), items.find(test.items)
+
+
 def libmf_predict(P, Q, b, users, items):
     """LIBMF's predictions: P_u . Q_v, or b (its mean) for rows it never saw or
     left empty (NaN factors)."""
