@@ -15,18 +15,26 @@ parameter coordinates, H hot rows' coordinates, R(W) merge rounds per epoch):
     c       extra time per update from sharing, 2 workers      (shared-2 epochs)
     cc      the same for the cold rows only ("hot", merged     (hot-2, merge_every n)
             once an epoch)
-    tau     merge time per replicated coordinate, per merge     (worker-2 epochs)
+    tau     merge time per replicated coordinate, per merge     (2 threads merging
+            (copies last written by the other core)             the worker copies)
+    L       a contended write: one cache line handed from one   (compiled ping-pong)
+            core to another
+    delta   the largest fraction of samples naming one row      (the sparsity report)
     beta    one barrier of 2 workers                            (a compiled loop)
     pi      the rest of a merge round (hand-offs in Python)     (hot-2, default merge)
 
 Model at W workers, each update costing tp plus the contention of its shared
 writes. A shared line is last written elsewhere with probability (W-1)/W (uniform
-access over the W cores), so contention grows as c * 2 (W-1)/W. A merge pass is
-split W ways but each coordinate reads W copies, so it costs about D tau whatever
-W; a barrier of W workers polls W gates, beta W/2:
-    shared  T(W) = n (tp + c 2(W-1)/W) / W
+access over the W cores), so contention grows as c * 2 (W-1)/W; and the writes to
+one line are serialised, so the hottest shared row, named by delta n samples an
+epoch, takes at least delta n L whatever W (for "hot" the hottest shared row is
+named by at most hot_fraction n). A merge pass is split W ways but each
+coordinate reads W copies, so it costs about D tau whatever W; a barrier of W
+workers polls W gates, beta W/2:
+    shared  T(W) = max(n (tp + c 2(W-1)/W) / W,  delta n L)
     worker  T(W) = n tp / W + D tau + 2 beta W/2
-    hot     T(W) = n (tp + cc 2(W-1)/W) / W + R(W) (H tau + 2 beta W/2 + pi)
+    hot     T(W) = max(n (tp + cc 2(W-1)/W) / W,  hot_fraction n L)
+                   + R(W) (H tau + 2 beta W/2 + pi)
 and speedup(W) = n t1 / T(W). Assumptions, stated where they can fail: one socket
 (uniform cache-line transfer cost; a second socket's lines cost 2-3x more); the
 per-core kernel speed of 2 workers holds at W (no memory-bandwidth limit: the
@@ -43,14 +51,16 @@ import threading
 import time
 
 import numpy as np
+from numba import njit
 
-from hogwild.backends.replicas import HOT_MERGE_EVERY, Replication, hot_share, meet
+from hogwild.backends.replicas import (HOT_MERGE_EVERY, Replicas, Replication, id_groups,
+                                      hot_share, meet, row_counts)
 from hogwild.backends.threads import ThreadsBackend
 from hogwild.bench.machine import benchmark_arguments, machine_lines, publish, report_header
 from hogwild.bench.suite import memory_bandwidth, sharing_cost
 from hogwild.bench.workloads import BUILDERS
 from hogwild.backends.host import aligned_copy
-from hogwild.kernels.atomics import new_gates
+from hogwild.kernels.atomics import new_gates, open_gate, wait_for_gate
 from hogwild.kernels.compiler import compile_loops
 from hogwild.schedulers import SCHEDULERS
 
@@ -77,21 +87,81 @@ def epoch_seconds(objective, step, workers, replication, merge_every, rounds, rn
     return statistics.median(times[1:]), replicated
 
 
-def barrier_seconds(crossings=20_000):
-    """One barrier of 2 threads (compiled meet), averaged over ``crossings``."""
-    gates = new_gates(2)
-    meet(gates, 0, 1, 1)  # compile
+@njit(nogil=True)
+def _hand_over(gates, me, rounds):
+    for k in range(rounds):
+        if not wait_for_gate(gates, 0, 2 * k + me):
+            return
+        open_gate(gates, 0, 2 * k + me + 1)
 
-    def cross(worker):
+
+def line_transfer_seconds(rounds=50_000, repeats=7):
+    """L: two threads hand one cache line back and forth (each waits for the
+    other's write, then writes); the time of one hand-over, median of ``repeats``."""
+    _hand_over(new_gates(1), 0, 1)  # compile
+    times = []
+    for _ in range(repeats):
+        gates = new_gates(1)
+        other = threading.Thread(target=_hand_over, args=(gates, 1, rounds))
+        start = time.perf_counter()
+        other.start()
+        _hand_over(gates, 0, rounds)
+        other.join()
+        times.append((time.perf_counter() - start) / (2 * rounds))
+    return statistics.median(times)
+
+
+def merge_seconds(params, repeats=5):
+    """tau: 2 threads each dirty their whole copy of every array, then merge their
+    halves at once (so half the lines they read were last written by the other
+    core); the best time of one merge, per coordinate."""
+    replicas = Replicas(params, (), 2, "worker", "mean")
+    best = float("inf")
+    for _ in range(repeats):
+        def dirty(w):
+            for copy in replicas.of(w):
+                copy += 1
+        threads = [threading.Thread(target=dirty, args=(w,)) for w in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        threads = [threading.Thread(target=replicas.merge_part, args=(w, 2)) for w in range(2)]
+        start = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        best = min(best, time.perf_counter() - start)
+    return best / sum(p.size for p in params)
+
+
+def busiest_row_fraction(objective):
+    """delta over the rows the objective's id arrays name (the Hogwild! paper's
+    Delta, at row granularity)."""
+    groups = id_groups(objective.id_arrays, len(objective.params))
+    busiest = max(row_counts(g, objective.params, objective.data).max() for g in groups)
+    return float(busiest) / objective.n_samples
+
+
+def barrier_seconds(crossings=5_000, repeats=7):
+    """One barrier of 2 threads (compiled meet, one call per crossing as in a merge
+    round), median of ``repeats`` averages over ``crossings``."""
+    meet(new_gates(2), 0, 1, 1)  # compile
+
+    def cross(gates, worker):
         for level in range(1, crossings + 1):
             meet(gates, worker, 2, level)
-    gates = new_gates(2)
-    other = threading.Thread(target=cross, args=(1,))
-    start = time.perf_counter()
-    other.start()
-    cross(0)
-    other.join()
-    return (time.perf_counter() - start) / crossings
+    times = []
+    for _ in range(repeats):
+        gates = new_gates(2)
+        other = threading.Thread(target=cross, args=(gates, 1))
+        start = time.perf_counter()
+        other.start()
+        cross(gates, 0)
+        other.join()
+        times.append((time.perf_counter() - start) / crossings)
+    return statistics.median(times)
 
 
 def measure(objective, step, rounds):
@@ -120,7 +190,8 @@ def measure(objective, step, rounds):
     inputs = {"n": n, "D": coordinates, "tp": tp, "beta": beta,
               "t1": epoch["shared-1"] / n,
               "c": max(2 * epoch["shared-2"] / n - tp, 0.0),
-              "tau": max((epoch["worker-2"] - n * tp / 2 - 2 * beta) / coordinates, 0.0)}
+              "tau": merge_seconds(objective.params), "L": line_transfer_seconds(),
+              "delta": busiest_row_fraction(objective), "hot_fraction": HOT_FRACTION}
     if "hot-2" in epoch:
         hot_rows = {a["params"]: a["copied_rows"] for a in replicated["hot-2"]["arrays"]}
         width = {p: a.size // max(a.shape[0], 1) if a.ndim else 1
@@ -137,17 +208,19 @@ def measure(objective, step, rounds):
 
 def predict(inputs, workers):
     """Predicted epoch seconds per mode at ``workers`` (the module docstring's model)."""
-    n, tp, W = inputs["n"], inputs["tp"], workers
+    n, tp, W, L = inputs["n"], inputs["tp"], workers, inputs["L"]
     if W == 1:
         one = n * inputs["t1"]
         return {"shared": one, "worker": one, **({"hot": one} if "cc" in inputs else {})}
     spread = 2 * (W - 1) / W
     barrier = 2 * inputs["beta"] * W / 2
-    times = {"shared": n * (tp + inputs["c"] * spread) / W,
+    times = {"shared": max(n * (tp + inputs["c"] * spread) / W, inputs["delta"] * n * L),
              "worker": n * tp / W + inputs["D"] * inputs["tau"] + barrier}
     if "cc" in inputs:
         rounds = -(-n // (W * HOT_MERGE_EVERY))
-        times["hot"] = (n * (tp + inputs["cc"] * spread) / W
+        rounds = rounds if inputs["H"] else 0  # nothing hot: a shared run, no rounds
+        times["hot"] = (max(n * (tp + inputs["cc"] * spread) / W,
+                            inputs["hot_fraction"] * n * L)
                         + rounds * (inputs["H"] * inputs["tau"] + barrier + inputs["pi"]))
     return times
 
@@ -181,7 +254,8 @@ def markdown(report):
         lines += [f"### {w['workload']}", "",
                   f"n = {i['n']:,}, D = {i['D']:,}; t1 = {i['t1'] * 1e9:.1f} ns, "
                   f"tp = {i['tp'] * 1e9:.1f} ns, c = {i['c'] * 1e9:.1f} ns, "
-                  f"tau = {i['tau'] * 1e9:.2f} ns, beta = {i['beta'] * 1e6:.2f} us"
+                  f"tau = {i['tau'] * 1e9:.2f} ns, L = {i['L'] * 1e9:.0f} ns, "
+                  f"delta = {i['delta']:.3f}, beta = {i['beta'] * 1e6:.2f} us"
                   + (f"; H = {i['H']:,} ({i['hot_share']:.0%} of the ids on hot rows), "
                      f"cc = {i['cc'] * 1e9:.1f} ns, pi = {i['pi'] * 1e6:.1f} us"
                      if "cc" in i else "") + ".", "",

@@ -243,3 +243,25 @@ def test_worker_processes_with_copies_reach_the_quality_of_shared():
                       merge_every=64, backend="processes").fit(X, y)
     assert model.history_[-1].objective < 1.05 * shared.history_[-1].objective
     assert model.replicated_["arrays"][0]["copied_rows"] > 0
+
+
+def test_hot_ids_that_cannot_hold_the_copies_row_numbers_are_refused():
+    """int8 ids of 120 int64 rows: each worker's copy of the one hot row takes a
+    64-byte line of 8 rows after them, so the last copy is row 120 + 2 * 8 - 1."""
+    ids = np.zeros(120, np.int8)  # row 0 is in every sample: hot
+    objective = Objective(count_id, zero_loss, params=np.zeros(120, np.int64),
+                          data=(ids, np.ones(120, np.int64)), n_samples=120,
+                          id_arrays=(IdArray(0, (0,), (1,)),))
+    with pytest.raises(HogwildError) as error:
+        fit(objective, epochs=1, workers=2, replication="hot")
+    assert str(error.value) == ("data[0] (int8) cannot hold the replicas' row ids up to "
+                                "135")
+
+
+def test_ids_outside_the_rows_are_named_before_any_work():
+    objective = Objective(count_id, zero_loss, params=np.zeros(10, np.int64),
+                          data=(np.array([0, 3, 12], np.int32), np.ones(10, np.int64)),
+                          n_samples=3, id_arrays=(IdArray(0, (0,), (1,)),))
+    with pytest.raises(HogwildError) as error:
+        fit(objective, epochs=1, workers=2, replication="hot")
+    assert str(error.value) == "data[0] holds ids outside 0..9"

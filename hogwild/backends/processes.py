@@ -198,8 +198,8 @@ class ProcessesBackend(HostBackend):
     # -- epochs ---------------------------------------------------------------------
 
     def run_epoch(self, loops, plan, params, data, step, epoch):
-        n_gates = max(gate_count(plan, self.workers),
-                      self.workers if self._replicas is not None else 0)
+        merging = self._replicas is not None and self._replicas.merging
+        n_gates = max(gate_count(plan, self.workers), self.workers if merging else 0)
         self._kind = plan.kind
         self._ensure_buffers(plan.runs.size, n_gates)
         runs = self._runs[0][:plan.runs.size]
@@ -214,7 +214,7 @@ class ProcessesBackend(HostBackend):
             self._check_alive(epoch)  # after clearing the gates: see _watch
             busy = set()
             merge_every, rounds = 0, 0
-            if self._replicas is not None:  # every worker meets the merge barriers
+            if merging:  # every worker meets the merge barriers
                 merge_every = self.settings.interval(self._n_samples)
                 rounds = max(len(list(pieces(plan.kind, spans, plan.run_length,
                                              merge_every))) for spans in phase)

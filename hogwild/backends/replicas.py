@@ -171,7 +171,7 @@ class Replicas:
         self.copied_rows = {}          # params index -> (rows with copies, rows)
         grouped = set()
         if mode == "hot":
-            for group in _groups(id_arrays, len(params)):
+            for group in id_groups(id_arrays, len(params)):
                 grouped.update(self._replicate_hot(group, params, data, worker_params,
                                                    n_samples, hot_fraction))
         for p, array in enumerate(params):
@@ -243,6 +243,12 @@ class Replicas:
                 mine[at] = first + w * slots + slot[at]
                 self.worker_data[w][ids.ids] = mine
         return members
+
+    @property
+    def merging(self):
+        """Whether anything was copied (hot mode may find no hot row: then the run
+        is shared Hogwild!, with no merge rounds)."""
+        return bool(self.entries)
 
     def of(self, worker):
         """The parameter arrays worker ``worker`` updates."""
@@ -329,14 +335,14 @@ def hot_share(objective, hot_fraction):
     (rows whose id is in more than hot_fraction of the samples): how much of its
     writing replication="hot" would take off the shared rows."""
     on_hot = total = 0
-    for group in _groups(objective.id_arrays, len(objective.params)):
+    for group in id_groups(objective.id_arrays, len(objective.params)):
         counts = row_counts(group, objective.params, objective.data)
         on_hot += int(counts[counts > hot_fraction * objective.n_samples].sum())
         total += int(counts.sum())
     return on_hot / total if total else 0.0
 
 
-def _groups(id_arrays, n_params):
+def id_groups(id_arrays, n_params):
     """The IdArrays grouped by the parameter arrays they index (ids indexing one
     array must map to the same rows)."""
     if not id_arrays:

@@ -131,7 +131,7 @@ class ThreadsBackend(HostBackend):
         """Run one epoch's plan, phase after phase; returns the number of updates.
         Phased plans have all their phases in one: the barriers between them are in
         compiled code (one call per worker per epoch instead of one per phase)."""
-        if self._replicas is not None:
+        if self._replicas is not None and self._replicas.merging:
             return self._run_replicated(loops, plan, params, data, step, epoch)
         updates = 0
         for phase in plan.phases:
