@@ -47,7 +47,6 @@ bench_replication.
 """
 import statistics
 import sys
-import threading
 import time
 
 import numpy as np
@@ -56,7 +55,8 @@ from numba import njit
 from hogwild.backends.replicas import (HOT_MERGE_EVERY, Replicas, Replication, id_groups,
                                       hot_share, meet, row_counts)
 from hogwild.backends.threads import ThreadsBackend
-from hogwild.bench.machine import benchmark_arguments, machine_lines, publish, report_header
+from hogwild.bench.machine import (benchmark_arguments, machine_lines, publish, report_header,
+                                   timed_threads)
 from hogwild.bench.suite import memory_bandwidth, sharing_cost
 from hogwild.bench.workloads import BUILDERS
 from hogwild.backends.host import aligned_copy
@@ -102,12 +102,8 @@ def line_transfer_seconds(rounds=50_000, repeats=7):
     times = []
     for _ in range(repeats):
         gates = new_gates(1)
-        other = threading.Thread(target=_hand_over, args=(gates, 1, rounds))
-        start = time.perf_counter()
-        other.start()
-        _hand_over(gates, 0, rounds)
-        other.join()
-        times.append((time.perf_counter() - start) / (2 * rounds))
+        times.append(timed_threads([(_hand_over, (gates, me, rounds)) for me in (0, 1)])
+                     / (2 * rounds))
     return statistics.median(times)
 
 
@@ -121,18 +117,8 @@ def merge_seconds(params, repeats=5):
         def dirty(w):
             for copy in replicas.of(w):
                 copy += 1
-        threads = [threading.Thread(target=dirty, args=(w,)) for w in range(2)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        threads = [threading.Thread(target=replicas.merge_part, args=(w, 2)) for w in range(2)]
-        start = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        best = min(best, time.perf_counter() - start)
+        timed_threads([(dirty, (w,)) for w in range(2)])
+        best = min(best, timed_threads([(replicas.merge_part, (w, 2)) for w in range(2)]))
     return best / sum(p.size for p in params)
 
 
@@ -155,12 +141,7 @@ def barrier_seconds(crossings=5_000, repeats=7):
     times = []
     for _ in range(repeats):
         gates = new_gates(2)
-        other = threading.Thread(target=cross, args=(gates, 1))
-        start = time.perf_counter()
-        other.start()
-        cross(gates, 0)
-        other.join()
-        times.append((time.perf_counter() - start) / crossings)
+        times.append(timed_threads([(cross, (gates, w)) for w in (0, 1)]) / crossings)
     return statistics.median(times)
 
 

@@ -13,6 +13,18 @@ import numpy as np
 from hogwild.limits import usable_cores
 
 
+def timed_threads(calls):
+    """Run each (function, args) of ``calls`` on its own thread at once; the wall
+    seconds until the last one ends (the functions release the GIL: nogil loops)."""
+    threads = [threading.Thread(target=function, args=args) for function, args in calls]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - start
+
+
 def compute_ceiling(seconds=1.0):
     """2-thread / 1-thread throughput of a pure-compute nogil loop (no shared data)."""
     from numba import njit

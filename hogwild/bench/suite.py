@@ -31,7 +31,7 @@ from hogwild.backends.host import aligned_copy
 from hogwild.limits import check_workers, usable_cores
 from hogwild.errors import HogwildError, check_int, choose
 from hogwild.kernels.compiler import compile_loops
-from hogwild.bench.machine import compute_ceiling, describe_machine
+from hogwild.bench.machine import compute_ceiling, describe_machine, timed_threads
 from hogwild.bench.workloads import BUILDERS, medians
 
 PROBLEMS = ("svm", "mc", "cuts")
@@ -101,14 +101,8 @@ def memory_bandwidth(threads=1, megabytes=256, repeats=3):
     edges = np.linspace(0, n, threads + 1).astype(int)
     best = math.inf
     for _ in range(repeats):
-        workers = [threading.Thread(target=triad, args=(a[lo:hi], b[lo:hi], c[lo:hi]))
-                   for lo, hi in zip(edges[:-1], edges[1:])]
-        start = time.perf_counter()
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, timed_threads([(triad, (a[lo:hi], b[lo:hi], c[lo:hi]))
+                                        for lo, hi in zip(edges[:-1], edges[1:])]))
     return 24 * n / best
 
 
