@@ -112,6 +112,7 @@ def counters(n=3001):
                      n_samples=n, id_arrays=(IdArray(0, (0,), (1,)),)), ids, weight
 
 
+@pytest.mark.determinism
 @pytest.mark.parametrize("merge_every", [None, 7, 1000])
 def test_hot_rows_summed_lose_no_update(merge_every):
     """merge="sum" applies every worker's change of a hot row; cold rows stay
