@@ -15,6 +15,8 @@ def test_quick_run_reports_time_to_target_for_every_mode(quick_benchmark):
         assert base["final_metric"] == pytest.approx(w["target"])
         assert base["time_to_target"] is not None and base["epochs_to_target"] <= 3
         assert base["sooner_than_shared_1"] == pytest.approx(1.0)
+        assert base["final_objective"] == pytest.approx(w["objective_target"])
+        assert base["objective_sooner_than_shared_1"] == pytest.approx(1.0)
         for result in w["results"].values():
             assert result["updates_per_s"] > 0 and len(result["metric_per_epoch"]) == 3
             assert result["rate_over_shared_1"] == pytest.approx(
