@@ -17,8 +17,9 @@ phase (the engine's per-epoch timer, which includes merging the replicas). A
 configuration's speedup is its median time to target against shared-1's, and
 "sooner to the objective" the same for the 1-worker run's final training
 objective (less noisy than a per-epoch test metric); "rate x" is its median
-updates/s against shared-1's, the figure for the graph cuts,
-whose first epoch is already below the final cut (compare their final cuts).
+updates/s against shared-1's, the figure for the graph cuts: their rounded cut
+and their relaxation's objective both start low and rise as labels separate, so
+neither target means anything there (compare rates at their final cuts).
 Peers run once per round too, on one core (SGDClassifier epoch by epoch through
 partial_fit; LIBLINEAR's dual solver to its tolerance) or two threads (LIBMF).
 """
