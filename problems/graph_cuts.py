@@ -16,6 +16,7 @@ For two labels the relaxation is the minimum s-t cut's LP, whose optimum is the
 exact minimum cut.
 """
 from dataclasses import dataclass, replace
+from typing import Optional
 
 import numpy as np
 from numba import njit, types
@@ -206,6 +207,8 @@ class CutResult:
     history: list             # engine records, with metrics "rounded_cut"
     workers: int
     setup_seconds: float
+    replication: str = "shared"         # the mode that ran (FitResult.replication)
+    replicated: Optional[dict] = None   # what it copied (FitResult.replicated)
 
 
 def cut_objective(n_vertices, u, v, w, terminals, n_labels):
@@ -288,7 +291,8 @@ def multiway_cut(n_vertices, u, v, w, terminals, n_labels, config=CUT_TRAINING,
     return CutResult(labels=best["labels"], cut=best["cut"],
                      relaxation=result.objective * len(u), x=result.params[0],
                      history=result.history, workers=result.workers,
-                     setup_seconds=result.setup_seconds)
+                     setup_seconds=result.setup_seconds, replication=result.replication,
+                     replicated=result.replicated)
 
 
 def random_terminals(n_vertices, n_labels, per_label=1, seed=0):

@@ -80,6 +80,26 @@ def test_the_svm_estimator_and_the_command_line_take_replication(capsys):
     assert json.loads(capsys.readouterr().out)["replication"] == "worker"
 
 
+def test_the_command_line_says_which_mode_ran_and_why(capsys):
+    """The summary line and the JSON name the mode that ran; for "auto", the
+    probe's reason (one worker: always shared)."""
+    assert main(["run", "svm", "--epochs", "1", "--workers", "1", "--replication", "auto",
+                 "--checkpoint-every", "1000000"]) == 0
+    assert "done: hogwild x 1 workers, replication shared (auto: one worker) on a9a" in \
+        capsys.readouterr().out
+    assert main(["run", "cuts", "--data", "random:300x1500", "--epochs", "1", "--workers",
+                 "2", "--replication", "worker", "--json", "--checkpoint-every",
+                 "1000000"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["replication"] == "worker" and result["replicated"]["merge"] == "mean"
+    assert main(["run", "mc", "--data", "jumbo:400x300x20000", "--epochs", "1", "--workers",
+                 "2", "--replication", "auto", "--json", "--checkpoint-every",
+                 "1000000"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["replication"] in ("shared", "hot", "worker")
+    assert result["replicated"]["auto"]["chose"] == result["replication"]
+
+
 @pytest.mark.parametrize("options,message", [
     (dict(replication="node"),
      "unknown replication 'node'; choose one of: shared, worker, hot, auto"),

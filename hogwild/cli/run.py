@@ -65,6 +65,15 @@ def _history(history):
              "objective": r.objective, **r.metrics} for r in history]
 
 
+def replication_text(mode, replicated):
+    """The summary line's words on replication: nothing for a plain shared run,
+    else the mode, and what "auto" chose it from."""
+    auto = (replicated or {}).get("auto")
+    if mode == "shared" and auto is None:
+        return ""
+    return f", replication {mode}" + (f" (auto: {auto['why']})" if auto else "")
+
+
 def run_svm(args):
     from hogwild.datasets.registry import load_svm_data
     from hogwild.problems.sparse_svm import SparseSVM
@@ -104,7 +113,8 @@ def run_svm(args):
         return
     test_text = (f", test error {100 * result['test_error']:.2f}%"
                  if result["test_error"] is not None else "")
-    print(f"done: {args.scheduler} x {model.workers_} workers on {args.data} "
+    print(f"done: {args.scheduler} x {model.workers_} workers"
+          f"{replication_text(model.replication_, model.replicated_)} on {args.data} "
           f"({train.X.shape[0]} x {train.X.shape[1]}, {train.X.nnz} nonzeros): "
           f"objective {result['objective']:.6f}, train error "
           f"{100 * result['train_error']:.2f}%{test_text}; "
@@ -169,7 +179,9 @@ def run_mc(args):
     if args.json:
         print(json.dumps(result))
         return
-    print(f"done: {args.scheduler} x {model.workers_} workers, {model.model} rank {args.rank} "
+    print(f"done: {args.scheduler} x {model.workers_} workers"
+          f"{replication_text(model.replication_, model.replicated_)}, {model.model} rank "
+          f"{args.rank} "
           f"on {args.data} ({len(train):,} ratings, {result['n_users']:,} users x "
           f"{result['n_items']:,} items; {split_text}): test RMSE {result['test_rmse']:.4f}; "
           f"{result['ratings_per_s'] / 1e6:.2f} M ratings/s in the update phase "
@@ -259,6 +271,7 @@ def run_cuts(args):
     history = fit.history
     update_seconds = sum(r.seconds for r in history)
     result.update(edges=int(n_edges), workers=fit.workers, cut=fit.cut,
+                  replication=fit.replication, replicated=fit.replicated,
                   relaxation=fit.relaxation, setup_seconds=fit.setup_seconds,
                   update_seconds=update_seconds,
                   edges_per_s=sum(r.updates for r in history) / update_seconds,
@@ -272,7 +285,8 @@ def run_cuts(args):
         references.append(f"exact minimum cut {result['exact_min_cut']:.6g} (SciPy maximum flow)")
     if "baseline_cut" in result:
         references.append(f"nearest-terminal baseline {result['baseline_cut']:.6g}")
-    print(f"done: {args.scheduler} x {fit.workers} workers, {n_labels} labels on {args.data} "
+    print(f"done: {args.scheduler} x {fit.workers} workers"
+          f"{replication_text(fit.replication, fit.replicated)}, {n_labels} labels on {args.data} "
           f"({n_edges:,} edges): rounded cut {fit.cut:.6g}"
           + (f" ({'; '.join(references)})" if references else "")
           + f", relaxation {fit.relaxation:.6g}; {result['edges_per_s'] / 1e6:.2f} M edges/s "
