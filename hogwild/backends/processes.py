@@ -216,8 +216,9 @@ class ProcessesBackend(HostBackend):
             merge_every, rounds = 0, 0
             if merging:  # every worker meets the merge barriers
                 merge_every = self.settings.interval(self._n_samples)
-                rounds = max(len(list(pieces(plan.kind, spans, plan.run_length,
-                                             merge_every))) for spans in phase)
+                cut = [list(pieces(plan.kind, spans, plan.run_length, merge_every))
+                       for spans in phase]
+                rounds = max(len(c) for c in cut)
             for w in range(1, len(phase)):
                 if len(phase[w]) or plan.kind == "phased" or rounds:  # all meet barriers
                     self._pipes[w].send(("run", ShareCommand(
@@ -231,10 +232,8 @@ class ProcessesBackend(HostBackend):
             try:
                 with slp_vectorizer(loops.source.fastmath):
                     if rounds:
-                        done = self._replicas.run_rounds(
-                            loops, mine, list(pieces(plan.kind, mine.spans, plan.run_length,
-                                                     merge_every)), rounds,
-                            _counting(self._counters[0], 0))
+                        done = self._replicas.run_rounds(loops, mine, cut[0], rounds,
+                                                         _counting(self._counters[0], 0))
                     else:
                         done = _run_share(loops, mine, params, data, self._counters[0],
                                           CHUNK_SAMPLES,
@@ -495,7 +494,7 @@ def _worker_setup(setup):
     segments = iter(setup["replica_segments"])
     replicas = setup["replication"].replicas(  # the parent's, over the same segments
         params, data, setup["workers"], setup["n_samples"],
-        lambda shape, dtype: attach(next(segments), setup["token"])[0])
+        lambda shape, dtype: attach(next(segments), setup["token"])[0], filled=True)
     return (loops, params, data, setup["token"], fastmath, counters, setup["chunk_samples"],
             replicas)
 

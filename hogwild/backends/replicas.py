@@ -138,12 +138,12 @@ class Replication:
         """Updates of a worker between merges."""
         return self.merge_every or (HOT_MERGE_EVERY if self.mode == "hot" else n_samples)
 
-    def replicas(self, params, data, workers, n_samples, allocate=None):
-        """The Replicas of a run (None for "shared")."""
+    def replicas(self, params, data, workers, n_samples, allocate=None, filled=False):
+        """The Replicas of a run (None for "shared"; see Replicas for the rest)."""
         if self.mode == "shared":
             return None
         return Replicas(params, data, workers, self.mode, self.merge, self.id_arrays,
-                        n_samples, self.hot_fraction, allocate)
+                        n_samples, self.hot_fraction, allocate, filled)
 
     def report(self, replicas, n_samples):
         """FitResult.replicated: what was copied and how it merged, and what "auto"
@@ -158,11 +158,13 @@ class Replicas:
     """The parameters and data each worker runs on, and the merge between them."""
 
     def __init__(self, params, data, workers, mode="worker", merge="mean", id_arrays=(),
-                 n_samples=1, hot_fraction=0.01, allocate=None):
+                 n_samples=1, hot_fraction=0.01, allocate=None, filled=False):
         """``allocate(shape, dtype)``: a zeroed, cache-line aligned array for each new
         array, in the order this constructor asks (the processes backend puts them in
-        shared memory, and a child builds the same Replicas over the same segments)."""
-        self.workers, self.add_all = workers, merge == "sum"
+        shared memory, and a child builds the same Replicas over the same segments).
+        ``filled``: the arrays allocate returns already hold their values (a child's
+        view of the parent's segments), so only the views are built."""
+        self.workers, self.add_all, self._fill = workers, merge == "sum", not filled
         self._allocate = allocate or (lambda shape, dtype: aligned_copy(np.zeros(shape, dtype)))
         self.entries = []
         self.params = list(params)      # what the engine, metrics and checkpoints see
@@ -188,7 +190,8 @@ class Replicas:
         per_line = max(1, CACHE_LINE // array.itemsize)
         width = -(-max(array.size, 1) // per_line) * per_line
         rows = self._allocate((self.workers, width), array.dtype)
-        rows[:, :array.size] = array.reshape(-1)
+        if self._fill:
+            rows[:, :array.size] = array.reshape(-1)
         for w in range(self.workers):
             worker_params[w][p] = rows[w, :array.size].reshape(array.shape)
         self.entries.append(_Entry(array.reshape(-1), rows[:, :array.size]))
@@ -216,9 +219,10 @@ class Replicas:
         for p in members:
             array = params[p]
             extended = self._allocate((total,) + array.shape[1:], array.dtype)
-            extended[:rows] = array
             copies = extended[first:].reshape((self.workers, slots) + array.shape[1:])
-            copies[:, :hot.size] = array[hot]
+            if self._fill:
+                extended[:rows] = array
+                copies[:, :hot.size] = array[hot]
             self.params[p] = extended[:rows]
             for w in range(self.workers):
                 worker_params[w][p] = extended
@@ -226,21 +230,24 @@ class Replicas:
                 self.workers, hot.size, -1), hot))
         for d in indexed:
             extended = self._allocate((total,) + data[d].shape[1:], data[d].dtype)
-            extended[:rows] = data[d]
-            extended[first:].reshape((self.workers, slots) + data[d].shape[1:])[
-                :, :hot.size] = data[d][hot]
+            if self._fill:
+                extended[:rows] = data[d]
+                extended[first:].reshape((self.workers, slots) + data[d].shape[1:])[
+                    :, :hot.size] = data[d][hot]
             for w in range(self.workers):
                 self.worker_data[w][d] = extended
         slot_of = np.full(rows, -1, np.int64)
         slot_of[hot] = np.arange(hot.size)
         for ids in group:
             column = data[ids.ids]
-            slot = slot_of[column]
-            at = np.flatnonzero(slot >= 0)
+            if self._fill:
+                slot = slot_of[column]
+                at = np.flatnonzero(slot >= 0)
             for w in range(self.workers):
                 mine = self._allocate(column.shape, column.dtype)
-                mine[...] = column
-                mine[at] = first + w * slots + slot[at]
+                if self._fill:
+                    mine[...] = column
+                    mine[at] = first + w * slots + slot[at]
                 self.worker_data[w][ids.ids] = mine
         return members
 

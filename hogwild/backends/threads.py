@@ -9,8 +9,6 @@ import time
 
 import numpy as np
 
-
-
 from hogwild.backends.base import HostBackend
 from hogwild.backends.host import aligned_copy
 from hogwild.backends.replicas import Replication, hot_share
