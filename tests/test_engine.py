@@ -270,6 +270,24 @@ def test_conflict_free_schedulers_are_exact_and_bitwise_reproducible(scheduler):
     assert not np.array_equal(runs[0][0], runs[2][0])
 
 
+def test_the_objective_is_the_same_bits_on_any_cpu_backend_and_worker_count():
+    """The epoch's objective is summed in fixed chunks (the threads backend's
+    workers share them), so a conflict-free run records the same bits with 1 or 2
+    threads and on processes, within rounding of one float64 sum."""
+    rng = np.random.default_rng(2)
+    n = 50_000  # three chunks and a part
+    r, c = rng.integers(0, 300, n), rng.integers(0, 200, n)
+    mf = Objective(pair_update, pair_loss, (np.zeros(300), np.zeros(200)),
+                   (r, c, rng.standard_normal(n)), n, supports=Supports.from_keys(r, c))
+    runs = [fit(mf, epochs=2, step=0.3, workers=w, backend=b, scheduler="colored", seed=3)
+            for w, b in ((1, "threads"), (2, "threads"), (2, "processes"))]
+    objectives = [[record.objective for record in run.history] for run in runs]
+    assert objectives[0] == objectives[1] == objectives[2]
+    loops = compile_loops(pair_update, pair_loss)
+    whole = loops.sum_loss(runs[0].params, mf.data, 0, n) / n
+    assert objectives[0][-1] == pytest.approx(whole, rel=1e-12)
+
+
 @pytest.mark.parametrize("shuffle_block", [1, 7])
 def test_cyclades_first_epoch_equals_serial_bit_for_bit(shuffle_block):
     """CYCLADES' first epoch runs the serial scheduler's order, only split into

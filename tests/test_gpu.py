@@ -436,7 +436,7 @@ for dtype in (np.float32, np.float16):
         shuffles = epoch(warp_epoch_kernel(factor_warp_update(128, model)), params, data)
         assert "shfl.sync.bfly" in shuffles
         losses(loss, params, data)
-        metric = rmse_metric(model, ints, ints, np.zeros(5, np.float32), 3.5)
+        metric = rmse_metric(model, 128, ints, ints, np.zeros(5, np.float32), 3.5)
         losses(metric.value, params, metric.data)
     ptx(count_non_finite, factors.ravel(), np.zeros(1, np.int64))
 print("compiled")

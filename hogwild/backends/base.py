@@ -125,5 +125,26 @@ class HostBackend(Backend):
         return all(np.isfinite(array).all() for array in params)
 
     def loss_sum(self, loops, params, data, n):
-        """On this thread."""
-        return loops.sum_loss(params, data, 0, n)
+        """On this thread, chunk by chunk (see loss_chunks)."""
+        (chunks,) = loss_chunks(n)
+        return ordered_total([loops.sum_loss(params, data, lo, hi) for lo, hi in chunks])
+
+
+LOSS_CHUNK = 16_384  # samples per partial sum of a loss
+
+
+def loss_chunks(n, parts=1):
+    """The ranges (lo, hi) whose partial sums make up a loss sum, cut into ``parts``
+    contiguous lists of about as many samples each. The ranges are fixed whatever
+    the backend or worker count, so the sum rounds the same on every CPU backend."""
+    chunks = [(lo, min(lo + LOSS_CHUNK, n)) for lo in range(0, n, LOSS_CHUNK)]
+    return [[c for c in chunks if (c[0] + c[1]) * parts // (2 * n) == part]
+            for part in range(parts)]
+
+
+def ordered_total(partial_sums):
+    """The partial sums added in their order (a float sum's last bits depend on it)."""
+    total = 0.0
+    for value in partial_sums:
+        total += value
+    return total

@@ -24,12 +24,13 @@ MODEL_FILE_KIND = "hogwild.MatrixFactorization"
 MODEL_FILE_VERSION = 1
 
 
-def rmse_metric(model, users, items, values, mean):
-    """The test RMSE of ratings (dense indices, -1 for unseen) as a hogwild.Metric,
-    computed where the factors are (on the GPU without a copy)."""
+def rmse_metric(model, rank, users, items, values, mean):
+    """The test RMSE of ratings (dense indices, -1 for unseen) of a ``model`` of
+    ``rank`` as a hogwild.Metric, computed where the factors are (on the GPU without
+    a copy)."""
     data = (np.ascontiguousarray(users, np.int32), np.ascontiguousarray(items, np.int32),
             np.ascontiguousarray(values, np.float32), np.array([mean], np.float32))
-    return Metric("test_rmse", rating_model(model).squared_error, data, values.size,
+    return Metric("test_rmse", rating_model(model).squared_error(rank), data, values.size,
                   finish=math.sqrt)
 
 
@@ -201,7 +202,7 @@ class MatrixFactorization(Params):
             test_i = item_index.find(test_items)
             warn_unseen(test_u, test_i, "test ratings")
 
-            evaluate = rmse_metric(self.model, test_u, test_i, test_values, mean)
+            evaluate = rmse_metric(self.model, rank, test_u, test_i, test_values, mean)
 
         result = engine_fit(objective, self.training_config(step=step, seed=seeds[2]),
                             run_controls(evaluate, controls))

