@@ -44,47 +44,67 @@ MERGE_RULES = ("mean", "sum")
 HOT_MERGE_EVERY = 4096
 
 
+MERGE_BLOCK = 256  # values merged together: each of the merge's loops over a block
+# runs over contiguous values, so the compiler vectorises it
+
+
 @njit(nogil=True, cache=True, inline="always")
-def _merge_one(base, copies, u, add_all):
-    """The merged value of unit ``u`` of ``copies`` (workers x units) around
-    ``base``, written back to every copy."""
-    total = 0.0
-    count = 0
-    last = 0
+def _merge_block(base, copies, first, size, add_all, total, count, last):
+    """Merge values first..first+size-1 of ``copies`` (workers x values) around
+    base[:size]: the merged values go to base[:size] and to every copy. total,
+    count and last are scratch of MERGE_BLOCK values."""
+    for i in range(size):
+        total[i] = 0.0
+        count[i] = 0
+        last[i] = base[i]
     for w in range(copies.shape[0]):
-        value = copies[w, u]
-        if value != base:
-            total += value - base
-            count += 1
-            last = w
-    if count == 1:
-        merged = copies[last, u]
-    elif count > 1:
-        merged = base + (total if add_all else total / count)
-    else:
-        return base
+        for i in range(size):
+            value = copies[w, first + i]
+            changed = value != base[i]
+            total[i] += value - base[i] if changed else 0.0
+            count[i] += changed
+            last[i] = value if changed else last[i]
+    for i in range(size):
+        if count[i] > 1:
+            base[i] = base[i] + (total[i] if add_all else total[i] / count[i])
+        else:  # one worker changed it: its value exactly (none: the base)
+            base[i] = last[i]
     for w in range(copies.shape[0]):
-        copies[w, u] = merged
-    return merged
+        for i in range(size):
+            copies[w, first + i] = base[i]
 
 
 @njit(nogil=True, cache=True)
 def merge_flat(target, copies, lo, hi, add_all):
-    """Merge coordinates lo..hi-1 of ``copies`` (workers x size) into ``target``
-    (size), and set every copy to the merged values. ``add_all``: sum the changes
-    (else their mean)."""
-    for u in range(lo, hi):
-        target[u] = _merge_one(target[u], copies, u, add_all)
+    """Merge values lo..hi-1 of ``copies`` (workers x values) into ``target``
+    (values), and set every copy to the merged values. ``add_all``: sum the
+    changes (else their mean)."""
+    total = np.empty(MERGE_BLOCK, np.float64)
+    count = np.empty(MERGE_BLOCK, np.int64)
+    last = np.empty(MERGE_BLOCK, target.dtype)
+    for first in range(lo, hi, MERGE_BLOCK):
+        size = min(MERGE_BLOCK, hi - first)
+        _merge_block(target[first:first + size], copies, first, size, add_all, total, count,
+                     last)
 
 
 @njit(nogil=True, cache=True)
 def merge_rows(target, ids, copies, lo, hi, add_all):
-    """merge_flat for rows: copies (workers x units x width) of the rows ``ids`` of
-    ``target`` (rows x width), units lo..hi-1."""
-    for u in range(lo, hi):
-        row = target[ids[u]]
-        for c in range(row.size):
-            row[c] = _merge_one(row[c], copies[:, u], c, add_all)
+    """merge_flat for rows: ``copies`` (workers x units * width) of the rows ``ids``
+    of ``target`` (rows x width), units (rows) lo..hi-1."""
+    width = target.shape[1]
+    rows = max(1, MERGE_BLOCK // width)
+    base = np.empty(rows * width, target.dtype)
+    total = np.empty(rows * width, np.float64)
+    count = np.empty(rows * width, np.int64)
+    last = np.empty(rows * width, target.dtype)
+    for first in range(lo, hi, rows):
+        block = min(rows, hi - first)
+        for r in range(block):
+            base[r * width:(r + 1) * width] = target[ids[first + r]]
+        _merge_block(base, copies, first * width, block * width, add_all, total, count, last)
+        for r in range(block):
+            target[ids[first + r]] = base[r * width:(r + 1) * width]
 
 
 def _rows(array):
@@ -99,12 +119,12 @@ def _lines_of_rows(array):
 
 
 class _Entry:
-    """One array's replicas: ``copies`` (workers x size) of all of ``target``
-    (flattened), or with ``ids``, (workers x units x width) of its rows ``ids``."""
+    """One array's replicas: ``copies`` (workers x values, C-contiguous and maybe
+    padded) of all ``units`` values of ``target`` (flattened), or with ``ids``, of
+    its rows ``ids`` (``units`` of them, target's row width values each)."""
 
-    def __init__(self, target, copies, ids=None):
-        self.target, self.copies, self.ids = target, copies, ids
-        self.units = copies.shape[1]
+    def __init__(self, target, copies, units, ids=None):
+        self.target, self.copies, self.units, self.ids = target, copies, units, ids
 
     def merge(self, lo, hi, add_all):
         if self.ids is None:
@@ -194,7 +214,7 @@ class Replicas:
             rows[:, :array.size] = array.reshape(-1)
         for w in range(self.workers):
             worker_params[w][p] = rows[w, :array.size].reshape(array.shape)
-        self.entries.append(_Entry(array.reshape(-1), rows[:, :array.size]))
+        self.entries.append(_Entry(array.reshape(-1), rows, array.size))
 
     def _replicate_hot(self, group, params, data, worker_params, n_samples, hot_fraction):
         """Give each worker its own copies of the hot rows of the group's arrays;
@@ -226,8 +246,8 @@ class Replicas:
             self.params[p] = extended[:rows]
             for w in range(self.workers):
                 worker_params[w][p] = extended
-            self.entries.append(_Entry(_rows(extended[:rows]), copies[:, :hot.size].reshape(
-                self.workers, hot.size, -1), hot))
+            self.entries.append(_Entry(_rows(extended[:rows]), extended[first:].reshape(
+                self.workers, -1), hot.size, hot))
         for d in indexed:
             extended = self._allocate((total,) + data[d].shape[1:], data[d].dtype)
             if self._fill:
