@@ -20,6 +20,8 @@ objective (less noisy than a per-epoch test metric); "rate x" is its median
 updates/s against shared-1's, the figure for the graph cuts: their rounded cut
 and their relaxation's objective both start low and rise as labels separate, so
 neither target means anything there (compare rates at their final cuts).
+"Paired" figures compare each configuration with its 1-worker baseline (the same
+scheduler's, else shared-1) round by round and take the median of the ratios.
 Peers run once per round too, on one core (SGDClassifier epoch by epoch through
 partial_fit; LIBLINEAR's dual solver to its tolerance) or two threads (LIBMF).
 """
@@ -147,10 +149,35 @@ def bench(name, description, problem, build, peers, rounds, seed):
             result[sooner] = base[key] / reached if base[key] and reached else None
         rate = result.get("updates_per_s")
         result["rate_over_shared_1"] = rate / base["updates_per_s"] if rate else None
+    everything = {**results, **peer_results}
+    for label, result in summary.items():
+        result.update(paired(label, everything, target))
     return {"workload": name, "description": description, "rounds": rounds,
             "metric": results["shared-1"][0]["metric"], "target": target,
             "objective_target": objective,
             "peers": sorted(peer_results), "results": summary}
+
+
+def paired(label, results, target):
+    """A configuration against its 1-worker baseline round by round (the same
+    scheduler's 1-worker run, blocked-1 for blocked-2, else shared-1), the medians
+    of the rounds' ratios: a slow spell of the host moves both runs of a round
+    less than it moves one configuration's median. Empty when the rounds do not
+    pair (a peer that failed in some)."""
+    baseline = label.split("-")[0] + "-1"
+    baseline = baseline if baseline in results else "shared-1"
+    ours, theirs = results[label], results[baseline]
+    if label == baseline or len(ours) != len(theirs):
+        return {}
+    rates = [a["updates_per_s"] / b["updates_per_s"] for a, b in zip(ours, theirs)
+             if a.get("updates_per_s") and b.get("updates_per_s")]
+    times = [(time_to_target(b, target)[0], time_to_target(a, target)[0])
+             for a, b in zip(ours, theirs)]
+    sooner = [b / a for b, a in times if a and b]
+    return {"paired_with": baseline,
+            "paired_rate_x": statistics.median(rates) if rates else None,
+            "paired_sooner_x": statistics.median(sooner) if sooner else None,
+            "rounds_paired_sooner": len(sooner)}
 
 
 def summarise(values, target, objective):
@@ -171,6 +198,7 @@ def summarise(values, target, objective):
         "seconds_per_epoch_first_round": values[0]["seconds_per_epoch"]}
     if "updates_per_s" in values[0]:
         summary["updates_per_s"] = statistics.median(r["updates_per_s"] for r in values)
+        summary["updates_per_s_per_round"] = [r["updates_per_s"] for r in values]
     if "objective" in values[0]:
         summary["final_objective"] = statistics.median(r["objective"] for r in values)
         reached = [time_to_target(r, objective, "objective_per_epoch")[0] for r in values]
@@ -227,8 +255,9 @@ def markdown(report):
                   "run's final)", "",
                   "| configuration | updates/s | rate x | s/epoch | final metric | "
                   "time to target | epochs to target | sooner than shared-1 | "
-                  "sooner to the objective |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "sooner to the objective | paired with | paired rate x | "
+                  "paired sooner |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
         for label, r in w["results"].items():
             rate = r.get("updates_per_s")
             lines.append(
@@ -238,7 +267,10 @@ def markdown(report):
                 f"{_figure(r['time_to_target'], '{:.4g} s') if r['time_to_target'] else 'never'}"
                 f" | {_figure(r['epochs_to_target'], '{}')} | "
                 f"{_figure(r['sooner_than_shared_1'], '{:.2f}x')} | "
-                f"{_figure(r.get('objective_sooner_than_shared_1'), '{:.2f}x')} |")
+                f"{_figure(r.get('objective_sooner_than_shared_1'), '{:.2f}x')} | "
+                f"{r.get('paired_with', '-')} | "
+                f"{_figure(r.get('paired_rate_x'), '{:.2f}x')} | "
+                f"{_figure(r.get('paired_sooner_x'), '{:.2f}x')} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -35,7 +35,7 @@ from numba import njit
 
 from hogwild.backends.host import CACHE_LINE, aligned_copy
 from hogwild.errors import HogwildError
-from hogwild.kernels.atomics import open_gate, wait_for_gate
+from hogwild.kernels.atomics import new_gates, open_gate, wait_for_gate
 from hogwild.kernels.plans import run_share
 
 MERGE_RULES = ("mean", "sum")
@@ -202,7 +202,8 @@ class Replicas:
         self.params = tuple(self.params)
         self.worker_params = [tuple(x) for x in worker_params]
         self.worker_data = [tuple(x) for x in self.worker_data]
-        self.merge()  # changes nothing; compiles (or loads) the merge before timing
+        self.merge()  # changes nothing; compiles (or loads) the merge and the barrier
+        meet(new_gates(1), 0, 1, 1)  # before the first timed epoch (a millisecond or two)
 
     def _replicate_whole(self, p, array, worker_params):
         rows = array.shape[0] if array.ndim else 1
