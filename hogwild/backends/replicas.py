@@ -101,10 +101,14 @@ def merge_rows(target, ids, copies, lo, hi, add_all):
     for first in range(lo, hi, rows):
         block = min(rows, hi - first)
         for r in range(block):
-            base[r * width:(r + 1) * width] = target[ids[first + r]]
+            row = ids[first + r]
+            for c in range(width):
+                base[r * width + c] = target[row, c]
         _merge_block(base, copies, first * width, block * width, add_all, total, count, last)
         for r in range(block):
-            target[ids[first + r]] = base[r * width:(r + 1) * width]
+            row = ids[first + r]
+            for c in range(width):
+                target[row, c] = base[r * width + c]
 
 
 def _rows(array):
