@@ -59,6 +59,64 @@ def test_a_coordinate_several_workers_moved_gets_the_mean_or_the_sum_of_their_mo
     assert all(np.array_equal(replicas.of(w)[0], shared[0]) for w in range(3))
 
 
+def merged_reference(base, copies, add_all):
+    """The merge rule value by value in NumPy: a value one worker changed takes that
+    worker's value, one several changed moves by the mean (or sum) of their changes
+    added in worker order in float64, an unchanged one keeps the base."""
+    changed = copies != base
+    total = np.zeros(base.shape, np.float64)
+    for w in range(copies.shape[0]):
+        total += np.where(changed[w], copies[w] - base, 0).astype(base.dtype)
+    count = changed.sum(0)
+    one = np.take_along_axis(copies, changed.argmax(0)[None], 0)[0]
+    moved = base + (total if add_all else total / np.maximum(count, 1))
+    return np.where(count == 1, one, np.where(count > 1, moved, base)).astype(base.dtype)
+
+
+@pytest.mark.parametrize("merge", ["mean", "sum"])
+def test_the_merge_of_whole_arrays_and_of_hot_rows_follows_the_rule_value_by_value(merge):
+    """Blocks of the vectorised merge, a partial last block and rows of width 1 and 3
+    included, give the reference's values, in the shared array and in every copy."""
+    rng = np.random.default_rng(5)
+    workers = 3
+
+    def moved(copy):  # each worker changes about a third of the values
+        mask = rng.random(copy.shape) < 0.35
+        copy[mask] += rng.standard_normal(int(mask.sum())).astype(copy.dtype)
+
+    flat = rng.standard_normal(1000).astype(np.float32)
+    replicas = Replicas((flat,), (), workers, "worker", merge)
+    for w in range(workers):
+        moved(replicas.of(w)[0])
+    expected = merged_reference(flat.copy(), np.stack([replicas.of(w)[0]
+                                                       for w in range(workers)]),
+                                merge == "sum")
+    replicas.merge()
+    np.testing.assert_array_equal(flat, expected)
+    assert all(np.array_equal(replicas.of(w)[0], flat) for w in range(workers))
+
+    for width in (1, 3):
+        rows = rng.standard_normal((700, width)).astype(np.float32).reshape(
+            (700,) if width == 1 else (700, width))
+        ids = np.arange(700, dtype=np.int32)  # every row in every sample's id: all hot
+        replicas = Replicas((rows,), (ids,), workers, "hot", merge, (IdArray(0, (0,)),),
+                            n_samples=700, hot_fraction=0.0001)
+        base = rows.copy()
+        copies = []
+        for w in range(workers):
+            mine = replicas.data_of(w)[0]
+            copy = replicas.of(w)[0][mine]
+            moved(copy)
+            replicas.of(w)[0][mine] = copy
+            copies.append(copy)
+        expected = merged_reference(base, np.stack(copies), merge == "sum")
+        replicas.merge()
+        shared = replicas.params[0]  # the shared rows now live before the copies
+        np.testing.assert_array_equal(shared, expected)
+        assert all(np.array_equal(replicas.of(w)[0][replicas.data_of(w)[0]], shared)
+                   for w in range(workers))
+
+
 def test_two_workers_with_their_own_copies_reach_the_planted_solution():
     objective, w_true = least_squares()
     result = fit(objective, epochs=60, step=0.5, workers=2, seed=0, replication="worker",
