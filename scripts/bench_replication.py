@@ -8,6 +8,7 @@ writes the tables, --plot a figure of test metric against update time).
 
     python scripts/bench_replication.py            # full run (about 10 minutes here)
     python scripts/bench_replication.py --quick    # a smoke run on small generated data
+    python scripts/bench_replication.py --only cuts --rounds 9   # one workload
 
 Method. Every configuration runs once per round with the round's seed, rounds
 interleave the configurations, and each figure is the median over rounds. The
@@ -302,12 +303,18 @@ def plot(report, path):
 def main(argv=None):
     parser = benchmark_arguments(__doc__.split("\n")[0], "a smoke run on small generated data")
     parser.add_argument("--plot", help="also write the figure (PNG; needs matplotlib)")
+    parser.add_argument("--only", action="append", metavar="NAME",
+                        help="run only the workloads whose name starts with NAME "
+                             "(svm-imdb, svm-news20, mc, cuts; repeatable)")
     args = parser.parse_args(argv)
     rounds = 1 if args.quick else args.rounds
+    chosen = [w for w in workloads(args.quick, args.seed)
+              if not args.only or w[0].startswith(tuple(args.only))]
+    if not chosen:
+        parser.error(f"no workload here starts with {', '.join(args.only)}")
     report = report_header("bench_replication", args)
     report["workloads"] = [bench(name, description, problem, build, peers, rounds, args.seed)
-                           for name, description, problem, build, peers
-                           in workloads(args.quick, args.seed)]
+                           for name, description, problem, build, peers in chosen]
     publish(report, markdown, args.out, args.markdown)
     if args.plot:
         plot(report, args.plot)
