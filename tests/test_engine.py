@@ -270,7 +270,7 @@ def test_conflict_free_schedulers_are_exact_and_bitwise_reproducible(scheduler):
     assert not np.array_equal(runs[0][0], runs[2][0])
 
 
-def test_the_objective_is_the_same_bits_on_any_cpu_backend_and_worker_count():
+def test_the_objective_is_bitwise_the_same_on_any_cpu_backend_and_worker_count():
     """The epoch's objective is summed in fixed chunks (the threads backend's
     workers share them), so a conflict-free run records the same bits with 1 or 2
     threads and on processes, within rounding of one float64 sum."""
