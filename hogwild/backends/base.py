@@ -143,7 +143,8 @@ def loss_chunks(n, parts=1):
 
 
 def ordered_total(partial_sums):
-    """The partial sums added in their order (a float sum's last bits depend on it)."""
+    """The partial sums added left to right (a float sum's last bits depend on the
+    order; not sum(), which compensates its rounding from Python 3.12 on)."""
     total = 0.0
     for value in partial_sums:
         total += value
