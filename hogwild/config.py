@@ -38,8 +38,9 @@ class TrainingConfig:
     FitResult.replicated; see backends.threads.choose_replication). Copies merge every
     ``merge_every`` updates of a worker (default: once an epoch for "worker",
     every replicas.HOT_MERGE_EVERY updates for "hot") and at each epoch's end: per
-    coordinate, the ``merge`` ("mean" or "sum") of the changes of the workers
-    that made one, a coordinate one worker changed taking its value exactly (see
+    coordinate, the ``merge`` ("mean", "sum", or "mixed": the mean on hot rows and
+    the sum on the rest) of the changes of the workers that made one, a
+    coordinate one worker changed taking its value exactly (see
     hogwild.backends.replicas). With one worker every mode is bitwise the serial
     run; with more, runs are reproducible in distribution, as "shared"'s.
     """

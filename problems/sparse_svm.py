@@ -360,7 +360,7 @@ class SparseSVM(Params):
     replication, merge_every, merge, hot_fraction: "shared" (Hogwild!), "worker"
         (each worker its own copy of the weights) or "hot" (its own copies of the
         rows in more than hot_fraction of the samples), merged every merge_every
-        updates by the mean or the sum of the workers' changes (see
+        updates by the mean, the sum or a mix of the workers' changes (see
         hogwild.TrainingConfig).
     seed: with "serial", a seed makes the fit bitwise reproducible; "hogwild" and
         "locked" with several workers are reproducible only in distribution.

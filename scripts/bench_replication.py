@@ -48,7 +48,9 @@ REPLICATED = (("shared-1", 1, "hogwild", {}), ("shared-2", 2, "hogwild", {}),
               ("hot-2", 2, "hogwild", {"replication": "hot"}),
               ("auto-2", 2, "hogwild", {"replication": "auto"}))
 CONFIGS = {
-    "svm": REPLICATED,
+    "svm": REPLICATED + (("worker-2-mixed", 2, "hogwild", {"replication": "worker",
+                                                          "merge": "mixed",
+                                                          "merge_every": 4096}),),
     "mc": REPLICATED[:2] + (("hot-2-sum", 2, "hogwild", {"replication": "hot",
                                                          "merge": "sum",
                                                          "hot_fraction": 0.001}),

@@ -117,6 +117,34 @@ def test_the_merge_of_whole_arrays_and_of_hot_rows_follows_the_rule_value_by_val
                    for w in range(workers))
 
 
+def test_mixed_merges_average_hot_rows_and_add_up_cold_ones():
+    """merge="mixed" with whole copies: rows 0 and 1 are named twice among 3 samples
+    (hot at hot_fraction 0.5: the mean of the two workers' changes), rows 2 and 3
+    once (cold: the sum); an array no id array indexes (an intercept) counts as
+    hot."""
+    ids = np.array([0, 1, 2, 0, 1, 3], np.int32)
+    rows = np.zeros((4, 2), np.float32)
+    intercept = np.zeros(1, np.float32)
+    replicas = Replicas((rows, intercept), (ids,), 2, "worker", "mixed",
+                        (IdArray(0, (0,)),), n_samples=3, hot_fraction=0.5)
+    for w, move in enumerate((1.0, 3.0)):
+        replicas.of(w)[0][...] = move
+        replicas.of(w)[1][...] = move
+    replicas.merge()
+    np.testing.assert_array_equal(replicas.params[0], [[2, 2], [2, 2], [4, 4], [4, 4]])
+    np.testing.assert_array_equal(replicas.params[1], [2])
+
+
+def test_a_mixed_merge_needs_the_objectives_id_arrays():
+    objective, _ = least_squares()
+    with pytest.raises(HogwildError) as error:
+        fit(objective, epochs=1, workers=2, replication="worker", merge="mixed")
+    assert str(error.value) == (
+        "merge 'mixed' needs the objective's id arrays to tell hot rows from cold ones, "
+        f"and objective '{objective.name}' declares none (Objective.id_arrays); use merge "
+        "'mean' or 'sum'")
+
+
 def test_two_workers_with_their_own_copies_reach_the_planted_solution():
     objective, w_true = least_squares()
     result = fit(objective, epochs=60, step=0.5, workers=2, seed=0, replication="worker",
@@ -161,7 +189,7 @@ def test_the_command_line_says_which_mode_ran_and_why(capsys):
 @pytest.mark.parametrize("options,message", [
     (dict(replication="node"),
      "unknown replication 'node'; choose one of: shared, worker, hot, auto"),
-    (dict(merge="max"), "unknown merge 'max'; choose one of: mean, sum"),
+    (dict(merge="max"), "unknown merge 'max'; choose one of: mean, sum, mixed"),
     (dict(replication="hot", hot_fraction=1.5),
      "hot_fraction must be a fraction of the samples in (0, 1), got 1.5"),
     (dict(replication="worker", scheduler="colored"),
@@ -228,7 +256,7 @@ def test_hot_replication_with_one_worker_is_bitwise_the_serial_run():
 
 
 @pytest.mark.parametrize("replication,merge", [("hot", "mean"), ("hot", "sum"),
-                                               ("worker", "sum")])
+                                               ("worker", "sum"), ("worker", "mixed")])
 def test_each_mode_reaches_the_quality_of_shared(replication, merge):
     X, y = make_sparse_classification(3000, 2000, nnz_per_row=15, seed=2)
     shared = SparseSVM(workers=2, seed=0).fit(X, y)

@@ -121,7 +121,8 @@ def _add_training_options(parser, problem, cores):
                             "merges (default: worker once an epoch, hot 4096)")
     group.add_argument("--merge", default="mean",
                        help="how copies merge: mean (of the changes of the workers that "
-                            "changed a coordinate; the default) or sum (all their changes)")
+                            "changed a coordinate; the default), sum (all their changes) or "
+                            "mixed (the mean on hot rows, the sum on the rest)")
     group.add_argument("--hot-fraction", type=float, default=0.01,
                        help="with --replication hot: a row is hot if its id is in more than "
                             "this fraction of the samples (default 0.01)")

@@ -81,7 +81,7 @@ class MatrixFactorization(Params):
     replication, merge_every, merge, hot_fraction: "shared" (Hogwild!), "worker"
         (each worker its own copy of the factors) or "hot" (its own copies of the
         rows in more than hot_fraction of the samples), merged every merge_every
-        updates by the mean or the sum of the workers' changes (see
+        updates by the mean, the sum or a mix of the workers' changes (see
         hogwild.TrainingConfig).
     seed: with "serial" or "blocked" the fit is bitwise reproducible.
 
