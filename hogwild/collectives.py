@@ -100,7 +100,7 @@ def choose(ranks, nbytes, costs, segment=DEFAULT_SEGMENT):
 def fit_link(sizes, seconds):
     """LinkCosts' alpha and beta from one-way message times ``seconds`` at ``sizes``
     bytes (half a ping-pong's round trip), by least squares on t = alpha + n beta,
-    clipped at 0; gamma is measured apart (``fit_reduction``) and left 0 here."""
+    clipped at 0; gamma, the reduction's cost, is measured apart and left 0 here."""
     sizes = np.asarray(sizes, np.float64)
     seconds = np.asarray(seconds, np.float64)
     if sizes.shape != seconds.shape or sizes.size < 2 or np.unique(sizes).size < 2:
@@ -108,8 +108,3 @@ def fit_link(sizes, seconds):
     beta, alpha = np.polyfit(sizes, seconds, 1)
     return LinkCosts(max(float(alpha), 0.0), max(float(beta), 0.0), 0.0)
 
-
-def fit_reduction(nbytes, seconds):
-    """gamma: seconds per byte of reducing ``nbytes`` bytes in ``seconds``."""
-    n = check_int("nbytes", nbytes, 1)
-    return max(float(seconds), 0.0) / n

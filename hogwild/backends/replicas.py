@@ -222,7 +222,7 @@ class Replicas:
             for group in id_groups(id_arrays, len(params)):
                 counts = row_counts(group, params, data)
                 for p in {p for ids in group for p in ids.params}:
-                    cold[p] = counts <= hot_fraction * n_samples
+                    cold[p] = ~hot_rows(counts, hot_fraction, n_samples)
         for p, array in enumerate(params):
             if p not in grouped:
                 self._replicate_whole(p, array, worker_params, cold.get(p))
@@ -255,7 +255,7 @@ class Replicas:
         indexed = sorted({d for ids in group for d in ids.data})
         counts = row_counts(group, params, data)
         rows = counts.size
-        hot = np.flatnonzero(counts > hot_fraction * n_samples).astype(np.int64)
+        hot = np.flatnonzero(hot_rows(counts, hot_fraction, n_samples)).astype(np.int64)
         for p in members:
             self.copied_rows[p] = (hot.size, rows)
         if hot.size == 0:
@@ -389,6 +389,12 @@ def row_counts(group, params, data):
     return counts
 
 
+def hot_rows(counts, hot_fraction, n_samples):
+    """Which rows are hot: named by more than ``hot_fraction`` of the samples (counts
+    from row_counts)."""
+    return counts > hot_fraction * n_samples
+
+
 def hot_share(objective, hot_fraction):
     """The fraction of the ids in the objective's id arrays that fall on hot rows
     (rows whose id is in more than hot_fraction of the samples): how much of its
@@ -396,7 +402,7 @@ def hot_share(objective, hot_fraction):
     on_hot = total = 0
     for group in id_groups(objective.id_arrays, len(objective.params)):
         counts = row_counts(group, objective.params, objective.data)
-        on_hot += int(counts[counts > hot_fraction * objective.n_samples].sum())
+        on_hot += int(counts[hot_rows(counts, hot_fraction, objective.n_samples)].sum())
         total += int(counts.sum())
     return on_hot / total if total else 0.0
 
