@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from hogwild.backends import BACKEND_NAMES
+from hogwild.backends import BACKEND_NAMES, distributed_settings
 from hogwild.backends.replicas import MERGE_RULES
 from hogwild.errors import HogwildError, check_int, check_seed, choose
 from hogwild.limits import MAX_EPOCHS
@@ -28,7 +28,8 @@ class TrainingConfig:
     ``workers``: threads, processes or CUDA streams (None: every usable core), or
     threads per node with backend "ray"; more than 4 per usable core needs
     ``oversubscribe``. ``distributed``: backend "ray"'s settings, a
-    hogwild.backends.ray.SSPSettings or a dict of its fields.
+    hogwild.backends.ray.SSPSettings, or backend "mpi"'s, a
+    hogwild.backends.mpi.AllreduceSettings (or a dict of its fields).
 
     ``replication``: "shared" (Hogwild!: every worker writes the one parameter
     copy), "worker" (each worker its own copy of every array) or "hot" (its own
@@ -85,19 +86,8 @@ class TrainingConfig:
         if not isinstance(self.oversubscribe, bool):
             raise HogwildError(f"oversubscribe must be True or False, got "
                                f"{self.oversubscribe!r}")
-        if self.backend == "ray":
-            from hogwild.backends.ray import SSPSettings  # Ray itself is imported later
-
-            settings = SSPSettings() if self.distributed is None else self.distributed
-            if isinstance(settings, dict):
-                settings = SSPSettings(**settings)
-            if not isinstance(settings, SSPSettings):
-                raise HogwildError(f"distributed must be a hogwild.backends.ray.SSPSettings "
-                                   f"or a dict, got {type(settings).__name__}")
-            object.__setattr__(self, "distributed", settings.checked())
-        elif self.distributed is not None:
-            raise HogwildError(f"distributed settings are for backend='ray', not "
-                               f"{self.backend!r}")
+        object.__setattr__(self, "distributed",
+                           distributed_settings(self.backend, self.distributed))
 
     @property
     def schedule(self):

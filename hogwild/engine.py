@@ -226,23 +226,25 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
             value = runner.loss_sum(loops, params, data, n) / n
             if not math.isfinite(value):
                 raise _diverged("objective", epoch + 1, step_now)
+            reports = runner.reports
             record = EpochRecord(epoch=epoch + 1, step=step_now, seconds=seconds,
                                  updates=int(updates),
                                  updates_per_s=updates / seconds if seconds > 0 else math.inf,
                                  objective=float(value),
-                                 metrics=metrics(params),
+                                 metrics=metrics(params) if reports else {},
                                  plan_seconds=plan_seconds)
             history.append(record)
-            if progress is not None:
+            if progress is not None and reports:
                 progress((epoch + 1) * n, total_updates)
-            if controls.callback is not None:
+            if controls.callback is not None and reports:
                 controls.callback(record)
             done = epoch + 1
+            stopping = runner.stop_agreed(stop_requested.is_set())
             periodic = every is not None and (done % every == 0 or done == epochs)
-            if checkpoint is not None and (periodic or stop_requested.is_set()):
+            if checkpoint is not None and (periodic or stopping) and reports:
                 save(done, runner.to_host(params))
-            if stop_requested.is_set() and done < epochs:
-                raise Interrupted(done, checkpoint, stop_requested.signum)
+            if stopping and done < epochs:
+                raise Interrupted(done, checkpoint, stop_requested.signum or signal.SIGTERM)
         params = runner.export(params)
         report, replicated = runner.report(), runner.replicated()
     return FitResult(params=params, history=history, scheduler=sched.name,

@@ -209,6 +209,7 @@ class CutResult:
     setup_seconds: float
     replication: str = "shared"         # the mode that ran (FitResult.replication)
     replicated: Optional[dict] = None   # what it copied (FitResult.replicated)
+    distributed: Optional[dict] = None  # backends ray and mpi: FitResult.distributed
 
 
 def cut_objective(n_vertices, u, v, w, terminals, n_labels):
@@ -292,7 +293,7 @@ def multiway_cut(n_vertices, u, v, w, terminals, n_labels, config=CUT_TRAINING,
                      relaxation=result.objective * len(u), x=result.params[0],
                      history=result.history, workers=result.workers,
                      setup_seconds=result.setup_seconds, replication=result.replication,
-                     replicated=result.replicated)
+                     replicated=result.replicated, distributed=result.distributed)
 
 
 def random_terminals(n_vertices, n_labels, per_label=1, seed=0):

@@ -547,7 +547,7 @@ def test_every_problem_lists_the_shared_options_identically(capsys, monkeypatch)
                    "--scheduler", "--shuffle-block", "--seed", "--backend", "--checkpoint",
                    "--checkpoint-every", "--resume", "--json", "--oversubscribe"):
         assert f"\n  {option}" in sections["svm"], option
-    assert "--rank" not in sections["svm"] and "--loss" not in sections["mc"]
+    assert "\n  --rank RANK" not in sections["svm"] and "--loss" not in sections["mc"]
 
 
 def test_each_problem_takes_its_defaults_from_the_library():

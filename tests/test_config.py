@@ -18,11 +18,12 @@ from hogwild.problems.sparse_svm import SparseSVM
     ({"workers": 0}, "workers must be an integer >= 1, got 0"),
     ({"scheduler": "fast"}, "unknown scheduler 'fast'; choose one of: hogwild, locked, serial, "
                             "blocked, fpsgd, colored, cyclades"),
-    ({"backend": "mpi"}, "unknown backend 'mpi'; choose one of: threads, processes, gpu, ray"),
+    ({"backend": "tcp"}, "unknown backend 'tcp'; choose one of: threads, processes, gpu, ray, "
+                         "mpi"),
     ({"shuffle_block": 0}, "shuffle_block must be an integer from 1 to 2,147,483,647, got 0"),
     ({"seed": -1}, "seed must be an integer >= 0, got -1"),
     ({"oversubscribe": "yes"}, "oversubscribe must be True or False, got 'yes'"),
-    ({"distributed": {"nodes": 2}}, "distributed settings are for backend='ray', not "
+    ({"distributed": {"nodes": 2}}, "distributed settings are for backend='ray' or 'mpi', not "
                                     "'threads'"),
     ({"backend": "ray", "distributed": 3}, "distributed must be a hogwild.backends.ray."
                                            "SSPSettings or a dict, got int"),

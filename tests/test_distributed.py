@@ -20,9 +20,9 @@ import pytest
 ray = pytest.importorskip("ray", reason="backend 'ray' needs Ray (hogwild[distributed])")
 
 from hogwild.datasets.synthetic import make_sparse_classification  # noqa: E402
-from hogwild.backends.ray import (FlatLayout, SSPSettings, clock_plans,  # noqa: E402
-                                  clocks_per_epoch, node_samples, ray_token_path, run_seed,
-                                  start_local_ray)
+from hogwild.backends.ray import SSPSettings, ray_token_path, start_local_ray  # noqa: E402
+from hogwild.backends.sharding import (FlatLayout, clock_plans, clocks_per_epoch,  # noqa: E402
+                                       node_samples, run_seed)
 from hogwild.checkpoint import load_checkpoint  # noqa: E402
 from hogwild.engine import fit  # noqa: E402
 from hogwild.errors import DivergenceError, HogwildError  # noqa: E402
@@ -68,7 +68,7 @@ def bsp_reference(objective, nodes, epochs, step, seed, clock_every):
     """Bulk synchronous SGD without Ray: each clock, every node runs its updates
     serially from the same state, then the deltas are added in node order."""
     loops = compile_loops(objective.update, objective.loss, objective.fastmath)
-    layout = FlatLayout(objective.params)
+    layout = FlatLayout(objective.params, "ray")
     state = layout.flatten(objective.params)
     clocks = clocks_per_epoch(objective.n_samples, nodes, clock_every)
     schedule = StepSchedule("geometric", step, STEP_DECAY)
@@ -96,7 +96,7 @@ def test_staleness_zero_with_a_serial_engine_is_bitwise_bulk_synchronous(local_r
     result = fit_ssp(objective, SSPSettings(nodes=3, staleness=0, clock_every=250, shards=2),
                      scheduler="serial", epochs=3, step=step, decay=STEP_DECAY, seed=7)
     expected = bsp_reference(objective, 3, 3, step, 7, 250)
-    assert np.array_equal(FlatLayout(result.params).flatten(result.params), expected)
+    assert np.array_equal(FlatLayout(result.params, "ray").flatten(result.params), expected)
     assert result.distributed["max_staleness"] == 0
     again = fit_ssp(objective, SSPSettings(nodes=3, staleness=0, clock_every=250, shards=2),
                     scheduler="serial", epochs=3, step=step, decay=STEP_DECAY, seed=7)
@@ -124,6 +124,40 @@ def test_asynchronous_run_records_the_staleness_it_saw(local_ray, svm):
                      epochs=2, step=step, decay=STEP_DECAY, seed=0)
     assert result.distributed["max_staleness"] > 3  # no bound: node 0 ran well ahead
     assert sum(result.distributed["wait_seconds"]) < 0.5
+
+
+def test_a_push_is_divided_by_the_pushes_applied_since_its_nodes_pull():
+    """Staleness-aware Async-SGD: both nodes pulled at version 0; node 1 then pushes
+    three times without pulling (tau 0, 1, 2: the last is halved), so node 0's push
+    is 3 versions stale and adds a third of its deltas. A push of tau 0 or 1 is
+    applied whole."""
+    from hogwild.backends.ray import ParameterShard
+
+    shard = ParameterShard(np.zeros(4, np.float32), nodes=2, ordered=False,
+                           staleness_aware=True)
+    for clock in (1, 2, 3):
+        shard.push(1, clock, np.array([0], np.int32), np.array([1.0], np.float32), since=0)
+    assert shard.push_staleness == [0, 1, 2]
+    shard.push(0, 1, np.array([1, 2], np.int32), np.array([3.0, 6.0], np.float32), since=0)
+    assert shard.values.tolist() == [2.5, 1.0, 2.0, 0.0]  # 1 + 1 + 1/2; 3/3, 6/3
+    assert shard.staleness_summary() == {"mean_push_staleness": 1.5, "max_push_staleness": 3,
+                                         "scaled_pushes": 2}
+    plain = ParameterShard(np.zeros(2, np.float32), nodes=2, ordered=False)
+    plain.push(1, 1, None, np.array([1.0, 1.0], np.float32), since=0)
+    plain.push(0, 1, None, np.array([2.0, 0.0], np.float32), since=0)
+    assert plain.values.tolist() == [3.0, 1.0] and plain.push_staleness == [0, 1]
+
+
+def test_staleness_aware_steps_scale_down_a_stragglers_pushes(local_ray, svm):
+    objective, step = svm
+    result = fit_ssp(objective, SSPSettings(nodes=2, staleness=None, clock_every=100,
+                                            slowdown={1: 4.0}, staleness_aware=True),
+                     epochs=2, step=step, decay=STEP_DECAY, seed=0)
+    info = result.distributed
+    assert info["staleness_aware"] and info["scaled_pushes"] > 0
+    assert info["max_push_staleness"] >= 3  # the straggler's: node 0 pushed meanwhile
+    assert np.isfinite(result.objective) and result.history[-1].objective < \
+        result.history[0].objective * 1.05
 
 
 def test_a_node_that_dies_is_restarted_and_the_run_ends_near_an_undisturbed_one(local_ray,
@@ -182,6 +216,11 @@ def test_pushes_are_sparse(local_ray):
     (dict(on_failure="retry"), "unknown on_failure 'retry'; choose one of: restart, stop"),
     (dict(slowdown={5: 2.0}), "slowdown: node 5 factor 2.0; nodes are 0..1 and factors >= 1"),
     (dict(crash_at={1: 0}), "crash_at: node 1 clock 0; nodes are 0..1 and clocks >= 1"),
+    (dict(staleness_aware="yes", staleness=1), "staleness_aware must be True or False, got "
+                                               "'yes'"),
+    (dict(staleness_aware=True), "staleness_aware scales pushes by their staleness, and with "
+                                 "staleness=0 (bulk synchronous) none is stale; give a bound "
+                                 ">= 1 or inf"),
 ])
 def test_bad_settings(settings, message):
     with pytest.raises(HogwildError) as error:
@@ -285,8 +324,8 @@ def test_the_engine_and_estimators_hand_backend_ray_to_the_parameter_server(loca
                       seed=0).fit(X, y)
     assert model.distributed_["nodes"] == 2 and model.distributed_["max_staleness"] <= 1
     assert model.score(X, y) > 0.8
-    with pytest.raises(HogwildError, match="distributed settings are for backend='ray', "
-                                           "not 'threads'"):
+    with pytest.raises(HogwildError, match="distributed settings are for backend='ray' or "
+                                           "'mpi', not 'threads'"):
         fit(svm[0], epochs=1, distributed=SSPSettings())
 
 

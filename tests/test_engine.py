@@ -467,7 +467,7 @@ def test_divergence_names_the_epoch_and_suggests_a_smaller_step():
     ({"step": float("nan")}, "step must be a finite number > 0, got nan"),
     ({"scheduler": "fast"}, "unknown scheduler 'fast'; choose one of: hogwild, locked, serial, "
                             "blocked, fpsgd, colored, cyclades"),
-    ({"backend": "mpi"}, "unknown backend 'mpi'; choose one of: threads"),
+    ({"backend": "tcp"}, "unknown backend 'tcp'; choose one of: threads"),
     ({"step_schedule": "cosine"},
      "unknown step schedule 'cosine'; choose one of: constant, geometric, inverse"),
     ({"decay": 1.5}, r"decay must be in \(0, 1\] for the geometric schedule, got 1.5"),

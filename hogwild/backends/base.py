@@ -33,6 +33,8 @@ class Backend(ABC):
     runs_ahead = False          # True: workers keep running between run_epoch calls, so an
     # epoch's time is the wall time since the previous epoch ended
     on_progress = None          # set by the engine: on_progress(updates done this epoch)
+    reports = True              # this process reports: progress, callbacks, metrics and
+    # checkpoints (False on MPI ranks other than 0, which train alongside)
 
     accepts_sources = False     # True: the objective may be a callable that each worker
     # calls to build it (to load its data itself)
@@ -95,6 +97,11 @@ class Backend(ABC):
     def report(self):
         """Figures of the run for FitResult.distributed (None: nothing to add)."""
         return None
+
+    def stop_agreed(self, requested):
+        """Whether the run stops after this epoch, ``requested`` being this process's
+        wish (Ctrl-C, SIGTERM): the processes of one run must agree."""
+        return requested
 
     def replicated(self):
         """What the workers had their own copies of, for FitResult.replicated (None:

@@ -21,6 +21,11 @@ OSDI 2014):
 - ``staleness=0`` is bulk synchronous: the server applies a clock's pushes in node
   order once all have arrived, so a run with a serial local engine is
   deterministic. ``staleness=None`` is fully asynchronous (Downpour-like).
+- A push's staleness tau is the number of other nodes' pushes the shard applied
+  since the pushing node's last pull. ``staleness_aware=True`` divides the push's
+  deltas by tau where tau > 1, i.e. the step of stale updates (Zhang, Gupta, Lian
+  and Liu, "Staleness-aware Async-SGD for Distributed Deep Learning", IJCAI 2016);
+  a straggler's pushes are the stalest.
 
 Messages between actors carry numpy arrays and numbers only. The objective's
 Python functions travel once, from the driver to the node actors, when they start.
@@ -42,6 +47,8 @@ import numpy as np
 
 from hogwild.backends.base import HostBackend
 from hogwild.backends.host import aligned_copy
+from hogwild.backends.sharding import (FlatLayout, clock_plans, clocks_per_epoch, node_samples,
+                                       run_seed)
 from hogwild.backends.threads import ThreadsBackend
 from hogwild.errors import HogwildError, WorkerLost, check_int, choose
 from hogwild.kernels.compiler import compile_loops
@@ -75,6 +82,7 @@ class SSPSettings:
     slowdown: dict = field(default_factory=dict)  # node -> factor >= 1: a straggler, whose
     # clocks (updates and messages, not waiting) take that many times longer
     crash_at: dict = field(default_factory=dict)  # node -> clock (fault injection)
+    staleness_aware: bool = False       # divide a push's deltas by its staleness
 
     def checked(self):
         """These settings validated (staleness inf becomes None), or a HogwildError
@@ -90,6 +98,13 @@ class SSPSettings:
         if self.shards is not None:
             check_int("shards", self.shards, 1)
         choose(ON_FAILURE, self.on_failure, "on_failure")
+        if not isinstance(self.staleness_aware, bool):
+            raise HogwildError(f"staleness_aware must be True or False, got "
+                               f"{self.staleness_aware!r}")
+        if self.staleness_aware and self.staleness == 0:
+            raise HogwildError("staleness_aware scales pushes by their staleness, and with "
+                               "staleness=0 (bulk synchronous) none is stale; give a bound "
+                               ">= 1 or inf")
         for node, factor in self.slowdown.items():
             if not (0 <= node < self.nodes and factor >= 1):
                 raise HogwildError(f"slowdown: node {node} factor {factor}; nodes are "
@@ -101,64 +116,6 @@ class SSPSettings:
         return self
 
 
-class FlatLayout:
-    """The objective's parameter arrays as one vector (views into it, so a node's
-    engine updates the vector in place) cut into key ranges for the server."""
-
-    def __init__(self, params):
-        dtypes = sorted({str(np.asarray(p).dtype) for p in params})
-        if len(dtypes) != 1:
-            raise HogwildError(f"backend 'ray' needs parameter arrays of one dtype, got "
-                               f"{', '.join(dtypes)}")
-        self.dtype = np.dtype(dtypes[0])
-        self.shapes = [np.shape(p) for p in params]
-        sizes = [int(np.size(p)) for p in params]
-        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        self.size = int(self.offsets[-1])
-
-    def flatten(self, params):
-        return np.concatenate([np.asarray(p, self.dtype).ravel() for p in params])
-
-    def views(self, flat):
-        return tuple(flat[a:b].reshape(shape) for a, b, shape in
-                     zip(self.offsets[:-1], self.offsets[1:], self.shapes))
-
-    def bounds(self, shards):
-        return np.linspace(0, self.size, shards + 1).round().astype(np.int64)
-
-
-def run_seed(seed):
-    """The integer that seeds every node's sample order (from an int, None or a
-    SeedSequence)."""
-    sequence = seed if isinstance(seed, np.random.SeedSequence) \
-        else np.random.SeedSequence(seed)
-    return int(sequence.generate_state(1)[0])
-
-
-def node_samples(n_samples, nodes, node):
-    """The contiguous share (first, last) of the samples that ``node`` owns."""
-    first, last = even_spans(n_samples, nodes)[node]
-    return int(first), int(last)
-
-
-def clocks_per_epoch(n_samples, nodes, clock_every):
-    """Every node runs the same number of clocks per epoch (the largest share's)."""
-    largest = max(last - first for first, last in even_spans(n_samples, nodes))
-    every = clock_every if clock_every is not None else max(1, largest // 10)
-    return max(1, -(-largest // every))
-
-
-def clock_plans(planner, n_samples, nodes, node, clocks, epoch, seed, run_length):
-    """The EpochPlans of each clock of an epoch on ``node``, from the local
-    scheduler's ``planner`` (for the node's share): its share's runs in a random
-    order for (seed, node, epoch), cut into ``clocks`` nearly equal pieces. A
-    restarted node recomputes them."""
-    first, _ = node_samples(n_samples, nodes, node)
-    rng = np.random.default_rng([seed, node, epoch])
-    return planner.plan_pieces(rng, run_length, clocks, first)
-
-
-
 # --- actors (made Ray actors by ray.remote in _actor_classes) ----------------------
 
 class ParameterShard:
@@ -167,8 +124,10 @@ class ParameterShard:
     since the puller's last pull. Pushes are idempotent per (node, clock): a
     restarted node that redoes a clock cannot apply it twice."""
 
-    def __init__(self, values, nodes, ordered):
+    def __init__(self, values, nodes, ordered, staleness_aware=False):
         self.values = np.array(values)
+        self.staleness_aware = staleness_aware
+        self.push_staleness = []  # per push: other nodes' pushes applied since its pull
         self.stamps = np.zeros(self.values.size, np.int64)
         self.version = 0
         self.nodes = nodes
@@ -180,12 +139,20 @@ class ParameterShard:
         """A resumed run starts at ``clock``: pushes up to it are done."""
         self.last_clock = [clock] * self.nodes
 
-    def push(self, node, clock, indices, deltas):
+    def push(self, node, clock, indices, deltas, since=None):
         """Add a node's deltas: at ``indices``, or, with indices None, the whole
-        range's (a dense push, cheaper when most coordinates changed)."""
+        range's (a dense push, cheaper when most coordinates changed). ``since``:
+        the version of the node's last pull. The pushes applied after it are the
+        push's staleness tau (Zhang et al., IJCAI 2016): with staleness_aware, the
+        deltas are divided by tau where it is above 1, as if the step had been."""
         if clock <= self.last_clock[node]:
             return
         self.last_clock[node] = clock
+        if since is not None and not self.ordered:
+            tau = self.version - since
+            self.push_staleness.append(tau)
+            if self.staleness_aware and tau > 1:
+                deltas = deltas / deltas.dtype.type(tau)
         if indices is None:
             indices = np.flatnonzero(deltas)
             deltas = deltas[indices]
@@ -214,6 +181,13 @@ class ParameterShard:
 
     def state(self):
         return self.values
+
+    def staleness_summary(self):
+        """The pushes' staleness: mean, largest, and how many were scaled down."""
+        taus = np.array(self.push_staleness or [0])
+        return {"mean_push_staleness": float(taus.mean()),
+                "max_push_staleness": int(taus.max()),
+                "scaled_pushes": int((taus > 1).sum()) if self.staleness_aware else 0}
 
 
 class ClockTable:
@@ -278,7 +252,7 @@ class NodeWorker:
         self.shards, self.bounds, self.clock_table = shards, bounds, clock_table
         self.n = objective.n_samples
         self.first, self.last = node_samples(self.n, nodes, node)
-        self.layout = FlatLayout(objective.params)
+        self.layout = FlatLayout(objective.params, "ray")
         self.flat = aligned_copy(np.zeros(self.layout.size, self.layout.dtype))
         self.params = self.layout.views(self.flat)
         self.base = np.empty_like(self.flat)
@@ -357,7 +331,7 @@ class NodeWorker:
                 values = deltas[cuts[k]:cuts[k + 1]]
                 self.traffic["pushed_bytes"] += indices.nbytes
             self.traffic["pushed_bytes"] += values.nbytes
-            replies.append(shard.push.remote(self.node, clock, indices, values))
+            replies.append(shard.push.remote(self.node, clock, indices, values, self.seen[k]))
         ray.get(replies)
         self.traffic["dense_push_bytes"] += self.flat.nbytes
         self.traffic["pushes"] += 1
@@ -474,6 +448,7 @@ class RayBackend(HostBackend):
     def checkpoint_settings(cls, config):
         settings = config.distributed
         return {"backend": "ray", "nodes": settings.nodes, "staleness": settings.staleness,
+                "staleness_aware": settings.staleness_aware,
                 "clock_every": settings.clock_every}
 
     @classmethod
@@ -506,7 +481,7 @@ class RayBackend(HostBackend):
         if self.nodes > n_samples:
             raise HogwildError(f"{self.nodes} nodes for {n_samples} samples: at most one "
                                "node per sample")
-        self.layout = FlatLayout(params)
+        self.layout = FlatLayout(params, "ray")
         self.n, self.data = n_samples, data
         self.clocks = clocks_per_epoch(n_samples, self.nodes, self.settings.clock_every)
         return params, data
@@ -520,7 +495,8 @@ class RayBackend(HostBackend):
         actors = _actor_classes()
         flat = self.layout.flatten(params)
         self.bounds = self.layout.bounds(self.settings.shards or self.nodes)
-        self.shards = [actors["shard"].remote(flat[a:b], self.nodes, self.settings.staleness == 0)
+        self.shards = [actors["shard"].remote(flat[a:b], self.nodes, self.settings.staleness == 0,
+                                              self.settings.staleness_aware)
                        for a, b in zip(self.bounds[:-1], self.bounds[1:])]
         self.clock_table = actors["clock"].remote(self.nodes)
         _by_value(ray, objective.update, objective.loss)
@@ -614,6 +590,8 @@ class RayBackend(HostBackend):
             "shards": len(self.shards), "clocks_per_epoch": self.clocks,
             "clock_every": -(-largest_share // self.clocks),
             "max_staleness": summary["max_staleness"],
+            "staleness_aware": self.settings.staleness_aware,
+            **ray.get(self.shards[0].staleness_summary.remote()),
             "wait_seconds": summary["wait_seconds"], "restarts": self.restarts,
             "per_node": traffic,
             **{key: sum(t[key] for t in traffic) for key in (

@@ -150,6 +150,14 @@ class _Entry:
         else:
             merge_rows(self.target, self.ids, self.copies, lo, hi, add_all)
 
+    def reload(self):
+        """Every copy takes the target's values (after a change from outside)."""
+        if self.ids is None:
+            self.copies[:, :self.units] = self.target[:self.units]
+        else:
+            rows = _rows(self.target)[self.ids]
+            self.copies[:, :rows.size] = rows.reshape(-1)
+
 
 @dataclass(frozen=True)
 class Replication:
@@ -326,6 +334,13 @@ class Replicas:
     def merge(self):
         """Merge every worker's changes into the shared parameters."""
         self.merge_part(0, 1)
+
+    def reload(self):
+        """Every worker's copies take the shared parameters' values: after these were
+        changed from outside the workers (an allreduce between MPI ranks), which the
+        next merge would otherwise take for the workers' changes undone."""
+        for entry in self.entries:
+            entry.reload()
 
     def describe(self, merge, merge_every):
         """How the copies merge and how many rows of each parameter array the

@@ -118,6 +118,12 @@ class ThreadsBackend(HostBackend):
     def replicated(self):
         return self.settings.report(self._replicas, self._n_samples)
 
+    def params_changed(self):
+        """The shared parameters were changed from outside the workers (see
+        Replicas.reload): nothing to do unless the workers have copies."""
+        if self._replicas is not None:
+            self._replicas.reload()
+
     def export(self, params):
         """The trained parameters, valid after the backend is closed."""
         return params

@@ -5,6 +5,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import threading
 import time
 
@@ -74,6 +75,18 @@ def describe_machine(extra_packages=()):
     memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return {"cpu": cpu, "usable_cores": usable_cores(), "memory_gib": round(memory_gib, 1),
             "platform": platform.platform(), "versions": versions}
+
+
+def progress_bar(total, unit, enabled=True):
+    """A tqdm bar of ``total`` steps on stderr (None when disabled, when tqdm is not
+    installed, or when stderr is not a terminal)."""
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit=unit, file=sys.stderr, leave=False, disable=None)
 
 
 def publish(report, to_markdown, out=None, markdown_path=None):

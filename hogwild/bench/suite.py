@@ -31,7 +31,8 @@ from hogwild.backends.host import aligned_copy
 from hogwild.limits import check_workers, usable_cores
 from hogwild.errors import HogwildError, check_int, choose
 from hogwild.kernels.compiler import compile_loops
-from hogwild.bench.machine import compute_ceiling, describe_machine, timed_threads
+from hogwild.bench.machine import (compute_ceiling, describe_machine, progress_bar,
+                                   timed_threads)
 from hogwild.bench.workloads import BUILDERS, medians
 
 PROBLEMS = ("svm", "mc", "cuts")
@@ -126,7 +127,7 @@ def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, 
                     for name, (threads, _) in w.peers.items()]
     runs = {}
     ceilings = []  # measured once a round: how much a second core gives right now
-    bar = _bar(len(configs) * rounds, progress)
+    bar = progress_bar(len(configs) * rounds, "run", progress)
     for round_ in range(rounds):
         ceilings.append(compute_ceiling(0.1 if quick else 0.5))
         for workload, scheduler, backend, workers in configs:
@@ -193,16 +194,6 @@ def _seconds_to_reach(ours, target):
         if value <= target + 1e-12:
             return elapsed
     return None
-
-
-def _bar(total, enabled):
-    if not enabled:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, unit="run", file=sys.stderr, leave=False, disable=None)
 
 
 def paper_table(header, records):

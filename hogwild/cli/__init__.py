@@ -3,14 +3,20 @@
     hogwild run svm [--data NAME|PATH] [--test PATH] [--workers N] ...
     hogwild run mc [--data ml-1m|ml-100k|PATH|jumbo:ROWSxCOLSxNNZ] [--rank K] ...
     hogwild run cuts [--data GRAPH|IMAGE] [--labels D] [--terminals ...] [--out PATH] ...
+    hogwild run svm|mc|cuts --ranks N ...      (an MPI job of N ranks: backend mpi)
+    mpirun -n N hogwild run svm|mc|cuts --backend mpi ...
     hogwild download NAME
     hogwild stats svm|mc|cuts [--data ...]
+    hogwild allreduce-probe --ranks N [--max-size 256MiB] [--plot PNG] ...
     hogwild bench [--quick] [--problems ...] [--workers 1,2] ...
     hogwild datasets
 
 Errors caused by the input print one line, ``hogwild: error: ...``, and exit 2;
 Ctrl-C (or SIGTERM) finishes the epoch, writes the checkpoint, says where, and
 exits 130 (143); a second one abandons the epoch, leaving the last checkpoint.
+In an MPI job rank 0 alone prints, an error on any rank ends the whole job
+(MPI_Abort), and --ranks forwards the first Ctrl-C to the ranks (under a bare
+mpirun, Ctrl-C ends the job at once: the last checkpoint stays).
 """
 import os
 import sys
@@ -18,7 +24,10 @@ import warnings
 
 from hogwild.cli.commands import download, list_datasets, sparsity
 from hogwild.cli.options import check_numbers, build_parser
+from hogwild.cli.probe import run_probe
+from hogwild.cli.ranks import abort_job, job_rank, job_size, launch
 from hogwild.cli.run import run_cuts, run_mc, run_svm
+from hogwild.backends.mpi import in_mpi_job
 from hogwild.errors import HogwildError, Interrupted
 
 __all__ = ["main", "build_parser"]
@@ -29,11 +38,15 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     with warnings.catch_warnings():
         warnings.simplefilter("default")
         warnings.showwarning = _one_line_warning
-        return _dispatch(args)
+        status = _dispatch(args, argv)
+    if status and _mpi_command(args):
+        abort_job(status)
+    return status
 
 
 def _use_gpu(args):
@@ -65,9 +78,32 @@ def _check_output(path, option):
         raise HogwildError(f"{option} {path}: the folder {folder} is not writable")
 
 
-def _dispatch(args):
+def _mpi_command(args):
+    """Whether the command runs as an MPI job."""
+    return getattr(args, "backend", None) == "mpi" or args.command == "allreduce-probe"
+
+
+def _runs_here(args):
+    """Whether this process runs the command itself: not when --ranks N asks for an
+    MPI job that it must launch (inside one, N is checked).
+    Ranks other than 0 print nothing on stdout."""
+    ranks = getattr(args, "ranks", None)
+    if ranks is not None and not in_mpi_job():
+        if getattr(args, "backend", "mpi") not in ("threads", "mpi"):
+            raise HogwildError(f"--ranks runs backend mpi; got --backend {args.backend}")
+        return False
+    if ranks is not None and ranks != job_size():
+        raise HogwildError(f"--ranks {ranks}: this MPI job has {job_size()} ranks")
+    if _mpi_command(args) and job_rank() != 0:
+        sys.stdout = open(os.devnull, "w")
+    return True
+
+
+def _dispatch(args, argv=()):
     try:
         check_numbers(args)
+        if not _runs_here(args):
+            return launch(args.ranks, argv)
         if getattr(args, "backend", None) == "gpu":
             _use_gpu(args)
         _check_output(getattr(args, "save", None), "--save")
@@ -82,6 +118,8 @@ def _dispatch(args):
             download(args)
         elif args.command == "stats":
             sparsity(args)
+        elif args.command == "allreduce-probe":
+            run_probe(args)
         elif args.problem == "mc":
             run_mc(args)
         elif args.problem == "cuts":
@@ -89,7 +127,8 @@ def _dispatch(args):
         else:
             run_svm(args)
     except HogwildError as exc:
-        print(f"hogwild: error: {exc}", file=sys.stderr)
+        where = f"rank {job_rank()}: " if _mpi_command(args) and job_size() > 1 else ""
+        print(f"hogwild: error: {where}{exc}", file=sys.stderr)
         return 2
     except MemoryError:
         print("hogwild: error: out of memory; use smaller data (or a machine with more "

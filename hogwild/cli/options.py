@@ -69,6 +69,15 @@ def build_parser():
 
     commands.add_parser("datasets", help="list available datasets and their shapes")
 
+    from hogwild.cli.probe import add_arguments as add_probe_arguments
+    probe = commands.add_parser(
+        "allreduce-probe", help="each Open MPI allreduce algorithm: measured against the "
+                                "cost model, 1 KiB to 256 MiB",
+        description="Measure the link (ping-pong, reduction), predict each Open MPI "
+                    "allreduce algorithm's time by the alpha-beta-gamma model, measure it "
+                    "(forced in turn), and report the model's choice against the fastest.")
+    add_probe_arguments(probe)
+
     from hogwild.bench import add_arguments as add_bench_arguments  # imports the peers
     bench = commands.add_parser(
         "bench", help="benchmark thread scaling, schedulers and backends",
@@ -145,8 +154,11 @@ def _add_training_options(parser, problem, cores):
     group.add_argument("--backend", default="threads",
                        help="threads (default), processes (workers in separate processes "
                             "over shared memory), gpu (one NVIDIA GPU; --workers is then "
-                            "CUDA streams) or ray (several nodes with a parameter server; "
-                            "--workers is then threads per node, default 1)")
+                            "CUDA streams), ray (several nodes with a parameter server; "
+                            "--workers is then threads per node, default 1) or mpi (every "
+                            "rank of an mpirun job trains on its share and the ranks average "
+                            "their changes by allreduce; --workers is then threads per rank, "
+                            "default: the cores shared among this machine's ranks)")
     group.add_argument("--streams", type=int, default=None,
                        help="with --backend gpu: CUDA streams (the workers; default: "
                             "--workers, else all usable cores)")
@@ -161,9 +173,39 @@ def _add_training_options(parser, problem, cores):
                        help="with --backend ray: how many clocks the fastest node may run "
                             "ahead of the slowest; 0 = bulk synchronous (default), inf = "
                             "asynchronous")
+    group.add_argument("--staleness-aware", action="store_true",
+                       help="with --backend ray and --staleness >= 1 or inf: divide each "
+                            "push by its staleness (the other nodes' pushes since its pull; "
+                            "Zhang et al. 2016)")
     group.add_argument("--clock-every", type=int, default=None,
                        help="with --backend ray: local updates per clock (push, wait, pull); "
                             "default: a tenth of a node's epoch")
+    group.add_argument("--ranks", type=int, default=None,
+                       help="run as an MPI job of this many ranks on this machine (launches "
+                            "mpirun; implies --backend mpi; more ranks than cores are "
+                            "oversubscribed). Under mpirun, give --backend mpi instead")
+    group.add_argument("--sync-every", type=int, default=None,
+                       help="with --backend mpi: a rank's local updates between allreduces "
+                            "of the ranks' changes (default: once an epoch; 1 = synchronous "
+                            "minibatch SGD of one sample per rank)")
+    group.add_argument("--allreduce", default="auto",
+                       help="with --backend mpi: Open MPI's allreduce algorithm: auto (the "
+                            "cost model's pick for the measured link; the default), "
+                            "basic_linear, nonoverlapping, recursive_doubling, ring, "
+                            "segmented_ring or rabenseifner")
+    group.add_argument("--exchange", default="auto",
+                       help="with --backend mpi: dense (allreduce every coordinate), sparse "
+                            "(allgather the changed ones) or auto (whichever moves fewer "
+                            "bytes, at each sync; the default)")
+    group.add_argument("--step-scaling", default="linear",
+                       help="with --backend mpi: linear (the step times the ranks, so that "
+                            "the mean of their changes moves as far as one process would: "
+                            "Goyal et al.'s linear scaling rule; the default) or none (the "
+                            "plain mean; for constrained parameters such as the cuts' "
+                            "simplex rows)")
+    group.add_argument("--warmup-epochs", type=float, default=0.0,
+                       help="with --step-scaling linear: reach the scaled step linearly over "
+                            "this many epochs (default 0)")
     group.add_argument("--checkpoint",
                        help="checkpoint file, written on Ctrl-C and every --checkpoint-every "
                             "epochs (default: hogwild-PROBLEM-checkpoint.npz)")
@@ -189,18 +231,24 @@ def _staleness(text):
 
 
 def _distributed(args):
-    """The SSP settings of --backend ray (None for the other backends)."""
+    """The settings of --backend ray (SSP) or mpi (allreduce); None for the others."""
+    if args.backend == "mpi":
+        return {"sync_every": args.sync_every, "algorithm": args.allreduce,
+                "exchange": args.exchange, "step_scaling": args.step_scaling,
+                "warmup_epochs": args.warmup_epochs}
     if args.backend != "ray":
         return None
     return {"nodes": args.nodes, "staleness": _staleness(args.staleness),
-            "clock_every": args.clock_every, "address": args.ray_address}
+            "clock_every": args.clock_every, "address": args.ray_address,
+            "staleness_aware": args.staleness_aware}
 
 
 # Integer options and their bounds (None: unbounded), checked before any work, on
 # every backend, so that a bad value is named even where the option is unused.
 INT_OPTIONS = {"seed": (0, None), "terminal_seed": (0, None), "split_seed": (0, None),
                "streams": (1, None), "device": (0, None), "nodes": (1, None),
-               "clock_every": (1, None), "checkpoint_every": (1, None), "merge_every": (1, None),
+               "clock_every": (1, None), "ranks": (1, 4096), "sync_every": (1, None),
+               "checkpoint_every": (1, None), "merge_every": (1, None),
                "shuffle_block": (1, 2**31 - 1), "grid": (1, 2**15),
                "jumbo_rank": (1, 2**15), "labels": (2, 2**15), "rounds": (1, None)}
 
@@ -216,7 +264,7 @@ def check_numbers(args):
     if getattr(args, "test_fraction", None) is not None:  # also where jumbo data ignores it
         from hogwild.datasets.ratings import check_split
         check_split(args.test_fraction, args.split)
-    for name in ("unary", "jumbo_noise"):
+    for name in ("unary", "jumbo_noise", "warmup_epochs"):
         value = getattr(args, name, None)
         if value is not None and not 0 <= value < float("inf"):
             raise HogwildError(f"--{name.replace('_', '-')} must be a finite number >= 0, "

@@ -9,6 +9,7 @@ import numpy as np
 
 from hogwild.atomic import atomic_file
 from hogwild.cli.options import IMAGE_SUFFIXES, control_fields, training_fields
+from hogwild.cli.ranks import job_rank
 from hogwild.config import TrainingConfig
 from hogwild.errors import HogwildError
 
@@ -40,7 +41,7 @@ def _epoch_line(record, epochs, unit="updates"):
 def _train_with_progress(args, train, unit="updates"):
     """Run train(callback, progress) under a progress bar over updates, with a line
     per epoch (none with --json)."""
-    bar = _progress_bar(enabled=not args.json, unit=unit)
+    bar = _progress_bar(enabled=not args.json and job_rank() == 0, unit=unit)
 
     def report(record):
         if bar is not None:
@@ -65,6 +66,19 @@ def _history(history):
              "objective": r.objective, **r.metrics} for r in history]
 
 
+def workers_text(scheduler, workers, distributed):
+    """The summary line's words on who trained: workers, or for an MPI job its
+    ranks, their threads and the allreduce."""
+    if distributed is None or "ranks" not in distributed:
+        return f"{scheduler} x {workers} workers"
+    how = distributed["algorithm"] + (" (the model's choice)"
+                                      if distributed["algorithm_by"] == "model" else "")
+    threads, every = distributed["threads_per_rank"], distributed["sync_every"]
+    return (f"{scheduler} x {distributed['ranks']} ranks x {threads} "
+            f"thread{'s' if threads != 1 else ''}, changes averaged every "
+            f"{f'{every} updates' if every else 'epoch'} by allreduce {how}")
+
+
 def replication_text(mode, replicated):
     """The summary line's words on replication: nothing for a plain shared run,
     else the mode, and what "auto" chose it from."""
@@ -85,6 +99,8 @@ def run_svm(args):
     _train_with_progress(args, lambda report, progress: model.fit(
         train.X, train.y, eval_set=(test.X, test.y) if test else None, callback=report,
         progress=progress, **control_fields(args)))
+    if job_rank():  # in an MPI job, rank 0 alone writes and reports
+        return
     if args.save:
         model.save(args.save)
     history = model.history_
@@ -113,7 +129,7 @@ def run_svm(args):
         return
     test_text = (f", test error {100 * result['test_error']:.2f}%"
                  if result["test_error"] is not None else "")
-    print(f"done: {args.scheduler} x {model.workers_} workers"
+    print(f"done: {workers_text(args.scheduler, model.workers_, model.distributed_)}"
           f"{replication_text(model.replication_, model.replicated_)} on {args.data} "
           f"({train.X.shape[0]} x {train.X.shape[1]}, {train.X.nnz} nonzeros): "
           f"objective {result['objective']:.6f}, train error "
@@ -156,6 +172,8 @@ def run_mc(args):
     _train_with_progress(args, lambda report, progress: model.fit(
         train, eval_set=test, callback=report, progress=progress, **control_fields(args)),
         unit="ratings")
+    if job_rank():
+        return
     if args.save:
         model.save(args.save)
     history = model.history_
@@ -179,7 +197,7 @@ def run_mc(args):
     if args.json:
         print(json.dumps(result))
         return
-    print(f"done: {args.scheduler} x {model.workers_} workers"
+    print(f"done: {workers_text(args.scheduler, model.workers_, model.distributed_)}"
           f"{replication_text(model.replication_, model.replicated_)}, {model.model} rank "
           f"{args.rank} "
           f"on {args.data} ({len(train):,} ratings, {result['n_users']:,} users x "
@@ -245,6 +263,8 @@ def run_cuts(args):
             ("labels", "fit"), segmentation.segment(
                 image, seeds, connectivity=args.connectivity, unary=args.unary,
                 callback=report, progress=progress, **fit_options))), unit="edges")
+        if job_rank():
+            return
         labels, fit = holder["labels"], holder["fit"]
         n_edges = fit.history[0].updates  # pixel links and intensity links
         result.update(width=image.shape[1], height=image.shape[0],
@@ -258,6 +278,8 @@ def run_cuts(args):
         _train_with_progress(args, lambda report, progress: holder.update(fit=multiway_cut(
             n, u, v, w, terminals, n_labels, callback=report, progress=progress,
             **fit_options)), unit="edges")
+        if job_rank():
+            return
         fit = holder["fit"]
         n_edges = u.size
         result.update(vertices=n, terminals=len(terminals), baseline_cut=cut_weight(
@@ -272,6 +294,7 @@ def run_cuts(args):
     update_seconds = sum(r.seconds for r in history)
     result.update(edges=int(n_edges), workers=fit.workers, cut=fit.cut,
                   replication=fit.replication, replicated=fit.replicated,
+                  distributed=fit.distributed,
                   relaxation=fit.relaxation, setup_seconds=fit.setup_seconds,
                   update_seconds=update_seconds,
                   edges_per_s=sum(r.updates for r in history) / update_seconds,
@@ -285,7 +308,7 @@ def run_cuts(args):
         references.append(f"exact minimum cut {result['exact_min_cut']:.6g} (SciPy maximum flow)")
     if "baseline_cut" in result:
         references.append(f"nearest-terminal baseline {result['baseline_cut']:.6g}")
-    print(f"done: {args.scheduler} x {fit.workers} workers"
+    print(f"done: {workers_text(args.scheduler, fit.workers, fit.distributed)}"
           f"{replication_text(fit.replication, fit.replicated)}, {n_labels} labels on {args.data} "
           f"({n_edges:,} edges): rounded cut {fit.cut:.6g}"
           + (f" ({'; '.join(references)})" if references else "")

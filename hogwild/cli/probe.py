@@ -1,0 +1,184 @@
+"""``hogwild allreduce-probe``: the alpha-beta-gamma model of each Open MPI allreduce
+algorithm against the algorithm's measured time, on this job's links, for message
+sizes from 1 KiB to 256 MiB (run as an MPI job: ``--ranks N``, or under mpirun)."""
+import json
+import re
+
+from hogwild.atomic import atomic_file
+from hogwild.collectives import ALGORITHMS, choose
+from hogwild.errors import HogwildError
+
+CLOSE = 2.0   # the model's prediction within this factor of the measured time
+NEAR = 1.2    # the model's choice within this factor of the fastest measured
+CHECKED_FROM = 1 << 16  # bytes: the sizes the two figures above are judged from
+_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "k": 1 << 10,
+          "m": 1 << 20, "g": 1 << 30}
+
+
+def parse_size(text):
+    """Bytes from '4096', '64KiB', '256MiB' (binary units; 'K', 'M', 'G' too)."""
+    found = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(text))
+    if not found or found.group(2).lower() not in _UNITS or int(found.group(1)) < 1:
+        raise HogwildError(f"size {text!r}: expected a positive number of bytes, such as "
+                           "4096, 64KiB or 256MiB")
+    return int(found.group(1)) * _UNITS[found.group(2).lower()]
+
+
+def add_arguments(parser):
+    parser.add_argument("--ranks", type=int, default=None,
+                        help="run as an MPI job of this many ranks on this machine (launches "
+                             "mpirun); under mpirun, leave it out")
+    parser.add_argument("--min-size", default="1KiB", help="smallest message (default 1KiB)")
+    parser.add_argument("--max-size", default="256MiB",
+                        help="largest message (default 256MiB; sizes go up by 4x)")
+    parser.add_argument("--budget", type=float, default=0.25,
+                        help="seconds of repeats per algorithm and size, by the model's "
+                             "prediction (default 0.25; at least 2 repeats)")
+    parser.add_argument("--out", help="write the JSON report here")
+    parser.add_argument("--markdown", help="write the table as Markdown here")
+    parser.add_argument("--plot", help="write a plot (PNG; needs matplotlib) here")
+    parser.add_argument("--label", default="", help="a name for the links, in the report")
+    parser.add_argument("--json", action="store_true", help="print the JSON report")
+
+
+def run_probe(args):
+    """Every rank measures; rank 0 prints and writes the report."""
+    from hogwild.backends.mpi import import_mpi, measure_link, probe_sizes, time_algorithms
+    from hogwild.bench.machine import progress_bar
+
+    smallest, largest = parse_size(args.min_size), parse_size(args.max_size)
+    if smallest > largest:
+        raise HogwildError(f"--min-size {args.min_size} is larger than --max-size "
+                           f"{args.max_size}")
+    if not (0 < args.budget < 3600):
+        raise HogwildError(f"--budget must be seconds in (0, 3600), got {args.budget}")
+    MPI = import_mpi()
+    comm = MPI.COMM_WORLD
+    ranks = comm.Get_size()
+    if ranks < 2:
+        raise HogwildError("the allreduce probe needs at least 2 ranks: --ranks N, or run it "
+                           "under mpirun -n N")
+    sizes = probe_sizes(smallest, largest)
+    costs = measure_link(MPI, comm)
+    bar = progress_bar(len(sizes) * len(ALGORITHMS), "measurement",
+                       comm.Get_rank() == 0 and not args.json)
+    measured = time_algorithms(MPI, comm, sizes, costs, args.budget,
+                               progress=bar.update if bar else None)
+    if bar:
+        bar.close()
+    if comm.Get_rank() != 0:
+        return
+    report = build_report(ranks, sizes, costs, measured, args.label,
+                          MPI.Get_library_version().split(",")[0].strip())
+    text = json.dumps(report)
+    if args.out:
+        with atomic_file(args.out, "w") as out:
+            out.write(text + "\n")
+    if args.markdown:
+        with atomic_file(args.markdown, "w") as out:
+            out.write(markdown(report))
+    if args.plot:
+        plot(report, args.plot)
+    print(text if args.json else markdown(report), end="\n" if args.json else "")
+
+
+def build_report(ranks, sizes, costs, measured, label="", library=""):
+    """Per size: each algorithm's predicted and measured seconds, the model's choice
+    and the measured fastest; and the two verdicts from CHECKED_FROM bytes up."""
+    rows = []
+    for size in sizes:
+        choice, predicted = choose(ranks, max(size // 4, 1) * 4, costs)
+        times = {name: measured[name][size] for name in ALGORITHMS}
+        fastest = min(times, key=times.get)
+        rows.append({"bytes": size, "predicted": predicted, "measured": times,
+                     "model_choice": choice, "fastest": fastest,
+                     "choice_over_fastest": times[choice] / times[fastest],
+                     "worst_prediction_ratio": max(max(predicted[n] / times[n],
+                                                       times[n] / predicted[n])
+                                                   for n in ALGORITHMS)})
+    checked = [row for row in rows if row["bytes"] >= CHECKED_FROM]
+    return {"ranks": ranks, "label": label, "library": library,
+            "link": {"alpha_s": costs.alpha, "beta_s_per_byte": costs.beta,
+                     "gamma_s_per_byte": costs.gamma},
+            "rows": rows,
+            "checked_from_bytes": CHECKED_FROM,
+            "predictions_within_2x": all(r["worst_prediction_ratio"] <= CLOSE for r in checked),
+            "choices_within_20_percent": all(r["choice_over_fastest"] <= NEAR for r in checked),
+            "choice_matched_fastest": sum(r["model_choice"] == r["fastest"] for r in checked),
+            "sizes_checked": len(checked)}
+
+
+def _size_text(size):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size} B"
+
+
+def _time_text(seconds):
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} us"
+
+
+def markdown(report):
+    """The report as a Markdown table: measured (predicted) time per algorithm."""
+    link = report["link"]
+    lines = [f"Allreduce probe{' on ' + report['label'] if report['label'] else ''}: "
+             f"{report['ranks']} ranks, {report['library']}. Link: alpha "
+             f"{_time_text(link['alpha_s'])}, bandwidth "
+             f"{1 / max(link['beta_s_per_byte'], 1e-30) / 1e9:.2f} GB/s, reduction "
+             f"{1 / max(link['gamma_s_per_byte'], 1e-30) / 1e9:.2f} GB/s.", "",
+             "Each cell: measured (predicted). **Bold**: the model's choice; * the fastest.",
+             "", "| size | " + " | ".join(ALGORITHMS) + " | choice / fastest |",
+             "|---" * (len(ALGORITHMS) + 2) + "|"]
+    for row in report["rows"]:
+        cells = []
+        for name in ALGORITHMS:
+            cell = (f"{_time_text(row['measured'][name])} "
+                    f"({_time_text(row['predicted'][name])})")
+            cell = f"**{cell}**" if name == row["model_choice"] else cell
+            cells.append(cell + (" *" if name == row["fastest"] else ""))
+        lines.append(f"| {_size_text(row['bytes'])} | " + " | ".join(cells)
+                     + f" | {row['choice_over_fastest']:.2f} |")
+    checked = report["sizes_checked"]
+    lines += ["", f"From {_size_text(report['checked_from_bytes'])} up ({checked} sizes): "
+              f"every prediction within {CLOSE:g}x of the measured time: "
+              f"{'yes' if report['predictions_within_2x'] else 'no'}; the model's choice "
+              f"within {NEAR - 1:.0%} of the fastest: "
+              f"{'yes' if report['choices_within_20_percent'] else 'no'}; the choice was the "
+              f"fastest at {report['choice_matched_fastest']} of {checked} sizes.", ""]
+    return "\n".join(lines)
+
+
+def plot(report, path):
+    """Measured (solid) and predicted (dashed) time against size, per algorithm."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise HogwildError("--plot needs matplotlib: pip install 'hogwild[plots]'") from None
+    sizes = [row["bytes"] for row in report["rows"]]
+    figure, axes = plt.subplots(figsize=(8, 5.5))
+    for k, name in enumerate(ALGORITHMS):
+        colour = f"C{k}"
+        axes.plot(sizes, [row["measured"][name] for row in report["rows"]], "o-",
+                  color=colour, label=f"{name} (measured)")
+        axes.plot(sizes, [row["predicted"][name] for row in report["rows"]], "--",
+                  color=colour, alpha=0.7)
+    chosen = [row["measured"][row["model_choice"]] for row in report["rows"]]
+    axes.plot(sizes, chosen, "k*", markersize=11, label="the model's choice")
+    axes.set_xscale("log", base=2)
+    axes.set_yscale("log")
+    axes.set_xlabel("message (bytes)")
+    axes.set_ylabel("seconds per allreduce (dashed: predicted)")
+    axes.set_title(f"Open MPI allreduce, {report['ranks']} ranks"
+                   + (f", {report['label']}" if report["label"] else ""))
+    axes.legend(fontsize=8)
+    axes.grid(True, which="both", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

@@ -1,0 +1,165 @@
+"""The allreduce cost model on emulated network links, not shared memory.
+
+Each MPI rank runs in its own network namespace (and UTS namespace, so that Open
+MPI takes it for a node of its own), joined to the others by a veth pair to one
+bridge; each rank's link is shaped on its way out: netem delay and rate where
+the kernel has netem, else a token bucket (tbf) rate alone. mpirun launches one
+daemon per namespace through a launch agent (``ip netns exec``), and the ranks
+talk over TCP on those links only. The script then runs ``hogwild
+allreduce-probe`` there and tears everything down, however it ends.
+
+    sudo python scripts/emulated_links.py --ranks 4 --rate 1gbit --delay 1ms \\
+        --out docs/allreduce_1gbit.json --markdown docs/allreduce_1gbit.md \\
+        --plot docs/allreduce_1gbit.png
+
+Root only (namespaces and traffic control); elsewhere it prints why it cannot run
+and exits with status 77 ("skipped").
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SUBNET = "10.77.0"
+SKIPPED = 77
+
+
+def sh(*command, check=True):
+    return subprocess.run(command, capture_output=True, text=True, check=check)
+
+
+def why_not():
+    """Why this machine cannot emulate the links (None: it can)."""
+    if os.geteuid() != 0:
+        return "network namespaces and traffic control need root"
+    for tool in ("ip", "tc", "unshare"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (iproute2, util-linux)"
+    probe = "hwprobe"
+    if sh("ip", "netns", "add", probe, check=False).returncode:
+        return "this kernel or container does not allow network namespaces"
+    sh("ip", "netns", "del", probe, check=False)
+    return None
+
+
+def has_netem():
+    """Whether the kernel has the netem queueing discipline (delay)."""
+    sh("ip", "link", "add", "hwq0", "type", "veth", "peer", "name", "hwq1", check=False)
+    found = sh("tc", "qdisc", "add", "dev", "hwq0", "root", "netem", "delay", "1ms",
+               check=False).returncode == 0
+    sh("ip", "link", "del", "hwq0", check=False)
+    return found
+
+
+class Links:
+    """N namespaces hw-0..hw-N-1 on one bridge (in namespace hw-hub), and this
+    namespace on it too (mpirun's daemons call home over it)."""
+
+    def __init__(self, ranks, rate, delay, netem):
+        self.ranks, self.rate, self.delay, self.netem = ranks, rate, delay, netem
+
+    def __enter__(self):
+        try:
+            sh("ip", "netns", "add", "hw-hub")
+            sh("ip", "-n", "hw-hub", "link", "add", "br0", "type", "bridge")
+            sh("ip", "-n", "hw-hub", "link", "set", "br0", "up")
+            for rank in range(self.ranks):
+                name = f"hw-{rank}"
+                sh("ip", "netns", "add", name)
+                self._join(f"hw{rank}", name, f"{SUBNET}.{rank + 1}")
+                sh("ip", "-n", name, "link", "set", "lo", "up")
+                self._shape(name, f"hw{rank}")
+            self._join("hwroot", None, f"{SUBNET}.254")
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _join(self, device, namespace, address):
+        sh("ip", "link", "add", device, "type", "veth", "peer", "name", f"{device}-br")
+        sh("ip", "link", "set", f"{device}-br", "netns", "hw-hub")
+        sh("ip", "-n", "hw-hub", "link", "set", f"{device}-br", "master", "br0")
+        sh("ip", "-n", "hw-hub", "link", "set", f"{device}-br", "up")
+        where = ["ip"] if namespace is None else ["ip", "-n", namespace]
+        if namespace is not None:
+            sh("ip", "link", "set", device, "netns", namespace)
+        sh(*where, "addr", "add", f"{address}/24", "dev", device)
+        sh(*where, "link", "set", device, "up")
+
+    def _shape(self, namespace, device):
+        """The rank's outgoing traffic: delay and rate (netem), or rate alone (tbf,
+        a bucket of a millisecond at the rate, at least 64 KB)."""
+        if self.netem:
+            qdisc = ["netem", "delay", self.delay, "rate", self.rate, "limit", "100000"]
+        else:
+            burst = max(64_000, rate_bits(self.rate) // 8 // 1000)
+            qdisc = ["tbf", "rate", self.rate, "burst", str(burst), "latency", "200ms"]
+        sh("ip", "netns", "exec", namespace, "tc", "qdisc", "add", "dev", device, "root",
+           *qdisc)
+
+    def __exit__(self, *exc):
+        for rank in range(self.ranks):
+            sh("ip", "netns", "del", f"hw-{rank}", check=False)
+        sh("ip", "link", "del", "hwroot", check=False)
+        sh("ip", "netns", "del", "hw-hub", check=False)
+
+
+def rate_bits(text):
+    """Bits per second of a tc rate such as 1gbit, 100mbit."""
+    units = {"gbit": 10**9, "mbit": 10**6, "kbit": 10**3, "bit": 1}
+    for unit, scale in units.items():
+        if text.lower().endswith(unit):
+            return int(float(text[:-len(unit)]) * scale)
+    raise SystemExit(f"--rate {text!r}: expected e.g. 10gbit, 1gbit, 100mbit")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ranks", type=int, default=4)
+    parser.add_argument("--rate", default="1gbit", help="each rank's link rate (tc units)")
+    parser.add_argument("--delay", default="1ms",
+                        help="each rank's added one-way delay (needs netem)")
+    parser.add_argument("--max-size", default="256MiB")
+    parser.add_argument("--budget", default="0.5")
+    parser.add_argument("--out")
+    parser.add_argument("--markdown")
+    parser.add_argument("--plot")
+    args = parser.parse_args(argv)
+    reason = why_not()
+    if reason is not None:
+        print(f"skipped: {reason}", file=sys.stderr)
+        return SKIPPED
+    netem = has_netem()
+    label = (f"emulated links: {args.rate}, {args.delay} delay (netem)" if netem else
+             f"emulated links: {args.rate} (tbf); no added delay: this kernel has no netem")
+    mpirun = shutil.which("mpirun", path=os.pathsep.join([os.path.dirname(sys.executable),
+                                                          os.environ.get("PATH", "")]))
+    if mpirun is None:
+        print("skipped: mpirun not found (pip install 'hogwild[mpi]')", file=sys.stderr)
+        return SKIPPED
+    with tempfile.TemporaryDirectory() as scratch, Links(args.ranks, args.rate, args.delay,
+                                                          netem):
+        agent = Path(scratch) / "agent.sh"  # "ssh HOST COMMAND" into a namespace
+        agent.write_text('#!/bin/sh\nhost="$1"; shift\n'
+                         'exec ip netns exec "$host" unshare --uts sh -c "hostname $host; $*"\n')
+        agent.chmod(0o700)
+        hosts = Path(scratch) / "hosts"
+        hosts.write_text("".join(f"hw-{r} slots=1\n" for r in range(args.ranks)))
+        command = [mpirun, "--allow-run-as-root", "-n", str(args.ranks), "--hostfile",
+                   str(hosts), "--prtemca", "plm_ssh_agent", str(agent), "--prtemca",
+                   "oob_tcp_if_include", f"{SUBNET}.0/24", "--mca", "pml", "ob1", "--mca",
+                   "btl", "tcp,self", "--mca", "btl_tcp_if_include", f"{SUBNET}.0/24",
+                   "-x", "PATH", "-x", "PYTHONPATH", sys.executable, "-m", "hogwild.cli",
+                   "allreduce-probe", "--max-size", args.max_size, "--budget", args.budget,
+                   "--label", label]
+        for option in ("out", "markdown", "plot"):
+            if getattr(args, option):
+                command += [f"--{option}", str(Path(getattr(args, option)).resolve())]
+        return subprocess.run(command, cwd=Path(__file__).resolve().parent.parent).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

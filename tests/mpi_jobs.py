@@ -1,0 +1,99 @@
+"""Jobs that tests/test_mpi.py runs under mpirun: ``python tests/mpi_jobs.py CASE``.
+Rank 0 prints one JSON object; every rank must reach the end (or the job fails).
+
+    params      a small SVM with backend "mpi" (settings as JSON in argv[2]); prints
+                a SHA-256 of every rank's parameters, the objective and the report
+    reference   the same SVM, then the synchronous averaging it should equal,
+                computed here without MPI's help; prints both digests
+"""
+import hashlib
+import json
+import sys
+
+import numpy as np
+
+from hogwild.backends.mpi import import_mpi, syncs_per_epoch
+from hogwild.backends.sharding import FlatLayout, node_samples, run_seed
+from hogwild.backends.threads import ThreadsBackend
+from hogwild.datasets.synthetic import make_sparse_classification
+from hogwild.engine import fit
+from hogwild.kernels.compiler import compile_loops
+from hogwild.problems.sparse_svm import svm_objective
+from hogwild.schedulers import get_scheduler
+from hogwild.steps import StepSchedule
+
+COMM = import_mpi().COMM_WORLD  # not mpi4py's import: a job of one rank would leave
+# Open MPI's shared memory segment behind (see import_mpi)
+
+
+def objective():
+    X, y = make_sparse_classification(n_samples=3000, n_features=400, nnz_per_row=12, seed=3)
+    return svm_objective(X, np.where(y > 0, 1.0, -1.0).astype(np.float32), reg=1e-3, seed=1)
+
+
+def digest(params):
+    return hashlib.sha256(b"".join(np.ascontiguousarray(p).tobytes() for p in params)) \
+        .hexdigest()
+
+
+def run(settings, **options):
+    options = {"epochs": 3, "step": 0.05, "decay": 0.9, "scheduler": "serial", "seed": 7,
+               "backend": "mpi", "workers": 1, "distributed": settings, **options}
+    return fit(objective(), **options)
+
+
+def params_case(settings, options):
+    result = run(settings, **options)
+    digests = COMM.gather(digest(result.params))
+    if COMM.rank == 0:
+        print(json.dumps({"digests": digests, "objective": result.objective,
+                          "history": [r.objective for r in result.history],
+                          "workers": result.workers, "replicated": result.replicated,
+                          "distributed": result.distributed}))
+
+
+def reference_case(settings):
+    """Synchronous averaging by hand: each sync, every rank runs its piece of the
+    epoch serially from the same state, and the state becomes
+    base + (sum of the ranks' changes) * (1 / ranks), in float32."""
+    result = run(settings)
+    problem = objective()
+    ranks, seed = COMM.size, 7
+
+    loops = compile_loops(problem.update, problem.loss, problem.fastmath)
+    layout = FlatLayout(problem.params, "mpi")
+    state = layout.flatten(problem.params)
+    schedule = StepSchedule("geometric", 0.05, 0.9)
+    pieces = syncs_per_epoch(problem.n_samples, ranks, settings["sync_every"])
+    serial = get_scheduler("serial")
+    engine = ThreadsBackend(1)
+    for epoch in range(3):
+        plans = []
+        for rank in range(ranks):
+            first, last = node_samples(problem.n_samples, ranks, rank)
+            rng = np.random.default_rng([run_seed(seed), rank, epoch])
+            plans.append(serial.planner(last - first, 1).plan_pieces(rng, 1, pieces, first))
+        for piece in range(pieces):
+            total = np.zeros_like(state)
+            for rank in range(ranks):
+                replica = state.copy()
+                engine.run_epoch(loops, plans[rank][piece], layout.views(replica),
+                                 problem.data, schedule(epoch) * ranks, epoch)
+                total += replica - state
+            state = state + total * np.float32(1.0 / ranks)
+    engine.close()
+    if COMM.rank == 0:
+        print(json.dumps({"mpi": digest(result.params),
+                          "reference": digest(layout.views(state))}))
+
+
+if __name__ == "__main__":
+    case = sys.argv[1]
+    settings = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+    options = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
+    if case == "params":
+        params_case(settings, options)
+    elif case == "reference":
+        reference_case(settings)
+    else:
+        raise SystemExit(f"unknown case {case!r}")

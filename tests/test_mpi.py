@@ -1,0 +1,272 @@
+"""backend="mpi": real MPI jobs (mpirun from Open MPI's wheel) of 2-3 ranks.
+
+Each job runs tests/mpi_jobs.py or the command line under mpirun, so the pytest
+process itself never initialises MPI."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hogwild.backends.mpi import AllreduceSettings, step_factor, syncs_per_epoch
+from hogwild.errors import HogwildError
+from hogwild.limits import usable_cores
+from hogwild.problems.sparse_svm import INTERCEPT_PAD
+
+pytest.importorskip("mpi4py", reason="backend 'mpi' needs mpi4py (pip install 'hogwild[mpi]')")
+MPIRUN = shutil.which("mpirun", path=os.pathsep.join([os.path.dirname(sys.executable),
+                                                      os.environ.get("PATH", "")]))
+if MPIRUN is None:
+    pytest.skip("backend 'mpi' needs mpirun (pip install 'hogwild[mpi]' brings Open MPI's)",
+                allow_module_level=True)
+
+JOBS = str(Path(__file__).with_name("mpi_jobs.py"))
+HOGWILD = [sys.executable, "-m", "hogwild.cli"]
+
+
+def mpirun(ranks, command, timeout=300, **popen):
+    """``mpirun -n RANKS COMMAND`` (as root where the tests run as root)."""
+    launcher = [MPIRUN, "-n", str(ranks)]
+    if os.geteuid() == 0:
+        launcher.append("--allow-run-as-root")
+    if ranks > usable_cores():
+        launcher.append("--oversubscribe")
+    if popen.pop("background", False):
+        return subprocess.Popen(launcher + command, text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True, **popen)
+    return subprocess.run(launcher + command, capture_output=True, text=True,
+                          timeout=timeout, **popen)
+
+
+def job(case, ranks=2, settings=None, **options):
+    done = mpirun(ranks, [sys.executable, JOBS, case, json.dumps(settings or {}),
+                          json.dumps(options)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def test_the_ranks_average_their_changes_as_synchronous_sgd_by_hand_bitwise():
+    """With a serial engine on each rank, the run is bitwise synchronous averaging
+    computed without MPI: dense allreduce and sparse allgather alike, and on three
+    ranks (rank-order sums of the allgathered changes)."""
+    for ranks, exchange in ((2, "dense"), (2, "sparse"), (3, "sparse")):
+        digests = job("reference", ranks, {"sync_every": 400, "exchange": exchange})
+        assert digests["mpi"] == digests["reference"], (ranks, exchange)
+
+
+def test_every_rank_ends_with_the_same_parameters_whatever_the_allreduce_algorithm():
+    """The six Open MPI algorithms forced in turn (MPI_T control variables on a
+    duplicated communicator) give the same bits on 2 ranks, where each is one
+    addition per coordinate; each run reports the algorithm it forced."""
+    seen = set()
+    for algorithm in ("basic_linear", "nonoverlapping", "recursive_doubling", "ring",
+                      "segmented_ring", "rabenseifner"):
+        result = job("params", 2, {"algorithm": algorithm, "exchange": "dense",
+                                   "sync_every": 700})
+        assert len(set(result["digests"])) == 1  # rank 0 and rank 1 agree
+        report = result["distributed"]
+        assert report["algorithm"] == algorithm and report["algorithm_by"] == "user"
+        assert report["algorithm_forced"] is True
+        assert report["dense"]["syncs"] == report["syncs"] == 3 * 3
+        seen.add(result["digests"][0])
+    assert len(seen) == 1
+
+
+def test_the_model_picks_the_algorithm_and_records_predicted_and_measured_sync_times():
+    report = job("params", 2, {"exchange": "dense"})["distributed"]
+    assert report["ranks"] == 2 and report["algorithm_by"] == "model"
+    assert report["algorithm"] == report["model_choice"] == min(
+        report["predicted_seconds"], key=report["predicted_seconds"].get)
+    link = report["link"]
+    assert link["alpha_s"] > 0 and link["beta_s_per_byte"] > 0 and link["gamma_s_per_byte"] > 0
+    assert report["predicted_sync_seconds"] == report["predicted_seconds"][report["algorithm"]]
+    assert 0 < report["measured_sync_seconds"] < 1.0
+    assert report["message_bytes"] == 4 * (400 + INTERCEPT_PAD)  # w, the intercept: float32
+
+
+def test_auto_exchange_allgathers_sparse_changes_and_allreduces_dense_ones():
+    """A sync after 8 samples of 12 nonzeros changes about 100 of a rank's 432
+    coordinates: allgathered; a sync per epoch changes them all: allreduced."""
+    small = job("params", 2, {"sync_every": 8})["distributed"]
+    assert small["sparse"]["syncs"] == small["syncs"] and small["dense"]["syncs"] == 0
+    assert small["sparse"]["bytes"] < small["syncs"] * small["message_bytes"]
+    whole = job("params", 2, {})["distributed"]
+    assert whole["dense"]["syncs"] == whole["syncs"] == 3 and whole["sparse"]["syncs"] == 0
+
+
+def test_replication_inside_each_rank_is_bitwise_the_shared_run_with_one_thread():
+    """Copies inside each rank: a sync changes the shared parameters under the
+    copies, which must take the new values, else the next merge would take them
+    for the worker's changes undone. With one thread a replicated run is bitwise
+    the serial one, so with the ranks' syncs it is bitwise the shared MPI run."""
+    options = {"epochs": 3, "merge_every": 64, "hot_fraction": 0.05}
+    shared = job("params", 2, {"sync_every": 300}, **options)
+    for replication in ("worker", "hot"):
+        replicated = job("params", 2, {"sync_every": 300}, replication=replication,
+                         **options)
+        assert replicated["replicated"]["merge_every"] == 64
+        assert replicated["digests"] == shared["digests"], replication
+    threads = job("params", 2, {"sync_every": 300}, scheduler="hogwild", workers=2,
+                  oversubscribe=True, replication="hot", **options)
+    assert threads["workers"] == 4 and len(set(threads["digests"])) == 1
+    assert threads["objective"] == pytest.approx(shared["objective"], rel=0.05)
+
+
+def test_the_command_line_runs_a_two_rank_job_within_half_a_point_of_one_process(tmp_path):
+    """``hogwild run svm --ranks 2`` launches mpirun itself; only rank 0 prints (one
+    JSON object) and writes the checkpoint; the test error is within 0.5 points of
+    the single-process run's (a9a, shipped)."""
+    common = ["run", "svm", "--epochs", "8", "--seed", "0", "--json"]
+    single = subprocess.run(HOGWILD + common + ["--workers", "1"], capture_output=True,
+                            text=True, timeout=300)
+    assert single.returncode == 0, single.stderr
+    checkpoint = tmp_path / "ranks.npz"
+    done = subprocess.run(HOGWILD + common + ["--ranks", "2", "--checkpoint", str(checkpoint),
+                                              "--checkpoint-every", "4"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ranked = json.loads(done.stdout)  # one line: rank 1 printed nothing
+    assert ranked["distributed"]["ranks"] == 2 and ranked["workers"] == 2
+    assert ranked["backend"] == "mpi"
+    assert abs(ranked["test_error"] - json.loads(single.stdout)["test_error"]) <= 0.005
+    from hogwild.checkpoint import load_checkpoint
+    saved = load_checkpoint(checkpoint)
+    assert saved.epoch == 8 and saved.settings["backend"] == "mpi" \
+        and saved.settings["ranks"] == 2
+
+
+def test_mpirun_of_the_command_line_prints_the_ranks_in_the_summary():
+    done = mpirun(2, HOGWILD + ["run", "svm", "--backend", "mpi", "--epochs", "2",
+                                "--sync-every", "4096", "--allreduce", "ring"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = done.stdout.strip().splitlines()[-1]
+    assert summary.startswith("done: hogwild x 2 ranks x 1 thread, changes averaged every "
+                              "4096 updates by allreduce ring on a9a")
+    assert done.stdout.count("done:") == 1
+
+
+def test_ranks_that_disagree_on_the_run_fail_at_once_on_every_rank():
+    """Different epochs per rank (mpirun's MPMD form) would hang in a collective:
+    each rank names the difference and the job ends with an error."""
+    command = [MPIRUN, "-n", "1", *HOGWILD, "run", "svm", "--backend", "mpi", "--epochs",
+               "2", ":", "-n", "1", *HOGWILD, "run", "svm", "--backend", "mpi", "--epochs",
+               "3"]
+    if os.geteuid() == 0:
+        command.insert(1, "--allow-run-as-root")
+    started = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and time.monotonic() - started < 60
+    assert "the MPI ranks disagree on the run: rank 0 has epochs 2, rank 1 has 3" in done.stderr
+
+
+def test_an_error_on_one_rank_ends_the_whole_job():
+    """Rank 1 alone cannot read its data: the job ends non-zero, rank 0 does not
+    wait for it."""
+    command = [MPIRUN, "-n", "1", *HOGWILD, "run", "svm", "--backend", "mpi", ":", "-n", "1",
+               *HOGWILD, "run", "svm", "--backend", "mpi", "--data", "/nonexistent/x.svm"]
+    if os.geteuid() == 0:
+        command.insert(1, "--allow-run-as-root")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "hogwild: error: rank 1: " in done.stderr and "/nonexistent/x.svm" in done.stderr
+
+
+def _shm():
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+def test_a_rank_killed_by_sigkill_ends_the_job_within_ten_seconds_leaving_nothing():
+    before = _shm()
+    proc = mpirun(2, HOGWILD + ["run", "svm", "--backend", "mpi", "--epochs", "100000",
+                                "--checkpoint-every", "1000000"], background=True)
+    try:
+        deadline = time.monotonic() + 120
+        ranks = []
+        while len(ranks) < 2 and time.monotonic() < deadline:
+            ranks = _ranks_of(proc.pid)
+            time.sleep(0.2)
+        assert len(ranks) == 2
+        time.sleep(3)  # training: past MPI's start-up and the first epochs
+        os.kill(ranks[1], signal.SIGKILL)
+        killed = time.monotonic()
+        out, err = proc.communicate(timeout=30)
+        assert time.monotonic() - killed < 10
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode != 0
+    assert f"PID {ranks[1]}" in err and "signal 9" in err
+    for pid in ranks:  # no orphan
+        assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid)
+    assert _shm() - before == set()
+
+
+def _ranks_of(pid):
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return sorted(found)
+
+
+def _state(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return "gone"
+
+
+def test_a_job_of_one_rank_started_without_mpirun_leaves_no_shared_memory():
+    """Open MPI's singleton would leave a 16 MiB segment in /dev/shm that no
+    launcher removes; the backend starts it with the loopback transport alone."""
+    before = _shm()
+    done = subprocess.run([sys.executable, JOBS, "params"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout)["distributed"]["ranks"] == 1
+    assert _shm() - before == set()
+    # and the transport is its alone: processes it starts get no such setting
+    done = subprocess.run([sys.executable, "-c", "import os; from hogwild.backends.mpi "
+                           "import import_mpi; import_mpi(); print(sorted(k for k in "
+                           "os.environ if k.startswith('OMPI_MCA')))"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_settings_are_checked_when_the_config_is_built():
+    from hogwild.config import TrainingConfig
+    for fields, message in [
+        ({"sync_every": 0}, "sync_every must be an integer >= 1, got 0"),
+        ({"algorithm": "tree"}, "unknown allreduce algorithm 'tree'; choose one of: auto, "
+                                "basic_linear, nonoverlapping, recursive_doubling, ring, "
+                                "segmented_ring, rabenseifner"),
+        ({"exchange": "both"}, "unknown exchange 'both'; choose one of: auto, dense, sparse"),
+        ({"step_scaling": "sqrt"}, "unknown step_scaling 'sqrt'; choose one of: linear, none"),
+        ({"warmup_epochs": -1}, "warmup_epochs must be a finite number >= 0, got -1"),
+        ({"warmup_epochs": 2, "step_scaling": "none"}, "warmup_epochs ramps the step up to "
+                                                       "the linear scaling rule's; it needs "
+                                                       "step_scaling='linear'"),
+    ]:
+        with pytest.raises(HogwildError) as error:
+            TrainingConfig(backend="mpi", distributed=fields)
+        assert str(error.value) == message
+    assert TrainingConfig(backend="mpi").distributed == AllreduceSettings()
+
+
+def test_the_linear_scaling_rule_warms_up_linearly_over_its_epochs():
+    warm = AllreduceSettings(warmup_epochs=2)
+    assert [step_factor(warm, 4, done, 10) for done in (0, 5, 10, 15, 20, 100)] == \
+        [1.0, 1.75, 2.5, 3.25, 4.0, 4.0]
+    assert step_factor(AllreduceSettings(), 4, 0, 10) == 4.0
+    assert step_factor(AllreduceSettings(step_scaling="none"), 4, 50, 10) == 1.0
+    assert syncs_per_epoch(1001, 2, None) == 1
+    assert syncs_per_epoch(1001, 2, 100) == 6  # the larger share, 501 samples
+    assert np.isclose(step_factor(warm, 1, 0, 10), 1.0)
