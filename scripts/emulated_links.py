@@ -18,6 +18,7 @@ and exits with status 77 ("skipped").
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -91,11 +92,13 @@ class Links:
 
     def _shape(self, namespace, device):
         """The rank's outgoing traffic: delay and rate (netem), or rate alone (tbf,
-        a bucket of a millisecond at the rate, at least 64 KB)."""
+        with a bucket of 20 us at the rate, at least 16 KB: a larger one lets the
+        first bytes of every message through at the veth's own speed, which makes
+        messages up to its size look cheaper than the rate)."""
         if self.netem:
             qdisc = ["netem", "delay", self.delay, "rate", self.rate, "limit", "100000"]
         else:
-            burst = max(64_000, rate_bits(self.rate) // 8 // 1000)
+            burst = max(16_000, rate_bits(self.rate) // 8 // 50_000)
             qdisc = ["tbf", "rate", self.rate, "burst", str(burst), "latency", "200ms"]
         sh("ip", "netns", "exec", namespace, "tc", "qdisc", "add", "dev", device, "root",
            *qdisc)
@@ -128,6 +131,7 @@ def main(argv=None):
     parser.add_argument("--markdown")
     parser.add_argument("--plot")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # tear down
     reason = why_not()
     if reason is not None:
         print(f"skipped: {reason}", file=sys.stderr)
@@ -148,11 +152,16 @@ def main(argv=None):
         agent.chmod(0o700)
         hosts = Path(scratch) / "hosts"
         hosts.write_text("".join(f"hw-{r} slots=1\n" for r in range(args.ranks)))
-        command = [mpirun, "--allow-run-as-root", "-n", str(args.ranks), "--hostfile",
-                   str(hosts), "--prtemca", "plm_ssh_agent", str(agent), "--prtemca",
+        # every daemon sees all of this machine's cores as its node's: binding would put
+        # every rank on core 0, where busy-polling ranks take turns in 4 ms time slices
+        command = [mpirun, "--allow-run-as-root", "-n", str(args.ranks), "--bind-to", "none",
+                   "--hostfile", str(hosts), "--prtemca", "plm_ssh_agent", str(agent),
+                   "--prtemca",
                    "oob_tcp_if_include", f"{SUBNET}.0/24", "--mca", "pml", "ob1", "--mca",
                    "btl", "tcp,self", "--mca", "btl_tcp_if_include", f"{SUBNET}.0/24",
-                   "-x", "PATH", "-x", "PYTHONPATH", sys.executable, "-m", "hogwild.cli",
+                   *(["--mca", "mpi_yield_when_idle", "1"] if args.ranks > os.cpu_count() else []),
+                   *(["-x", "PYTHONPATH"] if "PYTHONPATH" in os.environ else []),
+                   "-x", "PATH", sys.executable, "-m", "hogwild.cli",
                    "allreduce-probe", "--max-size", args.max_size, "--budget", args.budget,
                    "--label", label]
         for option in ("out", "markdown", "plot"):

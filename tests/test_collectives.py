@@ -71,3 +71,22 @@ def test_bad_input_is_named(call, message):
     with pytest.raises(HogwildError) as error:
         call()
     assert str(error.value) == message
+
+
+def test_each_pattern_of_transfers_costs_its_own_measured_rate():
+    """Recursive doubling and Rabenseifner exchange with a partner each round:
+    beta_exchange; the rings send right and receive left: beta_ring; the linear
+    and tree algorithms send one at a time: beta."""
+    busy = LinkCosts(LINK.alpha, LINK.beta, LINK.gamma, beta_exchange=2 * LINK.beta,
+                     beta_ring=3 * LINK.beta)
+    n, a, b, g = 1 << 20, LINK.alpha, LINK.beta, LINK.gamma
+    assert predict("recursive_doubling", 4, n, busy) == pytest.approx(2 * (a + 2 * n * b + n * g))
+    assert predict("rabenseifner", 4, n, busy) == pytest.approx(
+        4 * a + 2 * 3 * n / 4 * 2 * b + 3 * n / 4 * g)
+    assert predict("ring", 4, n, busy) == pytest.approx(
+        2 * 3 * (a + n / 4 * 3 * b) + 3 * n / 4 * g)
+    for name in ("basic_linear", "nonoverlapping"):
+        assert predict(name, 4, n, busy) == predict(name, 4, n, LINK), name
+    assert (LINK.exchange, LINK.ring) == (LINK.beta, LINK.beta)
+    # where ring steps cost 3x and exchanges 2x, Rabenseifner beats the ring
+    assert choose(4, 256 << 20, busy)[0] == "rabenseifner"

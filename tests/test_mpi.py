@@ -181,18 +181,24 @@ def _shm():
     return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
 
 
-def test_a_rank_killed_by_sigkill_ends_the_job_within_ten_seconds_leaving_nothing():
-    before = _shm()
+def _training_job():
+    """(mpirun of a long 2-rank training, its ranks' pids), once the ranks train."""
     proc = mpirun(2, HOGWILD + ["run", "svm", "--backend", "mpi", "--epochs", "100000",
                                 "--checkpoint-every", "1000000"], background=True)
+    deadline = time.monotonic() + 120
+    ranks = []
+    while len(ranks) < 2 and time.monotonic() < deadline:
+        ranks = _ranks_of(proc.pid)
+        time.sleep(0.2)
+    time.sleep(3)  # training: past MPI's start-up and the first epochs
+    return proc, ranks
+
+
+def test_a_rank_killed_by_sigkill_ends_the_job_within_ten_seconds_leaving_nothing():
+    before = _shm()
+    proc, ranks = _training_job()
     try:
-        deadline = time.monotonic() + 120
-        ranks = []
-        while len(ranks) < 2 and time.monotonic() < deadline:
-            ranks = _ranks_of(proc.pid)
-            time.sleep(0.2)
         assert len(ranks) == 2
-        time.sleep(3)  # training: past MPI's start-up and the first epochs
         os.kill(ranks[1], signal.SIGKILL)
         killed = time.monotonic()
         out, err = proc.communicate(timeout=30)
@@ -205,6 +211,26 @@ def test_a_rank_killed_by_sigkill_ends_the_job_within_ten_seconds_leaving_nothin
     for pid in ranks:  # no orphan
         assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid)
     assert _shm() - before == set()
+
+
+def test_ranks_whose_mpirun_was_killed_exit_within_seconds():
+    proc, ranks = _training_job()
+    try:
+        assert len(ranks) == 2
+        os.kill(proc.pid, signal.SIGKILL)  # mpirun itself
+        proc.communicate(timeout=30)
+        deadline = time.monotonic() + 10
+        while any(_state(pid) not in ("gone", "Z") for pid in ranks) \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert all(_state(pid) in ("gone", "Z") for pid in ranks), ranks
+    finally:
+        for pid in ranks:  # still ours if still running hogwild
+            try:
+                if b"hogwild" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def _ranks_of(pid):
@@ -270,3 +296,42 @@ def test_the_linear_scaling_rule_warms_up_linearly_over_its_epochs():
     assert syncs_per_epoch(1001, 2, None) == 1
     assert syncs_per_epoch(1001, 2, 100) == 6  # the larger share, 501 samples
     assert np.isclose(step_factor(warm, 1, 0, 10), 1.0)
+
+
+def test_the_probe_report_judges_predictions_and_choices_from_64_kib_up():
+    from hogwild.cli.probe import build_report, markdown, parse_size
+    from hogwild.collectives import ALGORITHMS, LinkCosts, predict
+
+    link = LinkCosts(alpha=20e-6, beta=1e-9, gamma=0.1e-9, beta_exchange=2e-9)
+    sizes = [1 << 10, 1 << 16, 1 << 20]
+    measured = {name: {size: predict(name, 4, size, link) for size in sizes}
+                for name in ALGORITHMS}
+    report = build_report(4, sizes, link, measured, "test")
+    assert report["predictions_within_2x"] and report["choices_within_20_percent"]
+    assert report["sizes_checked"] == 2 and report["choice_matched_fastest"] == 2
+    measured["ring"][1 << 20] *= 2.5  # the model's pick for 1 MiB, now 2.5x slower
+    report = build_report(4, sizes, link, measured, "test")
+    assert not report["predictions_within_2x"] and not report["choices_within_20_percent"]
+    assert report["rows"][2]["model_choice"] == "ring" and report["rows"][2]["fastest"] != "ring"
+    text = markdown(report)
+    assert "| 1 MiB |" in text and "the model's choice within 20% of the fastest: no" in text
+    assert [parse_size(t) for t in ("4096", "64KiB", "256MiB", "1G")] == [4096, 65536,
+                                                                            1 << 28, 1 << 30]
+    with pytest.raises(HogwildError, match="size '12 parsecs': expected a positive number"):
+        parse_size("12 parsecs")
+
+
+def test_the_allreduce_probe_command_measures_every_algorithm(tmp_path):
+    done = subprocess.run(HOGWILD + ["allreduce-probe", "--ranks", "2", "--max-size", "16KiB",
+                                     "--budget", "0.005", "--json", "--plot",
+                                     str(tmp_path / "probe.png")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["ranks"] == 2 and [r["bytes"] for r in report["rows"]] == [1024, 4096, 16384]
+    for row in report["rows"]:
+        assert set(row["measured"]) == set(row["predicted"]) == {
+            "basic_linear", "nonoverlapping", "recursive_doubling", "ring", "segmented_ring",
+            "rabenseifner"}
+        assert all(0 < t < 1 for t in row["measured"].values())
+    assert (tmp_path / "probe.png").stat().st_size > 10_000

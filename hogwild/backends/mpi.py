@@ -62,8 +62,8 @@ LOCAL_SCHEDULERS = ("hogwild", "locked", "serial")
 ALGORITHM_CHOICES = ("auto", *ALGORITHMS)
 EXCHANGES = ("auto", "dense", "sparse")
 STEP_SCALINGS = ("linear", "none")
-PROBE_SIZES = (1 << 10, 1 << 14, 1 << 17, 1 << 20)  # bytes of the start-up ping-pong
-PROBE_REPEATS = 9  # round trips per size; the median counts
+PROBE_SIZES = (1 << 10, 1 << 16, 1 << 20, 1 << 22)  # bytes of the start-up ping-pong
+PROBE_REPEATS = 9  # round trips per size up to 1 MiB (3 above); the median counts
 
 
 LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE")  # set by mpirun
@@ -202,28 +202,48 @@ def tuned_communicator(MPI, comm, algorithm, segment=DEFAULT_SEGMENT):
 # --- the link's costs, measured ------------------------------------------------------
 
 def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS):
-    """LinkCosts of ``comm`` as ranks 0 and 1 see them: alpha and beta fitted to
-    ping-pong times (half the median round trip per size), gamma the time per byte
-    of a float32 sum on rank 0. Every rank gets rank 0's figures."""
-    rank = comm.Get_rank()
-    one_way = []
-    for size in sizes:
-        buffer = np.zeros(size, np.uint8)
-        trips = []
-        for _ in range(repeats + 1):  # the first warms the path up
-            comm.Barrier()
-            start = time.perf_counter()
-            if rank == 0:
-                comm.Send(buffer, dest=1, tag=7)
-                comm.Recv(buffer, source=1, tag=7)
-            elif rank == 1:
-                comm.Recv(buffer, source=0, tag=7)
-                comm.Send(buffer, dest=0, tag=7)
-            trips.append(time.perf_counter() - start)
-        one_way.append(float(np.median(trips[1:])) / 2)
+    """LinkCosts of ``comm``, each rate from its own pattern: alpha and beta fitted
+    to ping-pong times between ranks 0 and 1 (half the median round trip per
+    size); beta_exchange to rounds in which every rank exchanges with a partner
+    (rank r with r xor 1), and beta_ring to ring steps (every rank sends to r + 1
+    and receives from r - 1), the slowest rank's time; gamma the time per byte of
+    a float32 sum on rank 0. Every rank gets rank 0's figures."""
+    rank, ranks = comm.Get_rank(), comm.Get_size()
+    partner = rank ^ 1 if (rank ^ 1) < ranks else None
+    right, left = (rank + 1) % ranks, (rank - 1) % ranks
+
+    def ping_pong(buffer, incoming):
+        if rank == 0:
+            comm.Send(buffer, dest=1, tag=7)
+            comm.Recv(buffer, source=1, tag=7)
+        elif rank == 1:
+            comm.Recv(buffer, source=0, tag=7)
+            comm.Send(buffer, dest=0, tag=7)
+
+    def exchange(buffer, incoming):
+        if partner is not None:
+            comm.Sendrecv(buffer, dest=partner, sendtag=8, recvbuf=incoming, source=partner,
+                          recvtag=8)
+
+    def ring_step(buffer, incoming):
+        comm.Sendrecv(buffer, dest=right, sendtag=9, recvbuf=incoming, source=left, recvtag=9)
+
+    times = {}
+    for name, pattern in (("ping_pong", ping_pong), ("exchange", exchange),
+                          ("ring", ring_step)):
+        times[name] = []
+        for size in sizes:
+            buffer, incoming = np.zeros(size, np.uint8), np.zeros(size, np.uint8)
+            rounds = []
+            for _ in range((repeats if size <= 1 << 20 else 3) + 1):  # the first warms up
+                comm.Barrier()
+                start = time.perf_counter()
+                pattern(buffer, incoming)
+                rounds.append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX))
+            times[name].append(float(np.median(rounds[1:])))
     costs = None
     if rank == 0:
-        link = fit_link(sizes, one_way)
+        link = fit_link(sizes, [t / 2 for t in times["ping_pong"]])
         a = np.ones(1 << 18, np.float32)  # 1 MiB
         b = np.ones_like(a)
         sums = []
@@ -231,8 +251,17 @@ def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS):
             start = time.perf_counter()
             np.add(a, b, out=a)
             sums.append(time.perf_counter() - start)
-        costs = LinkCosts(link.alpha, link.beta, min(sums) / a.nbytes)
+        costs = LinkCosts(link.alpha, link.beta, min(sums) / a.nbytes,
+                          fit_link(sizes, times["exchange"]).beta,
+                          fit_link(sizes, times["ring"]).beta)
     return comm.bcast(costs, root=0)
+
+
+def link_figures(costs):
+    """LinkCosts for a report."""
+    return {"alpha_s": costs.alpha, "beta_s_per_byte": costs.beta,
+            "beta_exchange_s_per_byte": costs.exchange, "beta_ring_s_per_byte": costs.ring,
+            "gamma_s_per_byte": costs.gamma}
 
 
 def probe_sizes(smallest=1 << 10, largest=1 << 28, factor=4):
@@ -247,8 +276,9 @@ def time_algorithms(MPI, comm, sizes, costs, budget=0.25, progress=None):
     """{algorithm: {size: seconds of one allreduce}}, measured: each of Open MPI's
     algorithms forced in turn (tuned_communicator) on float32 vectors of each size,
     repeated for about ``budget`` seconds by the model's prediction (at least
-    twice, after one untimed), the slowest rank's mean counting. ``progress()``
-    after each measurement."""
+    three times, after one untimed), each repeat from a barrier and timed by its
+    slowest rank; the median repeat counts (a busy host's hiccup moves a mean).
+    ``progress()`` after each measurement."""
     measured = {}
     ranks = comm.Get_size()
     for algorithm in ALGORITHMS:
@@ -260,18 +290,42 @@ def time_algorithms(MPI, comm, sizes, costs, budget=0.25, progress=None):
         for size in sizes:
             vector = np.ones(max(size // 4, 1), np.float32)
             predicted = predict(algorithm, ranks, vector.nbytes, costs)
-            repeats = int(min(50, max(2, budget / max(predicted, 1e-6))))
+            repeats = int(min(50, max(3, budget / max(predicted, 1e-6))))
             reducer.Allreduce(MPI.IN_PLACE, vector, op=MPI.SUM)
-            reducer.Barrier()
-            start = time.perf_counter()
-            for _ in range(repeats):
+            seconds = np.empty(repeats)
+            for k in range(repeats):
+                reducer.Barrier()
+                start = time.perf_counter()
                 reducer.Allreduce(MPI.IN_PLACE, vector, op=MPI.SUM)
-            mean = (time.perf_counter() - start) / repeats
-            measured[algorithm][size] = comm.allreduce(mean, op=MPI.MAX)
+                seconds[k] = time.perf_counter() - start
+            slowest = np.empty_like(seconds)
+            comm.Allreduce(seconds, slowest, op=MPI.MAX)
+            measured[algorithm][size] = float(np.median(slowest))
             if progress is not None:
                 progress()
         reducer.Free()
     return measured
+
+
+_WATCHING = []  # the launcher watch, started once per process
+
+
+def watch_launcher(rank):
+    """Exit when the launcher (mpirun, this rank's parent) dies: its job is gone,
+    and an orphan would wait in a collective for ever."""
+    if _WATCHING:
+        return
+    parent = os.getppid()
+
+    def watch():
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                print(f"hogwild: rank {rank}: the MPI launcher (pid {parent}) died; exiting",
+                      file=sys.stderr, flush=True)
+                os._exit(1)
+    _WATCHING.append(threading.Thread(target=watch, daemon=True, name="hogwild-launcher"))
+    _WATCHING[0].start()
 
 
 # --- the backend -----------------------------------------------------------------------
@@ -321,21 +375,8 @@ class MPIBackend(HostBackend):
         self.traffic = {"dense": {"syncs": 0, "seconds": 0.0, "bytes": 0},
                         "sparse": {"syncs": 0, "seconds": 0.0, "bytes": 0}}
         self.syncs_done = 0
-        self._watch_launcher()
-
-    def _watch_launcher(self):
-        """Exit when the launcher (mpirun, this process's parent) dies: its job is
-        gone, and an orphan would wait in a collective for ever."""
-        parent = os.getppid()
-
-        def watch():
-            while True:
-                time.sleep(0.5)
-                if os.getppid() != parent:
-                    print(f"hogwild: rank {self.rank}: the MPI launcher (pid {parent}) "
-                          "died; exiting", file=sys.stderr, flush=True)
-                    os._exit(1)
-        threading.Thread(target=watch, daemon=True, name="hogwild-launcher-watch").start()
+        if in_mpi_job():
+            watch_launcher(self.rank)
 
     def worker_count(self, planned):
         return self.ranks * planned
@@ -477,8 +518,7 @@ class MPIBackend(HostBackend):
             "step_scaling": self.settings.step_scaling,
             "warmup_epochs": self.settings.warmup_epochs,
             "message_bytes": int(self.flat.nbytes),
-            "link": {"alpha_s": self.costs.alpha, "beta_s_per_byte": self.costs.beta,
-                     "gamma_s_per_byte": self.costs.gamma},
+            "link": link_figures(self.costs),
             "algorithm": self.algorithm,
             "algorithm_by": "model" if self.settings.algorithm == "auto" else "user",
             "algorithm_forced": self.forced, "model_choice": self.choice,

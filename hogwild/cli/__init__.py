@@ -44,8 +44,8 @@ def main(argv=None):
         warnings.simplefilter("default")
         warnings.showwarning = _one_line_warning
         status = _dispatch(args, argv)
-    if status and _mpi_command(args):
-        abort_job(status)
+    if status and _mpi_command(args) and not getattr(args, "stopped_together", False):
+        abort_job(status)  # else the other ranks would wait for this one for ever
     return status
 
 
@@ -108,6 +108,9 @@ def _dispatch(args, argv=()):
             _use_gpu(args)
         _check_output(getattr(args, "save", None), "--save")
         _check_output(getattr(args, "out", None), "--out")
+        _check_output(getattr(args, "markdown", None), "--markdown")
+        if getattr(args, "plot", "none") != "none":
+            _check_output(args.plot, "--plot")
         _check_output(getattr(args, "checkpoint", None), "--checkpoint")
         if args.command == "datasets":
             list_datasets(args)
@@ -138,7 +141,10 @@ def _dispatch(args, argv=()):
         where = (f"; checkpoint written to {stop.checkpoint} (continue with --resume "
                  f"{stop.checkpoint})") if stop.checkpoint else ""
         when = f" after epoch {stop.epoch}" if stop.epoch is not None else ""
-        print(f"hogwild: interrupted{when}{where}", file=sys.stderr)
+        # in an MPI job every rank stops after the same epoch, and rank 0 says so
+        args.stopped_together = stop.epoch is not None
+        if not (_mpi_command(args) and job_rank() and args.stopped_together):
+            print(f"hogwild: interrupted{when}{where}", file=sys.stderr)
         return 128 + stop.signum
     except KeyboardInterrupt:
         print("hogwild: interrupted", file=sys.stderr)

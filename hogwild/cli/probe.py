@@ -3,14 +3,17 @@ algorithm against the algorithm's measured time, on this job's links, for messag
 sizes from 1 KiB to 256 MiB (run as an MPI job: ``--ranks N``, or under mpirun)."""
 import json
 import re
+import sys
 
 from hogwild.atomic import atomic_file
+from hogwild.backends.mpi import link_figures
 from hogwild.collectives import ALGORITHMS, choose
 from hogwild.errors import HogwildError
 
 CLOSE = 2.0   # the model's prediction within this factor of the measured time
 NEAR = 1.2    # the model's choice within this factor of the fastest measured
 CHECKED_FROM = 1 << 16  # bytes: the sizes the two figures above are judged from
+DEFAULT_PLOT = "hogwild-allreduce-probe.png"
 _UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "k": 1 << 10,
           "m": 1 << 20, "g": 1 << 30}
 
@@ -36,7 +39,9 @@ def add_arguments(parser):
                              "prediction (default 0.25; at least 2 repeats)")
     parser.add_argument("--out", help="write the JSON report here")
     parser.add_argument("--markdown", help="write the table as Markdown here")
-    parser.add_argument("--plot", help="write a plot (PNG; needs matplotlib) here")
+    parser.add_argument("--plot", default=DEFAULT_PLOT,
+                        help=f"write the plot (PNG; needs matplotlib) here (default: "
+                             f"{DEFAULT_PLOT}; 'none': no plot)")
     parser.add_argument("--label", default="", help="a name for the links, in the report")
     parser.add_argument("--json", action="store_true", help="print the JSON report")
 
@@ -77,8 +82,13 @@ def run_probe(args):
     if args.markdown:
         with atomic_file(args.markdown, "w") as out:
             out.write(markdown(report))
-    if args.plot:
-        plot(report, args.plot)
+    if args.plot != "none":
+        try:
+            plot(report, args.plot)
+        except HogwildError as missing:
+            if args.plot != DEFAULT_PLOT:
+                raise
+            print(f"hogwild: warning: no plot: {missing}", file=sys.stderr)
     print(text if args.json else markdown(report), end="\n" if args.json else "")
 
 
@@ -98,8 +108,7 @@ def build_report(ranks, sizes, costs, measured, label="", library=""):
                                                    for n in ALGORITHMS)})
     checked = [row for row in rows if row["bytes"] >= CHECKED_FROM]
     return {"ranks": ranks, "label": label, "library": library,
-            "link": {"alpha_s": costs.alpha, "beta_s_per_byte": costs.beta,
-                     "gamma_s_per_byte": costs.gamma},
+            "link": link_figures(costs),
             "rows": rows,
             "checked_from_bytes": CHECKED_FROM,
             "predictions_within_2x": all(r["worst_prediction_ratio"] <= CLOSE for r in checked),
@@ -129,7 +138,10 @@ def markdown(report):
     lines = [f"Allreduce probe{' on ' + report['label'] if report['label'] else ''}: "
              f"{report['ranks']} ranks, {report['library']}. Link: alpha "
              f"{_time_text(link['alpha_s'])}, bandwidth "
-             f"{1 / max(link['beta_s_per_byte'], 1e-30) / 1e9:.2f} GB/s, reduction "
+             f"{1 / max(link['beta_s_per_byte'], 1e-30) / 1e9:.2f} GB/s one way, "
+             f"{1 / max(link['beta_exchange_s_per_byte'], 1e-30) / 1e9:.2f} GB/s in pairwise "
+             f"exchanges, {1 / max(link['beta_ring_s_per_byte'], 1e-30) / 1e9:.2f} GB/s in "
+             "ring steps, reduction "
              f"{1 / max(link['gamma_s_per_byte'], 1e-30) / 1e9:.2f} GB/s.", "",
              "Each cell: measured (predicted). **Bold**: the model's choice; * the fastest.",
              "", "| size | " + " | ".join(ALGORITHMS) + " | choice / fastest |",

@@ -71,12 +71,18 @@ def workers_text(scheduler, workers, distributed):
     ranks, their threads and the allreduce."""
     if distributed is None or "ranks" not in distributed:
         return f"{scheduler} x {workers} workers"
-    how = distributed["algorithm"] + (" (the model's choice)"
-                                      if distributed["algorithm_by"] == "model" else "")
+    dense, sparse = distributed["dense"]["syncs"], distributed["sparse"]["syncs"]
+    ways = []
+    if dense or not sparse:
+        ways.append(f"allreduce {distributed['algorithm']}" + (
+            " (the model's choice)" if distributed["algorithm_by"] == "model" else "")
+            + (f" x {dense}" if sparse else ""))
+    if sparse:
+        ways.append("sparse allgather" + (f" x {sparse}" if dense else ""))
     threads, every = distributed["threads_per_rank"], distributed["sync_every"]
     return (f"{scheduler} x {distributed['ranks']} ranks x {threads} "
             f"thread{'s' if threads != 1 else ''}, changes averaged every "
-            f"{f'{every} updates' if every else 'epoch'} by allreduce {how}")
+            f"{f'{every} updates' if every else 'epoch'} by {' and '.join(ways)}")
 
 
 def replication_text(mode, replicated):
