@@ -27,7 +27,7 @@ from hogwild.cli.options import check_numbers, build_parser
 from hogwild.cli.probe import run_probe
 from hogwild.cli.ranks import abort_job, job_rank, job_size, launch
 from hogwild.cli.run import run_cuts, run_mc, run_svm
-from hogwild.backends.mpi import in_mpi_job
+from hogwild.backends.mpi import import_mpi, in_mpi_job
 from hogwild.errors import HogwildError, Interrupted
 
 __all__ = ["main", "build_parser"]
@@ -101,6 +101,11 @@ def _runs_here(args):
 
 def _dispatch(args, argv=()):
     try:
+        if _mpi_command(args) and in_mpi_job():
+            # MPI starts before anything is checked or read: a rank that then fails
+            # ends the job (MPI_Abort), where one that exited before MPI_Init would
+            # leave the others waiting in it
+            import_mpi()
         check_numbers(args)
         if not _runs_here(args):
             return launch(args.ranks, argv)
