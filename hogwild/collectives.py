@@ -8,10 +8,13 @@ is a number of rounds, the bytes each round sends and the bytes it reduces
 operations in MPICH", IJHPCA 2005; Patarasuk and Yuan, "Bandwidth optimal
 all-reduce algorithms for clusters of workstations", JPDC 2009):
 
-    basic_linear        reduce to rank 0 and broadcast, one rank at a time:
-                        2 (p-1) (alpha + n beta) + (p-1) n gamma
+    basic_linear        every rank sends to rank 0, which reduces and sends the
+                        result to every rank; the p - 1 transfers of a phase
+                        overlap, and rank 0's link carries their bytes:
+                        2 (alpha + (p-1) n beta) + (p-1) n gamma
     nonoverlapping      binomial-tree reduce, then binomial-tree broadcast:
                         2 L (alpha + n beta) + L n gamma,       L = ceil(log2 p)
+                        (a round of several transfers at once at beta_r)
     recursive_doubling  L rounds exchanging all n bytes:
                         L (alpha + n beta_x + n gamma)
     ring                reduce-scatter then allgather around a ring, n / p bytes
@@ -19,28 +22,37 @@ all-reduce algorithms for clusters of workstations", JPDC 2009):
     segmented_ring      the ring, each step's block sent in segments of at most
                         ``segment`` bytes: more messages, the same bytes
     rabenseifner        recursive-halving reduce-scatter then recursive-doubling
-                        allgather: 2 L alpha + 2 (p-1) n beta / p + (p-1) n gamma / p
+                        allgather, rounds of n/2, n/4, ... bytes:
+                        2 L alpha + 2 (p-1) n beta_x / p + (p-1) n gamma / p
 
 Steps in which every rank sends at once need not run at the one-way rate that a
 ping-pong measures (both directions of a connection share it, and all the ranks'
-transfers share the hosts and the switch), so the model takes the rate of each
-pattern from a measurement of that pattern: a round in which every rank
-exchanges n bytes with one partner (a sendrecv: recursive doubling's rounds,
-Rabenseifner's halving and doubling) costs n beta_x, and a ring step, every rank
-sending to its right and receiving from its left, n beta_r. The linear and tree
-algorithms, whose transfers are mostly one at a time, cost n beta. (On links
-emulated on one 2-core host, beta_x and beta_r came out at 1.2 to 2.5 times beta.)
+transfers share the hosts and the switch), so the model prices each pattern by
+a measurement of that pattern: a round in which every rank exchanges n bytes
+with one partner (a sendrecv: recursive doubling's rounds, Rabenseifner's halving
+and doubling) at beta_x, and a ring step, every rank sending to its right and
+receiving from its left, at beta_r; so do the rounds of a binomial tree in which
+several ranks send at once (an upper bound: not every rank is busy). A transfer
+alone pays beta.
 
 For recursive doubling and Rabenseifner, L counts the largest power of two q <= p,
 and when p > q two more rounds of the whole vector, and one more reduction, fold
 the other p - q ranks in: 2 (alpha + n beta) + n gamma (the rabenseifner terms
 then use q).
 
+A link is either LinkCosts (alpha, the betas and gamma: the closed forms above)
+or MeasuredLink, the times of each pattern measured at a few sizes and
+interpolated between them, in the manner of PLogP (Kielmann, Bal and Verstoep,
+"Fast measurement of LogP parameters for message passing platforms", 2000): a
+real link is not affine. Small transfers can run faster than large ones' rate (a
+token bucket's burst, TCP's window, eager protocols), and an algorithm whose
+steps are 16 KiB pays the 16 KiB price, not alpha plus 16 KiB at the rate of
+megabytes. Both answer the same three questions, the seconds of one message, of
+one exchange round and of one ring step of n bytes, which ``predict`` composes.
+
 The numbers are Open MPI's ``coll_tuned_allreduce_algorithm`` values, so a choice
 can be forced with ``--mca coll_tuned_use_dynamic_rules 1 --mca
-coll_tuned_allreduce_algorithm K``. The costs of a link (LinkCosts) come from
-measurements: ``fit_link`` fits alpha and beta to ping-pong times (and beta_x to
-exchange times).
+coll_tuned_allreduce_algorithm K``.
 """
 import math
 from dataclasses import dataclass
@@ -58,11 +70,11 @@ DEFAULT_SEGMENT = 1 << 20  # bytes a segmented ring sends at most per message
 
 @dataclass(frozen=True)
 class LinkCosts:
-    """alpha: seconds a message costs whatever its size; beta: seconds a byte costs
-    on the link (1 / bandwidth) one transfer at a time; gamma: seconds reducing a
-    byte costs; beta_exchange and beta_ring: seconds a byte costs when every rank
-    exchanges with a partner at once, or sends to its right neighbour while
-    receiving from its left (None: beta)."""
+    """An affine link. alpha: seconds a message costs whatever its size; beta:
+    seconds a byte costs on the link (1 / bandwidth) one transfer at a time; gamma:
+    seconds reducing a byte costs; beta_exchange and beta_ring: seconds a byte
+    costs when every rank exchanges with a partner at once, or sends to its right
+    neighbour while receiving from its left (None: beta)."""
 
     alpha: float
     beta: float
@@ -75,24 +87,106 @@ class LinkCosts:
             value = getattr(self, name)
             if name.startswith("beta_") and value is None:
                 continue
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise HogwildError(f"{name} must be a finite number >= 0 (seconds), got "
-                                   f"{value!r}")
+            _check_seconds(name, value)
 
-    @property
-    def exchange(self):
-        """Seconds per byte of a round of pairwise exchanges."""
-        return self.beta if self.beta_exchange is None else self.beta_exchange
+    def message(self, n):
+        """Seconds of one n-byte message, one transfer at a time."""
+        return self.alpha + n * self.beta
 
-    @property
-    def ring(self):
-        """Seconds per byte of a ring step."""
-        return self.beta if self.beta_ring is None else self.beta_ring
+    def exchange_round(self, n):
+        """Seconds of a round in which every rank swaps n bytes with a partner."""
+        return self.alpha + n * (self.beta if self.beta_exchange is None else self.beta_exchange)
+
+    def ring_step(self, n):
+        """Seconds of a ring step: every rank sends n bytes right, receives n from the left."""
+        return self.alpha + n * (self.beta if self.beta_ring is None else self.beta_ring)
+
+    def figures(self):
+        """The link for a report."""
+        return {"alpha_s": self.alpha, "beta_s_per_byte": self.beta,
+                "beta_exchange_s_per_byte": self.exchange_round(1) - self.alpha,
+                "beta_ring_s_per_byte": self.ring_step(1) - self.alpha,
+                "gamma_s_per_byte": self.gamma}
+
+
+@dataclass(frozen=True)
+class MeasuredLink:
+    """A link as measured: the seconds of one message (``message_seconds``), of one
+    exchange round and of one ring step at each of ``sizes`` bytes (ascending), and
+    gamma. Between two sizes a cost is interpolated linearly; past the largest it
+    grows at the slope between the two largest (what large transfers pay); below
+    the smallest it is the smallest's. Times that fall with size (noise) are raised
+    to the largest time of a smaller size, so a cost never falls as n grows."""
+
+    sizes: tuple
+    message_seconds: tuple
+    exchange_seconds: tuple
+    ring_seconds: tuple
+    gamma: float
+
+    def __post_init__(self):
+        sizes = np.asarray(self.sizes, np.float64)
+        if sizes.ndim != 1 or sizes.size < 2 or not np.all(np.diff(sizes) > 0) or sizes[0] <= 0:
+            raise HogwildError("a measured link needs at least two ascending positive sizes")
+        for name in ("message_seconds", "exchange_seconds", "ring_seconds"):
+            times = getattr(self, name)
+            if len(times) != sizes.size:
+                raise HogwildError(f"{name} must have one time per size ({sizes.size}), got "
+                                   f"{len(times)}")
+            for value in times:
+                _check_seconds(name, value)
+            object.__setattr__(self, name, tuple(np.maximum.accumulate(
+                np.asarray(times, np.float64)).tolist()))
+        object.__setattr__(self, "sizes", tuple(int(z) for z in self.sizes))
+        _check_seconds("gamma", self.gamma)
+
+    def _cost(self, times, n):
+        sizes = self.sizes
+        if n <= sizes[-1]:
+            return float(np.interp(n, sizes, times))
+        return times[-1] + (n - sizes[-1]) * _slope(sizes, times)
+
+    def message(self, n):
+        """Seconds of one n-byte message, one transfer at a time."""
+        return self._cost(self.message_seconds, n)
+
+    def exchange_round(self, n):
+        """Seconds of a round in which every rank swaps n bytes with a partner."""
+        return self._cost(self.exchange_seconds, n)
+
+    def ring_step(self, n):
+        """Seconds of a ring step: every rank sends n bytes right, receives n from the left."""
+        return self._cost(self.ring_seconds, n)
+
+    def affine(self):
+        """LinkCosts summing this link up: each beta the slope of its pattern between
+        the two largest sizes, alpha what is left of the smallest message's time."""
+        beta = _slope(self.sizes, self.message_seconds)
+        return LinkCosts(max(self.message_seconds[0] - self.sizes[0] * beta, 0.0), beta,
+                         self.gamma, _slope(self.sizes, self.exchange_seconds),
+                         _slope(self.sizes, self.ring_seconds))
+
+    def figures(self):
+        """The link for a report: the affine summary and every measured time."""
+        return {**self.affine().figures(), "bytes": list(self.sizes),
+                "message_s": list(self.message_seconds),
+                "exchange_round_s": list(self.exchange_seconds),
+                "ring_step_s": list(self.ring_seconds)}
+
+
+def _check_seconds(name, value):
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+        raise HogwildError(f"{name} must be a finite number >= 0 (seconds), got {value!r}")
+
+
+def _slope(sizes, times):
+    return max((times[-1] - times[-2]) / (sizes[-1] - sizes[-2]), 0.0)
 
 
 def predict(algorithm, ranks, nbytes, costs, segment=DEFAULT_SEGMENT):
     """Predicted seconds of one allreduce of ``nbytes`` bytes over ``ranks`` ranks by
-    ``algorithm`` (a name of ALGORITHMS) on links of LinkCosts ``costs``."""
+    ``algorithm`` (a name of ALGORITHMS) on a link ``costs`` (LinkCosts or
+    MeasuredLink)."""
     if algorithm not in ALGORITHMS:
         raise HogwildError(f"unknown allreduce algorithm {algorithm!r}; choose one of: "
                            f"{', '.join(ALGORITHMS)}")
@@ -100,45 +194,36 @@ def predict(algorithm, ranks, nbytes, costs, segment=DEFAULT_SEGMENT):
     n = check_int("nbytes", nbytes, 0)
     if p == 1:
         return 0.0
-    a, b, g, x = costs.alpha, costs.beta, costs.gamma, costs.exchange
+    g = costs.gamma
     if algorithm == "basic_linear":
-        return 2 * (p - 1) * (a + n * b) + (p - 1) * n * g
+        return 2 * costs.message((p - 1) * n) + (p - 1) * n * g
     if algorithm == "nonoverlapping":
-        rounds = math.ceil(math.log2(p))
-        return 2 * rounds * (a + n * b) + rounds * n * g
+        rounds = [_tree_transfers(p, k) for k in range(math.ceil(math.log2(p)))]
+        return 2 * sum(costs.message(n) if transfers == 1 else costs.ring_step(n)
+                       for transfers in rounds) + len(rounds) * n * g
     if algorithm in ("ring", "segmented_ring"):
         block = n / p
         messages = 1 if algorithm == "ring" else \
             max(1, math.ceil(block / check_int("segment", segment, 1)))
-        return 2 * (p - 1) * (messages * a + block * costs.ring) + (p - 1) * block * g
+        return 2 * (p - 1) * messages * costs.ring_step(block / messages) + \
+            (p - 1) * block * g
     q = 1 << (p.bit_length() - 1)  # the largest power of two <= p
     rounds = q.bit_length() - 1
-    fold = 0.0 if q == p else 2 * (a + n * b) + n * g
+    fold = 0.0 if q == p else 2 * costs.message(n) + n * g
     if algorithm == "recursive_doubling":
-        return rounds * (a + n * x + n * g) + fold
-    block = n / q  # rabenseifner
-    return 2 * rounds * a + 2 * (q - 1) * block * x + (q - 1) * block * g + fold
+        return rounds * (costs.exchange_round(n) + n * g) + fold
+    halving = sum(2 * costs.exchange_round(n / (2 << i)) for i in range(rounds))  # rabenseifner
+    return halving + (q - 1) * n / q * g + fold
+
+
+def _tree_transfers(p, k):
+    """Transfers at once in round k of a binomial tree over p ranks: the ranks r
+    with r mod 2^(k+1) = 2^k send to r - 2^k."""
+    step = 1 << k
+    return (p - step - 1) // (2 * step) + 1
 
 
 def choose(ranks, nbytes, costs, segment=DEFAULT_SEGMENT):
     """(the fastest algorithm by the model, {algorithm: predicted seconds})."""
     predictions = {name: predict(name, ranks, nbytes, costs, segment) for name in ALGORITHMS}
     return min(predictions, key=predictions.get), predictions
-
-
-def fit_link(sizes, seconds):
-    """LinkCosts' alpha and beta from one-way message times ``seconds`` at ``sizes``
-    bytes (half a ping-pong's round trip): beta the slope between the two largest
-    sizes, alpha what is left of the smallest's time (clipped at 0). Not a least
-    squares line: a link's first bytes can be cheaper than the rest (a token
-    bucket's burst, a window still growing), and the slope of large messages is
-    what large allreduces pay. gamma, the reduction's cost, is measured apart and
-    left 0 here."""
-    sizes = np.asarray(sizes, np.float64)
-    seconds = np.asarray(seconds, np.float64)
-    if sizes.shape != seconds.shape or sizes.size < 2 or np.unique(sizes).size < 2:
-        raise HogwildError("fit_link needs one time per size and at least two sizes")
-    order = np.argsort(sizes, kind="stable")
-    sizes, seconds = sizes[order], seconds[order]
-    beta = max(float((seconds[-1] - seconds[-2]) / (sizes[-1] - sizes[-2])), 0.0)
-    return LinkCosts(max(float(seconds[0] - sizes[0] * beta), 0.0), beta, 0.0)

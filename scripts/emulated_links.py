@@ -2,8 +2,9 @@
 
 Each MPI rank runs in its own network namespace (and UTS namespace, so that Open
 MPI takes it for a node of its own), joined to the others by a veth pair to one
-bridge; each rank's link is shaped on its way out: netem delay and rate where
-the kernel has netem, else a token bucket (tbf) rate alone. mpirun launches one
+bridge; each rank's link is shaped both ways (a full-duplex port of a switch):
+rate and, on the way out, netem's delay where the kernel has netem, else a token
+bucket (tbf) rate alone. mpirun launches one
 daemon per namespace through a launch agent (``ip netns exec``), and the ranks
 talk over TCP on those links only. The script then runs ``hogwild
 allreduce-probe`` there and tears everything down, however it ends.
@@ -72,7 +73,8 @@ class Links:
                 sh("ip", "netns", "add", name)
                 self._join(f"hw{rank}", name, f"{SUBNET}.{rank + 1}")
                 sh("ip", "-n", name, "link", "set", "lo", "up")
-                self._shape(name, f"hw{rank}")
+                self._shape(name, f"hw{rank}", delay=True)  # the rank's way out
+                self._shape("hw-hub", f"hw{rank}-br", delay=False)  # its way in
             self._join("hwroot", None, f"{SUBNET}.254")
         except BaseException:
             self.__exit__()
@@ -90,12 +92,15 @@ class Links:
         sh(*where, "addr", "add", f"{address}/24", "dev", device)
         sh(*where, "link", "set", device, "up")
 
-    def _shape(self, namespace, device):
-        """The rank's outgoing traffic: delay and rate (netem), or rate alone (tbf,
-        with a bucket of 20 us at the rate, at least 16 KB: a larger one lets the
-        first bytes of every message through at the veth's own speed, which makes
-        messages up to its size look cheaper than the rate)."""
-        if self.netem:
+    def _shape(self, namespace, device, delay):
+        """The traffic leaving ``device``: the rate, and the delay where ``delay``
+        and the kernel has netem; else rate alone (tbf, with a bucket of 20 us at
+        the rate, at least 16 KB: a larger one lets the first bytes of every message
+        through at the veth's own speed, which makes messages up to its size look
+        cheaper than the rate). Both ends of a rank's veth are shaped, as a
+        full-duplex link to a switch is: several ranks sending to one at once
+        share its incoming rate."""
+        if self.netem and delay:
             qdisc = ["netem", "delay", self.delay, "rate", self.rate, "limit", "100000"]
         else:
             burst = max(16_000, rate_bits(self.rate) // 8 // 50_000)

@@ -1,10 +1,10 @@
 """The allreduce cost model (hogwild.collectives) against its closed forms."""
-import math
+from dataclasses import astuple
 
 import pytest
 
 from hogwild import HogwildError
-from hogwild.collectives import ALGORITHMS, LinkCosts, choose, fit_link, predict
+from hogwild.collectives import ALGORITHMS, LinkCosts, MeasuredLink, choose, predict
 
 LINK = LinkCosts(alpha=20e-6, beta=1e-9, gamma=0.25e-9)  # 20 us, 1 GB/s, 4 GB/s
 
@@ -33,27 +33,63 @@ def test_recursive_doubling_and_rabenseifner_fold_in_ranks_beyond_a_power_of_two
 
 def test_one_rank_costs_nothing_and_linear_costs_grow_with_the_ranks():
     assert all(predict(name, 1, 10**6, LINK) == 0.0 for name in ALGORITHMS)
+    # rank 0's link carries the p - 1 transfers of each phase, whose latencies overlap
     assert predict("basic_linear", 8, 1000, LINK) == pytest.approx(
-        14 * (LINK.alpha + 1000 * LINK.beta) + 7 * 1000 * LINK.gamma)
+        2 * (LINK.alpha + 7 * 1000 * LINK.beta) + 7 * 1000 * LINK.gamma)
     assert predict("nonoverlapping", 5, 1000, LINK) == pytest.approx(
         6 * (LINK.alpha + 1000 * LINK.beta) + 3 * 1000 * LINK.gamma)
 
 
 def test_the_choice_follows_latency_for_small_messages_and_bandwidth_for_large():
     small, predictions = choose(8, 8, LINK)
-    assert small == "recursive_doubling"  # 3 messages against the ring's 14
-    assert predictions["ring"] > predictions["recursive_doubling"]
+    assert small == "basic_linear"  # two latencies: each phase's 7 transfers overlap
+    assert predictions["ring"] > predictions["recursive_doubling"]  # 14 latencies against 3
     large, predictions = choose(8, 256 << 20, LINK)
     assert large in ("ring", "rabenseifner")  # 2 (p-1)/p of the bytes, not log2 p times
     assert predictions[large] < predictions["recursive_doubling"] / 1.5
     assert set(predictions) == set(ALGORITHMS)
 
 
-def test_ping_pong_times_give_back_the_link():
-    sizes = [1 << k for k in range(10, 25, 2)]
-    fitted = fit_link(sizes, [LINK.alpha + s * LINK.beta for s in sizes])
-    assert math.isclose(fitted.alpha, LINK.alpha, rel_tol=1e-6)
-    assert math.isclose(fitted.beta, LINK.beta, rel_tol=1e-9)
+def measured(link, sizes):
+    """The MeasuredLink whose times are ``link``'s at ``sizes``."""
+    return MeasuredLink(sizes, [link.message(z) for z in sizes],
+                        [link.exchange_round(z) for z in sizes],
+                        [link.ring_step(z) for z in sizes], link.gamma)
+
+
+def test_a_measured_affine_link_predicts_what_its_closed_forms_do():
+    busy = LinkCosts(LINK.alpha, LINK.beta, LINK.gamma, beta_exchange=2 * LINK.beta,
+                     beta_ring=3 * LINK.beta)
+    link = measured(busy, [1 << k for k in range(10, 23, 2)])
+    # alpha and each pattern's beta come back
+    assert astuple(link.affine()) == pytest.approx(astuple(busy), rel=1e-9)
+    for ranks in (2, 4, 6, 8):
+        for nbytes in (1 << 16, 1 << 20, 1 << 28):  # every step >= 1 KiB: interpolated
+            for name in ALGORITHMS:
+                assert predict(name, ranks, nbytes, link) == pytest.approx(
+                    predict(name, ranks, nbytes, busy), rel=1e-9), (name, ranks, nbytes)
+
+
+def test_a_measured_link_prices_each_step_at_its_own_size():
+    """A token bucket's burst: transfers up to 64 KiB run 4x faster than the rate
+    of large ones. The ring's 16 KiB steps of a 64 KiB allreduce pay the measured
+    16 KiB price, not alpha plus 16 KiB at the large transfers' rate."""
+    sizes = [1 << k for k in range(10, 23, 2)]
+    slow = LinkCosts(LINK.alpha, 4 * LINK.beta, LINK.gamma)
+    times = [LINK.message(z) if z <= 1 << 16 else LINK.message(1 << 16)
+             + (z - (1 << 16)) * slow.beta for z in sizes]
+    link = MeasuredLink(sizes, times, times, times, LINK.gamma)
+    assert link.ring_step(1 << 14) == pytest.approx(LINK.message(1 << 14))
+    assert link.affine().beta == pytest.approx(slow.beta)
+    assert predict("ring", 4, 1 << 16, link) == pytest.approx(predict("ring", 4, 1 << 16, LINK))
+    assert predict("ring", 4, 1 << 16, link.affine()) > 2 * predict("ring", 4, 1 << 16, link)
+    # past the largest size, the slope between the two largest; below the smallest, flat
+    assert link.message(1 << 24) - link.message(1 << 22) == pytest.approx(
+        ((1 << 24) - (1 << 22)) * slow.beta)
+    assert link.message(10) == link.message(1 << 10)
+    # noise that makes a larger transfer cheaper is raised to the smaller one's time
+    dip = MeasuredLink([1024, 2048, 4096], [3e-6, 2e-6, 5e-6], [1e-6] * 3, [1e-6] * 3, 0.0)
+    assert dip.message_seconds == (3e-6, 3e-6, 5e-6)
 
 
 @pytest.mark.parametrize("call,message", [
@@ -64,8 +100,12 @@ def test_ping_pong_times_give_back_the_link():
     (lambda: predict("ring", 2, -1, LINK), "nbytes must be an integer >= 0, got -1"),
     (lambda: LinkCosts(-1.0, 0.0, 0.0), "alpha must be a finite number >= 0 (seconds), "
      "got -1.0"),
-    (lambda: fit_link([8], [1e-6]), "fit_link needs one time per size and at least two "
-     "sizes"),
+    (lambda: MeasuredLink([8], [1e-6], [1e-6], [1e-6], 0.0), "a measured link needs at least "
+     "two ascending positive sizes"),
+    (lambda: MeasuredLink([8, 16], [1e-6], [1e-6] * 2, [1e-6] * 2, 0.0), "message_seconds must "
+     "have one time per size (2), got 1"),
+    (lambda: MeasuredLink([8, 16], [1e-6, float("nan")], [1e-6] * 2, [1e-6] * 2, 0.0),
+     "message_seconds must be a finite number >= 0 (seconds), got nan"),
 ])
 def test_bad_input_is_named(call, message):
     with pytest.raises(HogwildError) as error:
@@ -75,8 +115,9 @@ def test_bad_input_is_named(call, message):
 
 def test_each_pattern_of_transfers_costs_its_own_measured_rate():
     """Recursive doubling and Rabenseifner exchange with a partner each round:
-    beta_exchange; the rings send right and receive left: beta_ring; the linear
-    and tree algorithms send one at a time: beta."""
+    beta_exchange; the rings send right and receive left, and a tree's round of
+    several transfers has several ranks sending at once: beta_ring; a transfer
+    alone: beta."""
     busy = LinkCosts(LINK.alpha, LINK.beta, LINK.gamma, beta_exchange=2 * LINK.beta,
                      beta_ring=3 * LINK.beta)
     n, a, b, g = 1 << 20, LINK.alpha, LINK.beta, LINK.gamma
@@ -85,8 +126,10 @@ def test_each_pattern_of_transfers_costs_its_own_measured_rate():
         4 * a + 2 * 3 * n / 4 * 2 * b + 3 * n / 4 * g)
     assert predict("ring", 4, n, busy) == pytest.approx(
         2 * 3 * (a + n / 4 * 3 * b) + 3 * n / 4 * g)
-    for name in ("basic_linear", "nonoverlapping"):
-        assert predict(name, 4, n, busy) == predict(name, 4, n, LINK), name
-    assert (LINK.exchange, LINK.ring) == (LINK.beta, LINK.beta)
+    assert predict("basic_linear", 4, n, busy) == predict("basic_linear", 4, n, LINK)
+    # the tree's first round has two transfers at once (1 -> 0, 3 -> 2), its second one
+    assert predict("nonoverlapping", 4, n, busy) == pytest.approx(
+        2 * ((a + n * 3 * b) + (a + n * b)) + 2 * n * g)
+    assert LINK.exchange_round(n) == LINK.ring_step(n) == LINK.message(n)
     # where ring steps cost 3x and exchanges 2x, Rabenseifner beats the ring
     assert choose(4, 256 << 20, busy)[0] == "rabenseifner"

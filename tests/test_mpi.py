@@ -213,10 +213,18 @@ def test_a_rank_killed_by_sigkill_ends_the_job_within_ten_seconds_leaving_nothin
     assert _shm() - before == set()
 
 
-def test_ranks_whose_mpirun_was_killed_exit_within_seconds():
+def test_ranks_whose_mpirun_was_killed_exit_within_seconds_leaving_nothing():
+    """mpirun killed by SIGKILL cannot clean up: the ranks' shared-memory segments
+    lose their names once all are mapped, and a rank removes the launcher's
+    session directory (the PMIx server's files)."""
+    before = _shm()
     proc, ranks = _training_job()
     try:
         assert len(ranks) == 2
+        session = dict(entry.split(b"=", 1) for entry in Path(
+            f"/proc/{ranks[1]}/environ").read_bytes().split(b"\0") if b"=" in entry
+                       )[b"PMIX_SERVER_TMPDIR"].decode()
+        assert Path(session).is_dir()
         os.kill(proc.pid, signal.SIGKILL)  # mpirun itself
         proc.communicate(timeout=30)
         deadline = time.monotonic() + 10
@@ -224,6 +232,8 @@ def test_ranks_whose_mpirun_was_killed_exit_within_seconds():
                 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert all(_state(pid) in ("gone", "Z") for pid in ranks), ranks
+        assert _shm() - before == set()
+        assert not Path(session).exists()
     finally:
         for pid in ranks:  # still ours if still running hogwild
             try:

@@ -33,11 +33,14 @@ A rank that raises must end the job: a rank that returns from an error while the
 others wait in a collective hangs the job at MPI_Finalize. The command line calls
 MPI_Abort for it; a script should run as ``mpirun -n N python -m mpi4py script.py``
 (mpi4py then aborts on an uncaught exception). A rank whose launcher (mpirun)
-died exits within a second.
+died exits within a second and removes the launcher's session directory. Open
+MPI's shared-memory segments lose their names in /dev/shm once every rank of a
+node has mapped them, so no end of a job, however abrupt, leaves one behind.
 """
 import ctypes
 import math
 import os
+import shutil
 import sys
 import threading
 import time
@@ -51,7 +54,7 @@ from hogwild.backends.base import HostBackend
 from hogwild.backends.host import aligned_copy
 from hogwild.backends.sharding import FlatLayout, node_samples, run_seed
 from hogwild.backends.threads import ThreadsBackend
-from hogwild.collectives import (ALGORITHMS, DEFAULT_SEGMENT, LinkCosts, choose, fit_link,
+from hogwild.collectives import (ALGORITHMS, DEFAULT_SEGMENT, LinkCosts, MeasuredLink, choose,
                                  predict)
 from hogwild.errors import HogwildError, check_int
 from hogwild.errors import choose as choose_name
@@ -62,16 +65,36 @@ LOCAL_SCHEDULERS = ("hogwild", "locked", "serial")
 ALGORITHM_CHOICES = ("auto", *ALGORITHMS)
 EXCHANGES = ("auto", "dense", "sparse")
 STEP_SCALINGS = ("linear", "none")
-PROBE_SIZES = (1 << 10, 1 << 16, 1 << 20, 1 << 22)  # bytes of the start-up ping-pong
-PROBE_REPEATS = 9  # round trips per size up to 1 MiB (3 above); the median counts
+PROBE_SIZES = tuple(1 << k for k in range(10, 23, 2))  # bytes of the start-up probe, 1 KiB-4 MiB
+PROBE_REPEATS = 9  # repeats per size up to 1 MiB (3 above); the median counts
+RING_STEPS = 3  # ring steps back to back in a repeat of the link probe
 
 
-LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE")  # set by mpirun
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")  # set by mpirun, srun
+SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 
 
 def in_mpi_job():
     """Whether this process was started by an MPI launcher (mpirun, srun)."""
-    return any(name in os.environ for name in LAUNCHER_VARIABLES)
+    return any(name in os.environ for name in RANK_VARIABLES + SIZE_VARIABLES)
+
+
+def job_rank():
+    """This process's rank in the MPI job that started it (0 outside one), known
+    before MPI starts."""
+    return _launcher_number(RANK_VARIABLES, 0)
+
+
+def job_size():
+    """The ranks of the MPI job that started this process (1 outside one)."""
+    return _launcher_number(SIZE_VARIABLES, 1)
+
+
+def _launcher_number(names, default):
+    for name in names:
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return default
 
 
 def import_mpi():
@@ -79,8 +102,8 @@ def import_mpi():
     process that no launcher started is a job of one rank ("singleton"), for which
     Open MPI's shared-memory transport is of no use and whose segment in /dev/shm
     no launcher would remove: it gets the loopback transport alone."""
-    alone = not in_mpi_job() and "mpi4py.MPI" not in sys.modules \
-        and "OMPI_MCA_btl" not in os.environ
+    starting = "mpi4py.MPI" not in sys.modules
+    alone = starting and not in_mpi_job() and "OMPI_MCA_btl" not in os.environ
     if alone:  # for MPI_Init only: not for processes this one starts later
         os.environ["OMPI_MCA_btl"] = "self"
     try:
@@ -91,7 +114,51 @@ def import_mpi():
     finally:
         if alone:
             del os.environ["OMPI_MCA_btl"]
+    if starting and MPI.COMM_WORLD.Get_size() > 1:
+        unlink_shared_segments(MPI)
     return MPI
+
+
+SEGMENT_PREFIX = "sm_segment."  # Open MPI's shared-memory transport, one file per rank
+
+
+def unlink_shared_segments(MPI):
+    """Remove the names of Open MPI's shared-memory segments as soon as every rank
+    of this node has mapped every other's (the memory lives on until the last rank
+    unmaps it). mpirun removes them when a job ends, but one killed by SIGKILL
+    leaves 16 MiB per rank in /dev/shm for good. A message between every pair of
+    a node's ranks makes each map its peers' segments (Open MPI may map them
+    lazily, at the first message); after a barrier no rank needs a name again.
+    Collective over COMM_WORLD: every rank calls it, right after MPI_Init."""
+    node = MPI.COMM_WORLD.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        me, size = node.Get_rank(), node.Get_size()
+        if size == 1:
+            return
+        peers = [peer for peer in range(size) if peer != me]
+        token, incoming = np.zeros(1, np.uint8), np.zeros((size, 1), np.uint8)
+        requests = [node.Irecv(incoming[peer], source=peer, tag=17) for peer in peers]
+        requests += [node.Isend(token, dest=peer, tag=17) for peer in peers]
+        MPI.Request.Waitall(requests)
+        node.Barrier()
+        for path in _mapped_segments():
+            try:
+                os.unlink(path)
+            except OSError:  # a peer was first, or it is not ours to remove
+                pass
+    finally:
+        node.Free()
+
+
+def _mapped_segments():
+    """The files of Open MPI's shared-memory segments that this process maps."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split(maxsplit=5)[5].strip() for line in maps
+                     if len(line.split(maxsplit=5)) == 6}
+    except OSError:  # not Linux
+        return []
+    return sorted(p for p in paths if os.path.basename(p).startswith(SEGMENT_PREFIX))
 
 
 @dataclass(frozen=True)
@@ -202,15 +269,19 @@ def tuned_communicator(MPI, comm, algorithm, segment=DEFAULT_SEGMENT):
 # --- the link's costs, measured ------------------------------------------------------
 
 def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS):
-    """LinkCosts of ``comm``, each rate from its own pattern: alpha and beta fitted
-    to ping-pong times between ranks 0 and 1 (half the median round trip per
-    size); beta_exchange to rounds in which every rank exchanges with a partner
-    (rank r with r xor 1), and beta_ring to ring steps (every rank sends to r + 1
-    and receives from r - 1), the slowest rank's time; gamma the time per byte of
-    a float32 sum on rank 0. Every rank gets rank 0's figures."""
+    """The MeasuredLink of ``comm``, each pattern timed at each of ``sizes``: a
+    message, half the median ping-pong round trip between ranks 0 and 1; an
+    exchange round, every rank swapping with a partner (r xor 1, then r xor 2, ...,
+    recursive doubling's rounds, back to back); a ring step, every rank sending
+    to r + 1 while receiving from r - 1 (up to RING_STEPS steps back to back, as a
+    ring runs them). A repeat is timed from a barrier by its slowest rank, divided
+    by its rounds or steps; the median repeat counts. gamma is the time per byte
+    of a float32 sum on rank 0. Every rank gets rank 0's figures."""
     rank, ranks = comm.Get_rank(), comm.Get_size()
-    partner = rank ^ 1 if (rank ^ 1) < ranks else None
+    power = 1 << (ranks.bit_length() - 1)  # ranks past the largest power of two wait
+    partners = [rank ^ (1 << k) for k in range(power.bit_length() - 1)] if rank < power else []
     right, left = (rank + 1) % ranks, (rank - 1) % ranks
+    steps = min(ranks - 1, RING_STEPS)
 
     def ping_pong(buffer, incoming):
         if rank == 0:
@@ -220,17 +291,20 @@ def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS):
             comm.Recv(buffer, source=0, tag=7)
             comm.Send(buffer, dest=0, tag=7)
 
-    def exchange(buffer, incoming):
-        if partner is not None:
+    def exchange_rounds(buffer, incoming):
+        for partner in partners:
             comm.Sendrecv(buffer, dest=partner, sendtag=8, recvbuf=incoming, source=partner,
                           recvtag=8)
 
-    def ring_step(buffer, incoming):
-        comm.Sendrecv(buffer, dest=right, sendtag=9, recvbuf=incoming, source=left, recvtag=9)
+    def ring_steps(buffer, incoming):
+        for _ in range(steps):
+            comm.Sendrecv(buffer, dest=right, sendtag=9, recvbuf=incoming, source=left,
+                          recvtag=9)
 
     times = {}
-    for name, pattern in (("ping_pong", ping_pong), ("exchange", exchange),
-                          ("ring", ring_step)):
+    for name, pattern, per in (("ping_pong", ping_pong, 2),
+                               ("exchange", exchange_rounds, power.bit_length() - 1),
+                               ("ring", ring_steps, steps)):
         times[name] = []
         for size in sizes:
             buffer, incoming = np.zeros(size, np.uint8), np.zeros(size, np.uint8)
@@ -240,10 +314,9 @@ def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS):
                 start = time.perf_counter()
                 pattern(buffer, incoming)
                 rounds.append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX))
-            times[name].append(float(np.median(rounds[1:])))
+            times[name].append(float(np.median(rounds[1:])) / per)
     costs = None
     if rank == 0:
-        link = fit_link(sizes, [t / 2 for t in times["ping_pong"]])
         a = np.ones(1 << 18, np.float32)  # 1 MiB
         b = np.ones_like(a)
         sums = []
@@ -251,17 +324,10 @@ def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS):
             start = time.perf_counter()
             np.add(a, b, out=a)
             sums.append(time.perf_counter() - start)
-        costs = LinkCosts(link.alpha, link.beta, min(sums) / a.nbytes,
-                          fit_link(sizes, times["exchange"]).beta,
-                          fit_link(sizes, times["ring"]).beta)
+        costs = MeasuredLink(tuple(sizes), tuple(times["ping_pong"]),
+                             tuple(times["exchange"]), tuple(times["ring"]),
+                             min(sums) / a.nbytes)
     return comm.bcast(costs, root=0)
-
-
-def link_figures(costs):
-    """LinkCosts for a report."""
-    return {"alpha_s": costs.alpha, "beta_s_per_byte": costs.beta,
-            "beta_exchange_s_per_byte": costs.exchange, "beta_ring_s_per_byte": costs.ring,
-            "gamma_s_per_byte": costs.gamma}
 
 
 def probe_sizes(smallest=1 << 10, largest=1 << 28, factor=4):
@@ -274,36 +340,51 @@ def probe_sizes(smallest=1 << 10, largest=1 << 28, factor=4):
 
 def time_algorithms(MPI, comm, sizes, costs, budget=0.25, progress=None):
     """{algorithm: {size: seconds of one allreduce}}, measured: each of Open MPI's
-    algorithms forced in turn (tuned_communicator) on float32 vectors of each size,
-    repeated for about ``budget`` seconds by the model's prediction (at least
-    three times, after one untimed), each repeat from a barrier and timed by its
-    slowest rank; the median repeat counts (a busy host's hiccup moves a mean).
-    ``progress()`` after each measurement."""
-    measured = {}
+    algorithms forced on its own communicator (tuned_communicator), on float32
+    vectors of each size, repeated for about ``budget`` seconds by the model's
+    prediction (at least three times, after one untimed), each repeat from a
+    barrier and timed by its slowest rank; the median repeat counts (a busy host's
+    hiccup moves a mean). The algorithms take turns repeat by repeat, in an order
+    that rotates, so that a host's slow spell or a link's state (a token bucket
+    refilled by an idle spell) falls on all of them alike. ``progress()`` after
+    each size."""
     ranks = comm.Get_size()
-    for algorithm in ALGORITHMS:
-        reducer, forced = tuned_communicator(MPI, comm, algorithm)
-        if not forced:
-            raise HogwildError("the allreduce probe forces Open MPI's tuned algorithms; "
-                               f"this MPI is {MPI.Get_library_version().splitlines()[0]}")
-        measured[algorithm] = {}
+    reducers = {}
+    try:
+        for algorithm in ALGORITHMS:
+            reducer, forced = tuned_communicator(MPI, comm, algorithm)
+            if not forced:
+                raise HogwildError("the allreduce probe forces Open MPI's tuned algorithms; "
+                                   f"this MPI is {MPI.Get_library_version().splitlines()[0]}")
+            reducers[algorithm] = reducer
+        measured = {algorithm: {} for algorithm in ALGORITHMS}
         for size in sizes:
-            vector = np.ones(max(size // 4, 1), np.float32)
-            predicted = predict(algorithm, ranks, vector.nbytes, costs)
-            repeats = int(min(50, max(3, budget / max(predicted, 1e-6))))
-            reducer.Allreduce(MPI.IN_PLACE, vector, op=MPI.SUM)
-            seconds = np.empty(repeats)
-            for k in range(repeats):
-                reducer.Barrier()
-                start = time.perf_counter()
+            vector = np.zeros(max(size // 4, 1), np.float32)
+            repeats = {algorithm: int(min(50, max(3, budget / max(
+                predict(algorithm, ranks, vector.nbytes, costs), 1e-6))))
+                for algorithm in ALGORITHMS}
+            seconds = {algorithm: [] for algorithm in ALGORITHMS}
+            for reducer in reducers.values():
                 reducer.Allreduce(MPI.IN_PLACE, vector, op=MPI.SUM)
-                seconds[k] = time.perf_counter() - start
-            slowest = np.empty_like(seconds)
-            comm.Allreduce(seconds, slowest, op=MPI.MAX)
-            measured[algorithm][size] = float(np.median(slowest))
+            order = list(ALGORITHMS)
+            for k in range(max(repeats.values())):
+                for algorithm in order[k % len(order):] + order[:k % len(order)]:
+                    if k < repeats[algorithm]:
+                        reducer = reducers[algorithm]
+                        reducer.Barrier()
+                        start = time.perf_counter()
+                        reducer.Allreduce(MPI.IN_PLACE, vector, op=MPI.SUM)
+                        seconds[algorithm].append(time.perf_counter() - start)
+            for algorithm, times in seconds.items():
+                times = np.asarray(times)
+                slowest = np.empty_like(times)
+                comm.Allreduce(times, slowest, op=MPI.MAX)
+                measured[algorithm][size] = float(np.median(slowest))
             if progress is not None:
                 progress()
-        reducer.Free()
+    finally:
+        for reducer in reducers.values():
+            reducer.Free()
     return measured
 
 
@@ -312,18 +393,25 @@ _WATCHING = []  # the launcher watch, started once per process
 
 def watch_launcher(rank):
     """Exit when the launcher (mpirun, this rank's parent) dies: its job is gone,
-    and an orphan would wait in a collective for ever."""
+    and an orphan would wait in a collective for ever. A launcher killed by
+    SIGKILL leaves its session directory (the PMIx server's files, mapped by its
+    ranks) behind; the first rank to notice removes it."""
     if _WATCHING:
         return
     parent = os.getppid()
 
     def watch():
-        while True:
-            time.sleep(0.5)
-            if os.getppid() != parent:
-                print(f"hogwild: rank {rank}: the MPI launcher (pid {parent}) died; exiting",
-                      file=sys.stderr, flush=True)
-                os._exit(1)
+        while os.getppid() == parent:
+            time.sleep(0.1)
+        session = os.environ.get("PMIX_SERVER_TMPDIR", "")
+        if os.path.basename(session).endswith(f".{parent}"):  # that launcher's own
+            shutil.rmtree(session, ignore_errors=True)
+        try:
+            print(f"hogwild: rank {rank}: the MPI launcher (pid {parent}) died; exiting",
+                  file=sys.stderr, flush=True)
+        except OSError:  # its pipe went with it
+            pass
+        os._exit(1)
     _WATCHING.append(threading.Thread(target=watch, daemon=True, name="hogwild-launcher"))
     _WATCHING[0].start()
 
@@ -518,7 +606,7 @@ class MPIBackend(HostBackend):
             "step_scaling": self.settings.step_scaling,
             "warmup_epochs": self.settings.warmup_epochs,
             "message_bytes": int(self.flat.nbytes),
-            "link": link_figures(self.costs),
+            "link": self.costs.figures(),
             "algorithm": self.algorithm,
             "algorithm_by": "model" if self.settings.algorithm == "auto" else "user",
             "algorithm_forced": self.forced, "model_choice": self.choice,

@@ -25,9 +25,9 @@ import warnings
 from hogwild.cli.commands import download, list_datasets, sparsity
 from hogwild.cli.options import check_numbers, build_parser
 from hogwild.cli.probe import run_probe
-from hogwild.cli.ranks import abort_job, job_rank, job_size, launch
+from hogwild.cli.ranks import abort_job, launch
 from hogwild.cli.run import run_cuts, run_mc, run_svm
-from hogwild.backends.mpi import import_mpi, in_mpi_job
+from hogwild.backends.mpi import import_mpi, in_mpi_job, job_rank, job_size
 from hogwild.errors import HogwildError, Interrupted
 
 __all__ = ["main", "build_parser"]

@@ -6,7 +6,6 @@ import re
 import sys
 
 from hogwild.atomic import atomic_file
-from hogwild.backends.mpi import link_figures
 from hogwild.collectives import ALGORITHMS, choose
 from hogwild.errors import HogwildError
 
@@ -65,7 +64,7 @@ def run_probe(args):
                            "under mpirun -n N")
     sizes = probe_sizes(smallest, largest)
     costs = measure_link(MPI, comm)
-    bar = progress_bar(len(sizes) * len(ALGORITHMS), "measurement",
+    bar = progress_bar(len(sizes), "size",
                        comm.Get_rank() == 0 and not args.json)
     measured = time_algorithms(MPI, comm, sizes, costs, args.budget,
                                progress=bar.update if bar else None)
@@ -108,7 +107,7 @@ def build_report(ranks, sizes, costs, measured, label="", library=""):
                                                    for n in ALGORITHMS)})
     checked = [row for row in rows if row["bytes"] >= CHECKED_FROM]
     return {"ranks": ranks, "label": label, "library": library,
-            "link": link_figures(costs),
+            "link": costs.figures(),
             "rows": rows,
             "checked_from_bytes": CHECKED_FROM,
             "predictions_within_2x": all(r["worst_prediction_ratio"] <= CLOSE for r in checked),
@@ -142,10 +141,18 @@ def markdown(report):
              f"{1 / max(link['beta_exchange_s_per_byte'], 1e-30) / 1e9:.2f} GB/s in pairwise "
              f"exchanges, {1 / max(link['beta_ring_s_per_byte'], 1e-30) / 1e9:.2f} GB/s in "
              "ring steps, reduction "
-             f"{1 / max(link['gamma_s_per_byte'], 1e-30) / 1e9:.2f} GB/s.", "",
-             "Each cell: measured (predicted). **Bold**: the model's choice; * the fastest.",
-             "", "| size | " + " | ".join(ALGORITHMS) + " | choice / fastest |",
-             "|---" * (len(ALGORITHMS) + 2) + "|"]
+             f"{1 / max(link['gamma_s_per_byte'], 1e-30) / 1e9:.2f} GB/s.", ""]
+    if "bytes" in link:
+        lines += ["The start-up probe's times, which the model interpolates:", "",
+                  "| size | message | exchange round | ring step |", "|---|---|---|---|"]
+        lines += [f"| {_size_text(size)} | {_time_text(one)} | {_time_text(pair)} | "
+                  f"{_time_text(step)} |" for size, one, pair, step in
+                  zip(link["bytes"], link["message_s"], link["exchange_round_s"],
+                      link["ring_step_s"])]
+        lines.append("")
+    lines += ["Each cell: measured (predicted). **Bold**: the model's choice; * the fastest.",
+              "", "| size | " + " | ".join(ALGORITHMS) + " | choice / fastest |",
+              "|---" * (len(ALGORITHMS) + 2) + "|"]
     for row in report["rows"]:
         cells = []
         for name in ALGORITHMS:

@@ -11,22 +11,6 @@ from hogwild.errors import HogwildError
 from hogwild.limits import usable_cores
 
 
-def job_rank():
-    """This process's rank in the MPI job that started it (0 outside one)."""
-    for name in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"):
-        if os.environ.get(name, "").isdigit():
-            return int(os.environ[name])
-    return 0
-
-
-def job_size():
-    """The ranks of the MPI job that started this process (1 outside one)."""
-    for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
-        if os.environ.get(name, "").isdigit():
-            return int(os.environ[name])
-    return 1
-
-
 def find_mpirun():
     """mpirun beside this Python (Open MPI's wheel puts it there) or on PATH."""
     here = os.path.dirname(sys.executable)

@@ -8,8 +8,8 @@ import time
 import numpy as np
 
 from hogwild.atomic import atomic_file
+from hogwild.backends.mpi import job_rank
 from hogwild.cli.options import IMAGE_SUFFIXES, control_fields, training_fields
-from hogwild.cli.ranks import job_rank
 from hogwild.config import TrainingConfig
 from hogwild.errors import HogwildError
 
