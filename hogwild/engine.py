@@ -66,11 +66,12 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextlib.contextmanager
-def _stop_after_epoch():
+def _stop_after_epoch(announce=True):
     """While training: the first Ctrl-C or SIGTERM asks to stop after the current
-    epoch (the returned request's ``is_set``), a second one interrupts at once.
-    Only the main thread can install signal handlers; elsewhere both signals keep
-    their usual effect."""
+    epoch (the returned request's ``is_set``), a second one interrupts at once;
+    ``announce``: say so on stderr (the reporting process alone: every rank of an
+    MPI job gets the signal). Only the main thread can install signal handlers;
+    elsewhere both signals keep their usual effect."""
     requested = _StopRequest()
     if threading.current_thread() is not threading.main_thread():
         yield requested
@@ -80,9 +81,10 @@ def _stop_after_epoch():
         if requested.is_set():
             raise Interrupted(None, signum=signum)
         requested.signum = signum
-        again = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-        print(f"hogwild: stopping after this epoch ({again} again to abandon it)",
-              file=sys.stderr, flush=True)
+        if announce:
+            again = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+            print(f"hogwild: stopping after this epoch ({again} again to abandon it)",
+                  file=sys.stderr, flush=True)
 
     previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
     try:
@@ -192,7 +194,7 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
     total_updates = epochs * n
     progress, every = controls.progress, controls.checkpoint_every
     with backend_cls.open(n_workers, config, source) as runner, \
-            _stop_after_epoch() as stop_requested:
+            _stop_after_epoch(announce=runner.reports) as stop_requested:
         params, data = runner.share(params, data, n)
         _compile(runner, loops, objective, params, data, sched)
         metrics = evaluator(controls.evaluate, objective, runner)

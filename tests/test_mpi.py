@@ -260,6 +260,34 @@ def _state(pid):
         return "gone"
 
 
+def test_sigterm_to_a_ranks_launch_stops_every_rank_after_the_same_epoch(tmp_path):
+    """--ranks forwards the first SIGTERM to the ranks, which agree on the epoch to
+    stop after: rank 0 alone announces it and writes the checkpoint, and no rank
+    is aborted."""
+    from hogwild.checkpoint import load_checkpoint
+
+    checkpoint = tmp_path / "run.npz"
+    proc = subprocess.Popen(HOGWILD + ["run", "svm", "--ranks", "2", "--epochs", "100000",
+                                       "--checkpoint", str(checkpoint)],
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(
+                len(_ranks_of(launcher)) == 2 for launcher in _ranks_of(proc.pid)):
+            time.sleep(0.2)
+        time.sleep(3)  # training: past MPI's start-up and the first epochs
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
+    assert err.count("hogwild: stopping after this epoch (SIGTERM again to abandon it)") == 1
+    assert "MPI_ABORT" not in err and "interrupted after epoch" in err
+    saved = load_checkpoint(checkpoint)
+    assert saved.epoch >= 1 and saved.settings["ranks"] == 2
+
+
 def test_a_job_of_one_rank_started_without_mpirun_leaves_no_shared_memory():
     """Open MPI's singleton would leave a 16 MiB segment in /dev/shm that no
     launcher removes; the backend starts it with the loopback transport alone."""
