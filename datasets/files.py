@@ -1,37 +1,61 @@
 """Reading data files whole: plain, gzip or bzip2 (detected from the bytes), with
-one-line errors that name the file; and the memory a dataset may ask for."""
+one-line errors that name the file. Only regular files are read (a FIFO would
+block for ever, a device never end), and no file may take more memory, as read
+or as decompressed, than is available."""
 import bz2
 import gzip
+import io
 import os
 
 from hogwild.errors import DataFormatError, HogwildError
+from hogwild.limits import available_memory
+from hogwild.paths import check_regular
 
-
-def physical_memory():
-    """This machine's memory in bytes (None where the OS does not say): data that
-    cannot fit is refused up front, not discovered by the OOM killer."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
-
+CHUNK = 64 << 20  # bytes decompressed at a time, so that the total is checked as it grows
 
 def read_bytes(path):
-    """The file's bytes, decompressed if it is gzip or bzip2."""
+    """The file's bytes (a bytes or bytearray object), decompressed if it is gzip or
+    bzip2. Opened without blocking, so a FIFO is refused rather than waited on."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise HogwildError(f"cannot read {path}: no such file") from None
     except IsADirectoryError:
         raise HogwildError(f"cannot read {path}: it is a directory") from None
     except OSError as exc:
         raise HogwildError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        if raw[:2] == b"\x1f\x8b":
-            return gzip.decompress(raw)
-        if raw[:3] == b"BZh":
-            return bz2.decompress(raw)
-    except (OSError, EOFError, ValueError) as exc:
-        raise DataFormatError(f"cannot decompress {path}: {exc}") from None
+    with os.fdopen(fd, "rb") as f:
+        check_regular(path, fd)
+        size = os.fstat(fd).st_size
+        memory = available_memory()
+        if memory is not None and size > memory:
+            raise HogwildError(f"cannot read {path}: its {size / 2**30:.1f} GiB are more than "
+                               f"the {memory / 2**30:.1f} GiB of memory available")
+        try:
+            raw = f.read()
+        except OSError as exc:
+            raise HogwildError(f"cannot read {path}: {exc.strerror}") from None
+    if raw[:2] == b"\x1f\x8b":
+        return _decompress(path, lambda f: gzip.GzipFile(fileobj=f), raw, memory)
+    if raw[:3] == b"BZh":
+        return _decompress(path, bz2.BZ2File, raw, memory)
     return raw
+
+
+def _decompress(path, opener, raw, memory):
+    """The decompressed bytes of ``raw``, chunk by chunk, refused as soon as they
+    pass the memory that is left (a small file can inflate to terabytes)."""
+    cap = None if memory is None else max(memory - len(raw), 0)
+    out = bytearray()
+    try:
+        with opener(io.BytesIO(raw)) as stream:
+            while chunk := stream.read(CHUNK):
+                out += chunk
+                if cap is not None and len(out) > cap:
+                    raise HogwildError(f"cannot read {path}: it decompresses to more than the "
+                                       f"{cap / 2**30:.1f} GiB of memory available")
+    except (OSError, EOFError, ValueError) as exc:
+        if isinstance(exc, HogwildError):
+            raise
+        raise DataFormatError(f"cannot decompress {path}: {exc}") from None
+    return out

@@ -23,13 +23,11 @@ def read_dimacs(path):
         fields = line.split()
         if not fields or fields[0] == "c":
             continue
-        if fields[0] == "p" and len(fields) >= 4 and n is None and fields[2].isdigit():
-            n = int(fields[2])
+        if fields[0] == "p" and len(fields) >= 4 and n is None \
+                and _number(fields[2], MAX_VERTICES) is not None:
+            n = _number(fields[2], MAX_VERTICES)
         elif fields[0] == "e" and len(fields) >= 3 and n is not None:
-            try:
-                a, b = int(fields[1]), int(fields[2])
-            except ValueError:
-                a = b = 0
+            a, b = (_number(field, n) or 0 for field in fields[1:3])
             if not (1 <= a <= n and 1 <= b <= n):
                 raise DataFormatError(f"{path}, line {number}: edge endpoints must be "
                                       f"integers in 1..{n}: {line.strip()!r}")
@@ -64,13 +62,14 @@ def read_weighted_edges(path):
         fields = line.split()
         if not fields or fields[0].startswith(("#", "%")):
             continue
-        if len(fields) == 1 and not u and fields[0].isdigit():
+        if len(fields) == 1 and not u and _number(fields[0]) is not None:
             continue
-        if len(fields) < 2 or not (fields[0].isdigit() and fields[1].isdigit()):
-            raise DataFormatError(f"{path}, line {number}: expected two non-negative "
-                                  f"integer vertex ids: {line.strip()[:80]!r}")
-        u.append(int(fields[0]))
-        v.append(int(fields[1]))
+        ends = [_number(field) for field in fields[:2]]
+        if len(fields) < 2 or None in ends:
+            raise DataFormatError(f"{path}, line {number}: expected two integer vertex ids "
+                                  f"from 0 to 2**63 - 1: {line.strip()[:80]!r}")
+        u.append(ends[0])
+        v.append(ends[1])
         w.append(_weight(fields, path, number) if len(fields) > 2 else None)
     if not u:
         raise DataFormatError(f"{path}: no edges")
@@ -81,6 +80,18 @@ def read_weighted_edges(path):
     low, high = np.minimum(a, b)[keep], np.maximum(a, b)[keep]
     _, first = np.unique(low * ids.size + high, return_index=True)
     return ids.size, low[first], high[first], weights[keep][first], ids
+
+
+MAX_VERTICES = 2**31 - 1  # a DIMACS graph's vertices are numbered in int32
+
+
+def _number(text, largest=2**63 - 1):
+    """The integer that ``text`` spells in ASCII digits, if it is at most ``largest``
+    (int() would also take '٣' and '1_000'), else None."""
+    if not (text.isascii() and text.isdigit()):
+        return None
+    value = int(text)
+    return value if value <= largest else None
 
 
 def _weight(fields, path, number):

@@ -15,17 +15,20 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from hogwild.datasets import files
+from hogwild.datasets.cache import Damaged, describe, open_arrays, read_header
 from hogwild.datasets.ratings import Ratings
 from hogwild.errors import HogwildError, check_int
-from hogwild.paths import cache_folder
+from hogwild.limits import physical_memory
+from hogwild.paths import data_cache_folder
 
-_VERSION = 1
+_VERSION = 2
 CHUNK = 1 << 22
+FIELDS = (("users", np.int32), ("items", np.int32), ("values", np.float32))
 RATING_BYTES = 12  # int32 user, int32 item, float32 value
 
 
@@ -77,21 +80,22 @@ def make_jumbo(n_rows, n_cols, n_ratings, rank=10, noise=0.5, test_ratings=None,
         test_ratings = int(min(max(n_ratings // 100, 1000), 1_000_000))
     test_ratings = check_int("test_ratings", test_ratings, 1)
     needed = (n_ratings + test_ratings) * RATING_BYTES + (n_rows + n_cols) * rank * 4
-    memory = files.physical_memory()
+    memory = physical_memory()
     if memory is not None and needed > memory:
         raise HogwildError(f"jumbo:{n_rows}x{n_cols}x{n_ratings} needs {needed / 2**30:,.1f} "
                            f"GiB for its ratings and planted factors, more than this "
                            f"machine's {memory / 2**30:.1f} GiB of memory")
     info = {"version": _VERSION, "rows": n_rows, "cols": n_cols, "ratings": n_ratings,
             "test_ratings": test_ratings, "rank": rank, "noise": float(noise), "seed": seed}
-    if folder == "auto":
-        try:
-            folder = cache_folder("jumbo") / (f"{n_rows}x{n_cols}x{n_ratings}-r{rank}-"
-                                              f"n{noise:g}-t{test_ratings}-s{seed}")
-        except OSError:  # a read-only cache: generate in memory, cache nothing
-            folder = None
-    if folder is not None and (Path(folder) / "info.json").is_file():
-        return _open(Path(folder)) + (info,)
+    automatic = folder == "auto"
+    if automatic:  # None where the cache cannot be used: generated in memory
+        root = data_cache_folder("jumbo")
+        folder = None if root is None else root / (
+            f"{n_rows}x{n_cols}x{n_ratings}-r{rank}-n{noise:g}-t{test_ratings}-s{seed}")
+    if folder is not None and Path(folder).exists():
+        opened = _open(Path(folder))
+        if opened is not None:
+            return opened + (info,)
 
     rng = np.random.default_rng(seed)
     scale = np.float32(rank ** -0.25)
@@ -105,43 +109,78 @@ def make_jumbo(n_rows, n_cols, n_ratings, rank=10, noise=0.5, test_ratings=None,
                        desc="jumbo", disable=None)
         except ImportError:
             pass
+    sizes = (("train", n_ratings), ("test", test_ratings))
     try:
-        if folder is None:
-            sets = []
-            for n in (n_ratings, test_ratings):
-                arrays = (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.float32))
-                _write_chunks(arrays, A, B, np.float32(noise), rng, bar)
-                sets.append(Ratings(*arrays, source="jumbo"))
-            return sets[0], sets[1], info
-        folder = Path(folder)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-jumbo-"))
-        try:
-            for name, n in (("train", n_ratings), ("test", test_ratings)):
-                arrays = tuple(np.lib.format.open_memmap(tmp / f"{name}_{field}.npy", "w+",
-                                                         dtype, (n,))
-                               for field, dtype in (("users", np.int32), ("items", np.int32),
-                                                    ("values", np.float32)))
-                _write_chunks(arrays, A, B, np.float32(noise), rng, bar)
-                for a in arrays:
-                    a.flush()
-                del arrays
-            (tmp / "info.json").write_text(json.dumps(info))
-            shutil.rmtree(folder, ignore_errors=True)  # an interrupted earlier attempt
-            os.replace(tmp, folder)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        if folder is not None:
+            state = rng.bit_generator.state
+            try:
+                return _write(Path(folder), sizes, A, B, np.float32(noise), rng, bar, info) \
+                    + (info,)
+            except OSError as error:  # a full or read-only disk: the run goes on in memory
+                if not automatic:
+                    raise HogwildError(f"cannot write the Jumbo matrix to {folder}: "
+                                       f"{error.strerror or error}") from None
+                warnings.warn(f"cannot cache the Jumbo matrix in {folder} "
+                              f"({error.strerror or error}); it is made in memory", stacklevel=2)
+                rng.bit_generator.state = state
+                if bar is not None:
+                    bar.reset()
+        sets = []
+        for _, n in sizes:
+            arrays = tuple(np.empty(n, dtype) for _, dtype in FIELDS)
+            _write_chunks(arrays, A, B, np.float32(noise), rng, bar)
+            sets.append(Ratings(*arrays, source="jumbo"))
+        return sets[0], sets[1], info
     finally:
         if bar is not None:
             bar.close()
-    return _open(folder) + (info,)
+
+
+def _write(folder, sizes, A, B, noise, rng, bar, info):
+    """Write the ratings into ``folder`` (a temporary folder beside it, renamed when
+    whole, its header last) and return them memory-mapped, as _open does."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-jumbo-"))
+    try:
+        written = {}
+        for name, n in sizes:
+            arrays = tuple(np.lib.format.open_memmap(tmp / f"{name}_{field}.npy", "w+",
+                                                     dtype, (n,))
+                           for field, dtype in FIELDS)
+            _write_chunks(arrays, A, B, noise, rng, bar)
+            for (field, _), array in zip(FIELDS, arrays):
+                array.flush()
+                written[f"{name}_{field}"] = array
+            del arrays
+        (tmp / "info.json").write_text(json.dumps({**info, "arrays": describe(written)}))
+        del written
+        shutil.rmtree(folder, ignore_errors=True)  # an interrupted earlier attempt
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    opened = _open(folder)
+    if opened is None:
+        raise HogwildError(f"the Jumbo matrix written to {folder} does not read back")
+    return opened
 
 
 def _open(folder):
-    """(train, test) Ratings memory-mapped read-only from a Jumbo folder."""
-    def load(name):
-        arrays = (np.load(folder / f"{name}_{field}.npy", mmap_mode="r")
-                  for field in ("users", "items", "values"))
-        return Ratings(*arrays, source=str(folder))
-    return load("train"), load("test")
+    """(train, test) Ratings memory-mapped read-only from a Jumbo folder, or None
+    (with a warning, the folder removed) when it does not match its checksums, so
+    that the caller makes it again."""
+    try:
+        header = read_header(folder, "info.json")
+        if header.get("version") != _VERSION:  # made by another hogwild: made again
+            shutil.rmtree(folder, ignore_errors=True)
+            return None
+        arrays = open_arrays(folder, header["arrays"])
+        sets = tuple(Ratings(*(arrays[f"{name}_{field}"] for field, _ in FIELDS),
+                             source=str(folder)) for name in ("train", "test"))
+    except (Damaged, KeyError, HogwildError) as damage:
+        reason = f"it lacks {damage}" if isinstance(damage, KeyError) else damage
+        warnings.warn(f"the Jumbo matrix cached in {folder} is damaged: {reason}; making it "
+                      "again", stacklevel=3)
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+    return sets

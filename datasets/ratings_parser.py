@@ -2,7 +2,9 @@
 
 Separators: tabs or spaces, one comma, or '::' (MovieLens 1M/10M). Extra fields
 (timestamps) are ignored, blank lines and '#' comments skipped, and a header on
-the first line is skipped when its first field is not a number. Ids must be
+the first line is skipped when it starts with a letter, an underscore or a quote
+("userId,movieId,rating,timestamp"); a first line that starts otherwise (such as
+"-7 3 4") is data, and an error where it is malformed. Ids must be
 non-negative integers (MovieLens and most rating dumps); string ids go through a
 DataFrame instead.
 """
@@ -78,6 +80,12 @@ def _parse_id(buf, i, end):
 
 
 @njit(nogil=True, cache=True)
+def _starts_a_name(c):
+    """A letter, '_' or a quote: how a header's first field starts, and no number."""
+    return (65 <= c <= 90) or (97 <= c <= 122) or c == 95 or c == 34 or c == 39
+
+
+@njit(nogil=True, cache=True)
 def parse(buf, users, items, values):
     """Fill users/items/values; returns (count, status, line) where line is the
     1-based line number of the first bad line (0 when status is OK)."""
@@ -98,15 +106,15 @@ def parse(buf, users, items, values):
         if k == stop or buf[k] == _HASH:
             i = next_line
             continue
+        if first_content and _starts_a_name(buf[k]):  # "userId,movieId,rating,timestamp"
+            first_content = False
+            i = next_line
+            continue
+        first_content = False
         t = _field_end(buf, k, stop)
         user = _parse_id(buf, k, t)
         if user < 0:
-            if first_content:  # a header such as "userId,movieId,rating,timestamp"
-                first_content = False
-                i = next_line
-                continue
             return n, BAD_USER, line
-        first_content = False
         k = _next_field(buf, t, stop)
         if k < 0:
             return n, MISSING_FIELD, line

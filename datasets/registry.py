@@ -1,16 +1,19 @@
 """Named datasets: the one shipped inside the package, the real benchmark data in
 the shared data folder ($HOGWILD_DATA, see hogwild.paths), and rating datasets
 that users download once (`hogwild download NAME`) into the cache."""
+import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Optional
 
+from hogwild.atomic import atomic_file
+from hogwild.datasets.cache import file_record
 from hogwild.datasets.download import extract_member, fetch
 from hogwild.datasets.ratings import read_ratings
 from hogwild.datasets.svmlight import cached_files, load_svmlight
 from hogwild.errors import HogwildError, choose
-from hogwild.paths import cache_dir, cache_folder, shared_data_dir
+from hogwild.paths import cache_dir, check_regular, data_cache_folder, shared_data_dir
 
 
 @dataclass(frozen=True)
@@ -103,11 +106,28 @@ class RatingsDataset:
         return cache_dir() / "downloads" / self.name / Path(self.member).name
 
     def locate(self) -> Optional[Path]:
-        """The ratings file: the shared folder's copy, else a downloaded one, else None."""
+        """The ratings file: the shared folder's copy, else a downloaded one (in a
+        cache folder of this user's alone), else None."""
         if self.shared is not None and (shared_data_dir() / self.shared).is_file():
             return shared_data_dir() / self.shared
+        if data_cache_folder("downloads", self.name, create=False) is None:
+            return None
         path = self.downloaded_path()
         return path if path.is_file() else None
+
+    def check_download(self, path):
+        """Refuse a downloaded ratings file that is not what was extracted (its size
+        and CRC-32 are recorded beside it at download): a damaged cache entry."""
+        record = path.with_name(path.name + DOWNLOAD_RECORD)
+        try:
+            expected = json.loads(record.read_text())
+            intact = expected == file_record(path)
+        except (OSError, ValueError):
+            intact = False
+        if not intact:
+            raise HogwildError(f"the downloaded {path} is damaged (it does not match the size "
+                               f"and checksum recorded at download); run 'hogwild download "
+                               f"{self.name}' again")
 
 
 RATINGS_DATASETS = {
@@ -147,17 +167,25 @@ def download_dataset(name, url=None, sha256=None, progress=True) -> Path:
     if url is not None and not _is_sha256(sha256):
         raise HogwildError(f"--url needs --sha256, the 64 hex digits of the mirror's archive "
                            f"(sha256sum prints them); got {sha256!r}")
+    if data_cache_folder("downloads", spec.name) is None:
+        raise HogwildError(f"cannot keep {name} in the cache folder {cache_dir()} (see the "
+                           "warning); set HOGWILD_CACHE_DIR to a private folder")
     target = spec.downloaded_path()
-    cache_folder("downloads", spec.name)
     archive = target.parent / Path(spec.url).name
     if url is None:
         fetch(spec.url, archive, sha256=spec.sha256, md5=spec.md5, progress=progress)
     else:
         fetch(url, archive, sha256=sha256, progress=progress)
     try:
-        return extract_member(archive, spec.member, target)
+        extract_member(archive, spec.member, target)
     finally:
         archive.unlink()
+    with atomic_file(target.with_name(target.name + DOWNLOAD_RECORD), "w") as out:
+        out.write(json.dumps(file_record(target)))
+    return target
+
+
+DOWNLOAD_RECORD = ".check.json"  # beside a downloaded file: its size and CRC-32
 
 
 def _is_sha256(text):
@@ -168,10 +196,13 @@ def _is_sha256(text):
 def load_ratings(data):
     """Ratings from a dataset name (see RATINGS_DATASETS) or a file path."""
     if data in RATINGS_DATASETS:
-        path = RATINGS_DATASETS[data].locate()
+        spec = RATINGS_DATASETS[data]
+        path = spec.locate()
         if path is None:
             raise HogwildError(f"dataset {data!r} is not here: run 'hogwild download {data}' "
                                f"(or point HOGWILD_DATA at a folder that has it)")
+        if path == spec.downloaded_path():
+            spec.check_download(path)
         return read_ratings(path)
     path = Path(data)
     if not path.exists() and path.suffix == "" and "/" not in str(data):
@@ -221,9 +252,10 @@ def load_graph(data, seed=0):
                                f"have it: {path} is missing (set HOGWILD_DATA)")
     else:
         path = Path(data)
-        if not path.is_file():
+        if not path.exists():
             raise HogwildError(f"no graph {data!r}: give one of {', '.join(GRAPH_DATASETS)}, "
                                "random:VERTICESxEDGES, or a DIMACS / edge-list file")
+        check_regular(path)
     if path.name.endswith((".col", ".col.gz")):
         graph = read_dimacs(path)
         u, v = graph.edges()

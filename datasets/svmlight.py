@@ -4,8 +4,10 @@
 
 Indices may be zero- or one-based ('auto': zero-based if any index 0 occurs),
 'qid:N' tokens are ignored, blank and '#' lines are skipped. Parsed files are
-cached as .npy arrays (memory-mapped on load), keyed by the file's path, size and
-modification time, so a repeat load takes milliseconds.
+cached as .npy arrays (memory-mapped on load), keyed by the file's path, inode,
+size and times, so a repeat load takes milliseconds; the cache is used only in a
+folder of this user's alone, and an entry that does not match its checksums is
+parsed again (hogwild.datasets.cache).
 """
 import hashlib
 import json
@@ -20,12 +22,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from hogwild.datasets import svmlight_parser as P
-from hogwild.datasets import files
+from hogwild.datasets.cache import Damaged, describe, open_arrays, read_header
 from hogwild.datasets.files import read_bytes
 from hogwild.errors import DataFormatError, HogwildError, check_int
-from hogwild.paths import cache_dir, cache_folder
+from hogwild.limits import available_memory
+from hogwild.paths import cache_dir, check_regular, data_cache_folder
 
-_CACHE_VERSION = "svmlight-2"
+_CACHE_VERSION = "svmlight-3"
 _ARRAYS = ("indptr", "indices", "values", "labels", "row_lines")
 
 
@@ -74,29 +77,47 @@ def _apply_base(arrays, zero_based, path):
 
 
 def _cache_key(path, zero_based):
-    stat = path.stat()
-    ident = json.dumps([_CACHE_VERSION, str(path.resolve()), stat.st_size, stat.st_mtime_ns,
-                        str(zero_based)])
+    """The cache entry's name: the file's path, inode, size and modification and
+    change times (an edit, even one that restores the modification time, changes
+    the change time), and how it is read."""
+    info = path.stat()
+    ident = json.dumps([_CACHE_VERSION, str(path.resolve()), info.st_ino, info.st_size,
+                        info.st_mtime_ns, info.st_ctime_ns, str(zero_based)])
     return hashlib.sha256(ident.encode()).hexdigest()[:24]
 
 
-def _load_cached(folder):
-    meta = json.loads((folder / "meta.json").read_text())
-    arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
+def _load_cached(folder, path):
+    """(arrays, zero_based) of the cache entry in ``folder``, or None when there is
+    none; a damaged entry (see hogwild.datasets.cache) is removed, with a warning,
+    so that the caller parses the file and caches it anew."""
+    if not folder.exists():
+        return None
+    try:
+        meta = read_header(folder, "meta.json")
+        arrays = open_arrays(folder, meta.get("arrays"))
+        if set(arrays) != set(_ARRAYS) or not isinstance(meta.get("zero_based"), bool):
+            raise Damaged("it lacks some of its arrays")
+    except Damaged as damage:
+        warnings.warn(f"the binary cache of {path} in {folder} is damaged: {damage}; parsing "
+                      "the file again", stacklevel=3)
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
     return arrays, meta["zero_based"]
 
 
-def _store_cached(folder, arrays, zero_based, source):
-    """Best effort: a cache folder that cannot be written (a read-only disk) only
-    means the next load parses the file again."""
+def _store_cached(root, folder, arrays, zero_based, source):
+    """Best effort: a cache folder that cannot be written (a read-only or full disk)
+    only means the next load parses the file again. The entry appears whole or not
+    at all (written in a temporary folder, then renamed), its header last."""
     try:
-        tmp = Path(tempfile.mkdtemp(dir=cache_folder("datasets"), prefix=".tmp-"))
+        tmp = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
     except OSError:
         return
     indices = arrays["indices"]
-    meta = {"zero_based": zero_based, "source": str(source.resolve()),
+    meta = {"version": _CACHE_VERSION, "zero_based": zero_based, "source": str(source.resolve()),
             "rows": int(arrays["labels"].size), "nnz": int(indices.size),
-            "max_index": int(indices.max()) if indices.size else -1}
+            "max_index": int(indices.max()) if indices.size else -1,
+            "arrays": describe({name: arrays[name] for name in _ARRAYS})}
     try:
         for name in _ARRAYS:
             np.save(tmp / f"{name}.npy", arrays[name])
@@ -108,17 +129,19 @@ def _store_cached(folder, arrays, zero_based, source):
 
 def cached_files():
     """What the binary cache holds: one dict per parsed file (source, rows, nnz,
-    max_index, zero_based, bytes)."""
+    max_index, zero_based, bytes); entries it cannot read are left out."""
     root = cache_dir() / "datasets"
     entries = []
     for folder in sorted(root.iterdir()) if root.is_dir() else ():
-        meta_path = folder / "meta.json"
-        if folder.name.startswith(".") or not meta_path.is_file():
+        if folder.name.startswith("."):
             continue
-        meta = json.loads(meta_path.read_text())
-        if "source" in meta:  # written by this version
-            meta["bytes"] = sum(f.stat().st_size for f in folder.iterdir())
-            entries.append(meta)
+        try:
+            meta = read_header(folder, "meta.json")
+            if meta.get("version") == _CACHE_VERSION:  # written by this version
+                meta["bytes"] = sum(f.stat().st_size for f in folder.iterdir())
+                entries.append(meta)
+        except (Damaged, OSError):
+            continue
     return entries
 
 
@@ -153,9 +176,9 @@ MODEL_BYTES_PER_FEATURE = 20
 
 
 def _check_feature_space(arrays, max_index, path):
-    """Refuse a largest feature index whose model cannot fit in this machine's
-    memory (one index of 2e9 asked for 15 GiB before any error), naming its line."""
-    memory = files.physical_memory()
+    """Refuse a largest feature index whose model cannot fit in the memory available
+    now (one index of 2e9 asked for 15 GiB before any error), naming its line."""
+    memory = available_memory()
     needed = (max_index + 1) * MODEL_BYTES_PER_FEATURE
     if memory is None or needed <= memory:
         return
@@ -164,7 +187,7 @@ def _check_feature_space(arrays, max_index, path):
     raise DataFormatError(
         f"{path}, line {arrays['row_lines'][row]}: feature index {max_index} makes a model "
         f"of {max_index + 1:,} features, which needs {needed / 2**30:.1f} GiB, more than "
-        f"this machine's {memory / 2**30:.1f} GiB of memory; renumber the features densely "
+        f"the {memory / 2**30:.1f} GiB of memory available; renumber the features densely "
         f"(or hash them into fewer)")
 
 
@@ -176,7 +199,8 @@ def load_svmlight(path, n_features=None, zero_based="auto", extra_features="erro
     error (extra_features="error") or are dropped with one warning ("drop"), which is
     how a test file is aligned to its training file's features.
     zero_based: True, False or "auto" (zero-based if any index 0 occurs).
-    cache: keep a binary copy under the hogwild cache directory for fast reloads.
+    cache: keep a binary copy under the hogwild cache directory for fast reloads
+    (only in a folder of this user's alone; a damaged copy is parsed anew).
     """
     if extra_features not in ("error", "drop"):
         raise HogwildError(f"extra_features must be 'error' or 'drop', got {extra_features!r}")
@@ -185,19 +209,17 @@ def load_svmlight(path, n_features=None, zero_based="auto", extra_features="erro
     if n_features is not None:
         check_int("n_features", n_features, 1)
     path = Path(path)
-    if not path.is_file():
-        raise HogwildError(f"cannot read {path}: "
-                           f"{'it is a directory' if path.is_dir() else 'no such file'}")
-    arrays = None
-    if cache:
-        folder = cache_dir() / "datasets" / _cache_key(path, zero_based)
-        if (folder / "meta.json").is_file():
-            arrays, zero_based = _load_cached(folder)
-    if arrays is None:
+    check_regular(path)
+    root = data_cache_folder("datasets") if cache else None
+    entry = root / _cache_key(path, zero_based) if root is not None else None
+    cached = _load_cached(entry, path) if entry is not None else None
+    if cached is not None:
+        arrays, zero_based = cached
+    else:
         arrays = _parse_bytes(read_bytes(path), path)
         zero_based = _apply_base(arrays, zero_based, path)
-        if cache:
-            _store_cached(folder, arrays, zero_based, path)
+        if entry is not None:
+            _store_cached(root, entry, arrays, zero_based, path)
     max_index = int(arrays["indices"].max()) if arrays["indices"].size else -1
     if n_features is None:
         _check_feature_space(arrays, max_index, path)

@@ -11,9 +11,19 @@ the objective's data, so that a resume can refuse other data or other settings
 at any moment leaves either the previous checkpoint or the new one, never a
 mixture. Loading refuses a truncated, corrupted or mismatched file with an error
 that names what is wrong.
+
+The header also carries a digest of itself (which holds the arrays' digests), so
+header and arrays are checked together: an edit of any field (the settings that a
+resume compares, the history, the random state) or of any array is refused. A
+plain SHA-256 stops accidents and casual edits; whoever knows the format can
+recompute it. With HOGWILD_CHECKPOINT_KEY set, the digest is an HMAC-SHA256 under
+that key, which only holders of the key can make: a file without one, or with
+another key's, is refused.
 """
 import hashlib
+import hmac
 import json
+import os
 import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,9 +32,11 @@ import numpy as np
 
 from hogwild.atomic import atomic_file
 from hogwild.errors import HogwildError
+from hogwild.paths import check_regular
 
 FORMAT = "hogwild-checkpoint"
-VERSION = 1
+VERSION = 2
+KEY_VARIABLE = "HOGWILD_CHECKPOINT_KEY"
 
 
 @dataclass
@@ -52,6 +64,38 @@ def data_fingerprint(arrays):
         digest.update(f"{array.dtype.str}{array.shape}".encode())
         digest.update(memoryview(array.reshape(-1).view(np.uint8)))
     return digest.hexdigest()
+
+
+def _authentication():
+    """(name, key) of the digest this process writes and expects: HMAC-SHA256 under
+    $HOGWILD_CHECKPOINT_KEY, else a plain SHA-256."""
+    key = os.environ.get(KEY_VARIABLE)
+    return ("hmac-sha256", key.encode()) if key else ("sha256", None)
+
+
+def header_digest(header, key):
+    """The digest of a header's every field but the digest itself (canonical JSON:
+    sorted keys), keyed when ``key`` is given."""
+    text = json.dumps({k: v for k, v in header.items() if k != "digest"}, sort_keys=True,
+                      separators=(",", ":")).encode()
+    return hmac.new(key, text, "sha256").hexdigest() if key else hashlib.sha256(text).hexdigest()
+
+
+def _check_digest(path, header):
+    """Refuse a header whose digest does not match it (an edit), or whose kind of
+    digest is not the one this process expects."""
+    kind, key = _authentication()
+    written = header.get("authentication")
+    if written != kind:
+        if kind == "hmac-sha256":
+            raise HogwildError(f"checkpoint {path} is not authenticated with a key, and "
+                               f"{KEY_VARIABLE} is set: refused (anyone could have written it)")
+        raise HogwildError(f"checkpoint {path} is authenticated with a key ({written}): set "
+                           f"{KEY_VARIABLE} to the key it was written with")
+    if not hmac.compare_digest(str(header.get("digest")), header_digest(header, key)):
+        raise HogwildError(f"checkpoint {path} was edited or is corrupted: its header does not "
+                           "match its digest" + (" (or it was written with another key)"
+                                                 if key else ""))
 
 
 # Header fields and the JSON types they must have; a file that differs was not
@@ -88,6 +132,9 @@ def save_checkpoint(path, checkpoint):
                   dtypes=[str(p.dtype) for p in checkpoint.params],
                   planner_names=sorted(checkpoint.planner),
                   digests={name: _digest(a) for name, a in arrays.items()})
+    kind, key = _authentication()
+    header.update(authentication=kind)
+    header["digest"] = header_digest(header, key)
     arrays["header"] = np.frombuffer(json.dumps(header).encode(), np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_file(path) as f:
@@ -98,8 +145,9 @@ def load_checkpoint(path):
     """The Checkpoint in ``path``; a HogwildError if it is missing, truncated,
     corrupted or not a hogwild checkpoint."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise HogwildError(f"checkpoint {path} does not exist")
+    check_regular(path)
     try:
         with np.load(path, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
@@ -116,6 +164,7 @@ def load_checkpoint(path):
     if header.get("version") != VERSION:
         raise HogwildError(f"checkpoint {path} has format version {header.get('version')}; "
                            f"this hogwild reads version {VERSION}")
+    _check_digest(path, header)
     _check_header(path, header, arrays)
     digests = header["digests"]
     if set(digests) != set(arrays):
@@ -164,14 +213,18 @@ def check_compatible(checkpoint, path, objective, epochs, settings):
         raise HogwildError(f"checkpoint {path} is after epoch {checkpoint.epoch}, beyond "
                            f"epochs={epochs}; ask for more epochs to continue it")
     saved = checkpoint.settings
-    if "data_sha256" in saved and saved["data_sha256"] != settings["data_sha256"]:
+    missing = [name for name in settings if name not in saved]
+    if missing:
+        raise HogwildError(f"checkpoint {path} does not record the setting {missing[0]!r}, so a "
+                           "resume could not be checked against it: refused")
+    if saved["data_sha256"] != settings["data_sha256"]:
         hint = ("; its run had seed=None, which orders the data differently every run: "
                 "give a seed to make a run resumable") if saved.get("seed") is None else \
             "; resume with the same data and seed"
         raise HogwildError(f"checkpoint {path} was written for other data (or another order "
                            f"of it){hint}")
     for name, value in settings.items():
-        if name in saved and saved[name] != value:
+        if saved[name] != value:
             raise HogwildError(f"checkpoint {path} was written with {name}={saved[name]!r}, "
                                f"this run has {name}={value!r}; resume with the same {name} "
                                "(or start afresh without resume)")

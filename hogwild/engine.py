@@ -20,6 +20,7 @@ from numba.core.errors import NumbaError
 
 from hogwild.backends import get_backend
 from hogwild.backends.host import aligned_copy
+from hogwild.backends.shared_memory import remove_stale_folders
 from hogwild.checkpoint import (Checkpoint, check_compatible, data_fingerprint, load_checkpoint,
                                 restore_field, save_checkpoint)
 from hogwild.config import RunControls, TrainingConfig, settle
@@ -37,19 +38,64 @@ def _diverged(what, epoch, step):
                            "try a smaller step")
 
 
-def _compile(runner, loops, objective, params, data, scheduler):
-    """Compile (or load) the loops before the first timed epoch; a function numba
-    cannot compile becomes a HogwildError that keeps numba's explanation."""
+@contextlib.contextmanager
+def _compiling(objective):
+    """A function numba cannot compile becomes a HogwildError that keeps numba's
+    explanation."""
     try:
         with slp_vectorizer(objective.fastmath):
-            runner.warm_up(loops, params, data, scheduler, objective)
-            runner.loss_sum(loops, params, data, 0)
+            yield
     except NumbaError as exc:
         detail = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
         raise HogwildError(f"numba could not compile the update or loss of objective "
                            f"'{objective.name}'; they must be in numba's nopython subset and "
                            f"helpers they call must be @numba.njit functions:\n{detail}") \
             from None
+
+
+def _compile(runner, loops, objective, params, data, scheduler):
+    """Compile (or load) the loops before the first timed epoch."""
+    with _compiling(objective):
+        runner.warm_up(loops, params, data, scheduler, objective)
+        runner.loss_sum(loops, params, data, 0)
+
+
+CHECK_CHUNK = 1 << 16  # samples per call of the checked loss pass
+
+
+def _checked_objective(loops, objective, params):
+    """The objective's value before training, from one pass of its loss over every
+    sample with each array index checked (loops.sum_loss_checked), before any
+    update runs: a sample count larger than the data, or a sample whose ids lie
+    beyond an array, is a HogwildError naming the first such sample, never a read
+    of memory that another array (or nobody) owns. Half-precision parameters (the
+    GPU's) are read as float32 copies: the CPU compiles no float16."""
+    params = tuple(p.astype(np.float32) if p.dtype == np.float16 else p for p in params)
+    n, total = objective.n_samples, 0.0
+    with _compiling(objective):
+        for first in range(0, n, CHECK_CHUNK):
+            last = min(first + CHECK_CHUNK, n)
+            try:
+                total += loops.sum_loss_checked(params, objective.data, first, last)
+            except IndexError:
+                bad = next(e for e in range(first, last) if _reads_out_of_bounds(
+                    loops, params, objective.data, e))
+                raise HogwildError(
+                    f"objective '{objective.name}': loss(e={bad}) reads past the end of an "
+                    f"array: n_samples ({n:,}) is more than the data holds, or sample {bad} "
+                    "has an id beyond the array it indexes") from None
+    return total / n
+
+
+def _reads_out_of_bounds(loops, params, data, e):
+    try:
+        loops.sum_loss_checked(params, data, e, e + 1)
+    except IndexError:
+        return True
+    return False
+
+
+DIVERGENCE_GROWTH = 1e6  # an objective this many times its start's magnitude diverged
 
 
 class _StopRequest:
@@ -150,6 +196,7 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
         raise HogwildError(f"backend {config.backend!r} runs replication "
                            f"{', '.join(map(repr, backend_cls.replication_modes))}; got "
                            f"{config.replication!r}")
+    backend_cls.agree(config, objective)
     planner = sched.prepare(objective, check_workers(
         backend_cls.requested_workers(config),
         config.oversubscribe or not backend_cls.workers_share_cores))
@@ -191,8 +238,11 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
     data = objective.data
     n = objective.n_samples
     loops = compile_loops(objective.update, objective.loss, objective.fastmath)
+    start_value = _checked_objective(loops, objective, params)
+    ceiling = start_value + DIVERGENCE_GROWTH * max(abs(start_value), 1.0)
     total_updates = epochs * n
     progress, every = controls.progress, controls.checkpoint_every
+    remove_stale_folders()  # shared memory of this user's killed runs (processes, MPI jobs)
     with backend_cls.open(n_workers, config, source) as runner, \
             _stop_after_epoch(announce=runner.reports) as stop_requested:
         params, data = runner.share(params, data, n)
@@ -228,6 +278,10 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
             value = runner.loss_sum(loops, params, data, n) / n
             if not math.isfinite(value):
                 raise _diverged("objective", epoch + 1, step_now)
+            if value > ceiling:
+                raise DivergenceError(
+                    f"the objective grew from {start_value:.4g} to {value:.4g} in epoch "
+                    f"{epoch + 1} (step {step_now:.3g}): training diverged; try a smaller step")
             reports = runner.reports
             record = EpochRecord(epoch=epoch + 1, step=step_now, seconds=seconds,
                                  updates=int(updates),

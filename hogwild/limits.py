@@ -1,5 +1,5 @@
 """Bounds on a run that every backend and problem applies the same way: the usable
-cores, the most workers per core, the most epochs."""
+cores, the most workers per core, the most epochs, the memory data may take."""
 import os
 
 from hogwild.errors import HogwildError, check_int
@@ -14,18 +14,74 @@ def usable_cores():
 
 MAX_EPOCHS = 1_000_000  # more is a typo (and epochs x samples could overflow int64)
 OVERSUBSCRIBE_FACTOR = 4  # workers per usable core allowed without oversubscribe=True
+OVERSUBSCRIBED_FACTOR = 64  # and with it: beyond, threads or processes only thrash
 
 
-def check_workers(workers, oversubscribe=False):
+def check_workers(workers, oversubscribe=False, name="workers"):
     """The number of CPU workers (default: the usable cores). More than
     OVERSUBSCRIBE_FACTOR per usable core is refused unless ``oversubscribe``:
-    they would mostly wait for a core, and 1000 processes can exhaust memory."""
+    they would mostly wait for a core, and 1000 processes can exhaust memory; more
+    than OVERSUBSCRIBED_FACTOR per core is refused even then. ``name`` says what
+    is counted (workers, MPI ranks, Ray node threads)."""
     if workers is None:
         return usable_cores()
-    workers = check_int("workers", workers, 1)
-    limit = OVERSUBSCRIBE_FACTOR * usable_cores()
-    if workers > limit and not oversubscribe:
-        raise HogwildError(f"workers={workers} is more than {OVERSUBSCRIBE_FACTOR} per usable "
-                           f"core ({usable_cores()} here); use at most {limit}, or "
+    workers = check_int(name, workers, 1)
+    cores = usable_cores()
+    if workers > OVERSUBSCRIBE_FACTOR * cores and not oversubscribe:
+        raise HogwildError(f"{name}={workers} is more than {OVERSUBSCRIBE_FACTOR} per usable "
+                           f"core ({cores} here); use at most {OVERSUBSCRIBE_FACTOR * cores}, or "
                            "oversubscribe=True (--oversubscribe) to run them anyway")
+    if workers > OVERSUBSCRIBED_FACTOR * cores:
+        raise HogwildError(f"{name}={workers} is more than {OVERSUBSCRIBED_FACTOR} per usable "
+                           f"core ({cores} here), even oversubscribed; use at most "
+                           f"{OVERSUBSCRIBED_FACTOR * cores}")
     return workers
+
+
+def physical_memory():
+    """This machine's memory in bytes (None where the OS does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def available_memory():
+    """The memory a new allocation can have now without swapping or the OOM killer,
+    in bytes: Linux's MemAvailable (free memory plus the page cache it can drop),
+    else the free pages, else the physical memory, else None; and no more than
+    this process's control group has left. Data that cannot fit is refused up
+    front, naming what it needs, rather than discovered by the OOM killer."""
+    available = None
+    try:
+        with open("/proc/meminfo") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    if available is None:
+        try:
+            available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            available = physical_memory()
+    left = _control_group_left()
+    return left if available is None or (left is not None and left < available) else available
+
+
+def _control_group_left():
+    """Bytes this process's memory control group may still take (cgroup v2 or v1),
+    or None where it sets no limit."""
+    for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                          "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            with open(limit) as f:
+                cap = f.read().strip()
+            with open(usage) as f:
+                used = int(f.read())
+        except (OSError, ValueError):
+            continue
+        if cap.isdigit() and int(cap) < 2**60:
+            return max(int(cap) - used, 0)
+    return None

@@ -4,12 +4,14 @@ file is written atomically (hogwild.atomic), so a crash never leaves half a mode
 under the final name."""
 import dataclasses
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from hogwild.atomic import atomic_file
 from hogwild.errors import HogwildError
+from hogwild.paths import check_regular
 
 
 def write_model(path, kind, version, meta, arrays):
@@ -19,25 +21,33 @@ def write_model(path, kind, version, meta, arrays):
         np.savez(f, meta=np.array(json.dumps(header, default=_plain)), **arrays)
 
 
-def read_model(path, kind, version, description):
-    """(meta, arrays) of a file written by write_model for this kind and version;
-    anything else is refused with a one-line HogwildError. ``description`` names
-    the kind for people ("matrix-factorization model")."""
+def read_model(path, kind, version, description, build):
+    """``build(meta, arrays)`` on a file written by write_model for this kind and
+    version; anything else, a damaged or edited file whose fields do not fit
+    ``build`` included, is refused with a one-line HogwildError. ``description``
+    names the kind for people ("matrix-factorization model")."""
     path = Path(path)
+    check_regular(path)
     try:
         with np.load(path, allow_pickle=False) as archive:
             meta = json.loads(str(archive["meta"])) if "meta" in archive.files else {}
             arrays = {name: archive[name] for name in archive.files if name != "meta"}
-    except FileNotFoundError:
-        raise HogwildError(f"cannot read {path}: no such file") from None
-    except (OSError, ValueError, json.JSONDecodeError, AttributeError):
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, AttributeError):
         raise HogwildError(f"{path} is not a hogwild model file (not an .npz archive)") from None
+    if not isinstance(meta, dict):
+        raise HogwildError(f"{path} is not a hogwild model file (its metadata is not a "
+                           "JSON object)")
     if meta.get("kind") != kind:
         raise HogwildError(f"{path} is not a hogwild {description} (kind {meta.get('kind')!r})")
     if meta.get("version") != version:
         raise HogwildError(f"{path} is a version {meta.get('version')!r} model file; "
                            f"this hogwild reads version {version}")
-    return meta, arrays
+    try:
+        return build(meta, arrays)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        detail = f"no {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]
+        raise HogwildError(f"{path} is a damaged or edited {description} file ({detail})") \
+            from None
 
 
 def _plain(value):

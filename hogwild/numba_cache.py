@@ -13,6 +13,7 @@ when set, still wins; other packages' functions are not affected.
 """
 import hashlib
 import os
+import warnings
 from pathlib import Path
 
 from numba.core import caching
@@ -71,3 +72,54 @@ def install():
     first = 1 if locators and "UserProvided" in locators[0].__name__ else 0
     locators.insert(first, HogwildCacheLocator)
     impl._locator_classes = locators
+    _tolerate_cache_failures(caching.Cache)
+
+
+_WARNED = set()
+
+
+def _tolerate_cache_failures(cache_class):
+    """A cache under hogwild's cache folder (hogwild's functions, the generated
+    kernels) never fails a run: a file numba cannot write (a full or read-only
+    disk) costs the cache, and a damaged index or data file is a miss, its index
+    removed so that the function, compiled again, is cached anew; one warning per
+    folder says so. Other packages' caches behave as numba made them."""
+    save, load = cache_class.save_overload, cache_class.load_overload
+
+    def ours(cache):
+        return Path(cache.cache_path).is_relative_to(cache_dir())
+
+    def forget(cache, what, error):
+        """Drop the function's index (a damaged one would fail every later run)."""
+        try:
+            os.unlink(cache._cache_file._index_path)
+        except (OSError, AttributeError):
+            pass
+        if cache.cache_path not in _WARNED:
+            _WARNED.add(cache.cache_path)
+            reason = getattr(error, "strerror", None) or f"{type(error).__name__}: {error}"
+            warnings.warn(f"numba's cache in {cache.cache_path} cannot be {what} ({reason}); "
+                          "hogwild compiles what it cannot cache", stacklevel=4)
+
+    def save_overload(self, sig, data):
+        try:
+            return save(self, sig, data)
+        except Exception as error:  # noqa: BLE001 - no space, read-only, a damaged index
+            if not ours(self):
+                raise
+            forget(self, "written", error)
+        try:  # once more, over no index
+            return save(self, sig, data)
+        except Exception:  # noqa: BLE001 - said once already
+            return None
+
+    def load_overload(self, sig, target_context):
+        try:
+            return load(self, sig, target_context)
+        except Exception as error:  # noqa: BLE001 - a damaged file fails in many ways
+            if not ours(self):
+                raise
+            forget(self, "read", error)
+            return None
+
+    cache_class.save_overload, cache_class.load_overload = save_overload, load_overload

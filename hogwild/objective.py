@@ -28,7 +28,16 @@ A sparse separable objective f(x) = (1/n) * sum_e f_e(x_e) is given by
     ``update`` with one thread per sample;
   - optionally ``id_arrays``, hogwild.structure.IdArray declarations of which data
     arrays hold row ids of which parameter (and data) arrays: what
-    replication="hot" needs to replicate only the hot rows.
+    replication="hot" needs to replicate only the hot rows. Declared ids are
+    checked against the arrays they index when the objective is made;
+  - ``integer_params=True`` for state that is not trained by SGD steps (a vertex
+    program's labels, counts): parameters are otherwise floating point, since an
+    integer array would truncate every step to nothing.
+
+Before the first update the engine also runs ``loss`` over every sample with
+array indices checked (hogwild.engine), so an n_samples larger than the data, or
+an id past an array's end, is an error that names the sample, never a read or
+write of memory another array owns.
 
 The engine compiles update and loss into its epoch loops (hogwild.kernels), so no
 Python runs per sample; the GPU backend compiles the same plain functions as CUDA
@@ -72,6 +81,23 @@ def _check_signature(fn, what, arities, shape):
                            f"{fn.__code__.co_argcount} arguments")
 
 
+def _check_ids(ids, params, data):
+    """Every declared id indexes a row of each array the IdArray names (a HogwildError
+    naming the first that does not: the compiled loops would read or write past
+    the array)."""
+    values = data[ids.ids]
+    if not values.size:
+        return
+    indexed = [(held[i].shape[0] if held[i].ndim else 0, f"{kind}[{i}]")
+               for kind, held, positions in (("params", params, ids.params),
+                                             ("data", data, ids.data)) for i in positions]
+    rows, name = min(indexed)
+    if values.min() < 0 or values.max() >= rows:
+        where = int(np.flatnonzero((values < 0) | (values >= rows))[0])
+        raise HogwildError(f"data[{ids.ids}][{where}] = {values[where]} is not a row of "
+                           f"{name}, which has {rows} rows (declared by an IdArray)")
+
+
 @dataclass(frozen=True)
 class Objective:
     """A sparse separable objective; see the module docstring for the contract."""
@@ -88,6 +114,7 @@ class Objective:
     conflicts: Optional[Graph] = None
     warp_update: Optional[Callable] = None
     id_arrays: tuple = ()
+    integer_params: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "params", _as_array_tuple(self.params, "params"))
@@ -95,6 +122,18 @@ class Objective:
         for i, p in enumerate(self.params):
             if not p.flags.writeable:
                 raise HogwildError(f"params[{i}] is read-only; the engine updates it in place")
+            if p.dtype.kind != "f" and not (self.integer_params and p.dtype.kind in "iu"):
+                raise HogwildError(f"params[{i}] is {p.dtype}: parameters must be floating "
+                                   "point (float32 or float64), or each update is truncated "
+                                   "(integer_params=True for integer state that is not "
+                                   "trained by steps)")
+        for i, a in enumerate(self.data):
+            if a.dtype.kind not in "biuf":
+                raise HogwildError(f"data[{i}] is {a.dtype}: the compiled loops read numbers "
+                                   "(bool, integer or floating point arrays)")
+        if isinstance(self.n_samples, bool) or not isinstance(self.n_samples,
+                                                              (int, np.integer)):
+            raise HogwildError(f"n_samples must be an integer, got {self.n_samples!r}")
         if int(self.n_samples) < 1:
             raise HogwildError(f"empty data: objective '{self.name}' has no samples")
         object.__setattr__(self, "n_samples", int(self.n_samples))
@@ -121,21 +160,27 @@ class Objective:
             if self.data[ids.ids].dtype.kind not in "iu":
                 raise HogwildError(f"IdArray ids data[{ids.ids}] must hold integers, got "
                                    f"{self.data[ids.ids].dtype}")
+            _check_ids(ids, self.params, self.data)
         if self.conflicts is not None and self.conflicts.n_vertices != self.n_samples:
             raise HogwildError(f"the conflict graph has {self.conflicts.n_vertices} vertices "
                                f"for {self.n_samples} samples")
 
 
     def sample_supports(self):
-        """The samples' Supports (built now if they were declared as a function), or
-        None when the objective declares none."""
-        if self.supports is None or isinstance(self.supports, Supports):
-            return self.supports
+        """The samples' Supports (built now if they were declared as a function, and
+        checked), or None when the objective declares none."""
+        if self.supports is None:
+            return None
+        if isinstance(self.supports, Supports):
+            if self.supports.n_samples != self.n_samples:
+                raise HogwildError(f"objective '{self.name}': its supports describe "
+                                   f"{self.supports.n_samples} samples, not {self.n_samples}")
+            return self.supports.checked()
         supports = self.supports()
         if not isinstance(supports, Supports) or supports.n_samples != self.n_samples:
             raise HogwildError(f"objective '{self.name}': its supports function must return "
                                f"a hogwild.structure.Supports of {self.n_samples} samples")
-        return supports
+        return supports.checked()
 
 
 @dataclass(frozen=True)

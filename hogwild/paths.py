@@ -1,6 +1,8 @@
-"""Where hogwild reads shared data and keeps its caches (environment overridable)."""
+"""Where hogwild reads shared data and keeps its caches (environment overridable),
+and which files it will read."""
 import os
 import stat
+import warnings
 from pathlib import Path
 
 from hogwild.errors import HogwildError
@@ -16,39 +18,63 @@ def cache_dir() -> Path:
     return Path(base).expanduser() / "hogwild"
 
 
-def cache_folder(*parts) -> Path:
-    """cache_dir()/parts, created if needed, the cache folder itself mode 0700 (what
-    a user cached says what they ran, and cached code is executed)."""
+def private_folder(*parts) -> Path:
+    """cache_dir()/parts, each folder from cache_dir() down created mode 0700 and
+    checked: a HogwildError refuses one that another user owns or may write to, or
+    whose parent others may write to without the sticky bit (they could swap the
+    folder), since whoever can put a file there decides what every hogwild run
+    executes (cached code) or trains on (cached data). OSError where a folder
+    cannot be made (a read-only or full disk)."""
     root = cache_dir()
     root.parent.mkdir(parents=True, exist_ok=True)
-    root.mkdir(mode=0o700, exist_ok=True)
-    folder = root.joinpath(*parts)
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def code_cache_folder(*parts) -> Path:
-    """cache_dir()/parts for cached code (generated kernel modules, numba's machine
-    code, which numba unpickles): each folder from cache_dir() down is created
-    mode 0700, and a HogwildError refuses one that another user owns or may write
-    to, since whoever can put a file there can run code in every hogwild run."""
-    root = cache_dir()
-    root.parent.mkdir(parents=True, exist_ok=True)
+    parent = root.parent.stat()
+    if stat.S_IMODE(parent.st_mode) & 0o002 and not parent.st_mode & stat.S_ISVTX:
+        raise HogwildError(f"cache folder {root} is in {root.parent}, which other users may "
+                           "write to without the sticky bit: hogwild does not use it; set "
+                           "HOGWILD_CACHE_DIR to a private folder")
     folders = [root] + [root.joinpath(*parts[:i + 1]) for i in range(len(parts))]
     for folder in folders:
         try:
             folder.mkdir(mode=0o700)
         except FileExistsError:
             pass
-        info = folder.stat()
+        info = folder.lstat()
         mode = stat.S_IMODE(info.st_mode)
-        if info.st_uid != os.getuid() or mode & 0o022:
-            whose = "owned by another user" if info.st_uid != os.getuid() else \
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or mode & 0o022:
+            whose = "not a folder" if not stat.S_ISDIR(info.st_mode) else \
+                "owned by another user" if info.st_uid != os.getuid() else \
                 f"writable by other users (mode {mode:o})"
-            raise HogwildError(f"cache folder {folder} is {whose}: hogwild runs the code it "
-                               "caches there, so it does not use it; make it yours with mode "
-                               "0700, or set HOGWILD_CACHE_DIR to a private folder")
+            raise HogwildError(f"cache folder {folder} is {whose}: hogwild runs the code and "
+                               "reads the data it caches there, so it does not use it; make "
+                               "it yours with mode 0700, or set HOGWILD_CACHE_DIR to a "
+                               "private folder")
     return folders[-1]
+
+
+code_cache_folder = private_folder  # cached code: callers fall back to a temporary folder
+
+_DATA_CACHE_WARNED = set()
+
+
+def data_cache_folder(*parts, create=True):
+    """private_folder(*parts) for cached data (parsed files, generated and downloaded
+    datasets), or None where it cannot be made or trusted: the data is then read or
+    made afresh, never taken from there, and one warning per process says why. A
+    full or read-only disk costs the cache, not the run. ``create=False``: None,
+    quietly, where the folder does not exist yet (a lookup)."""
+    if not create and not cache_dir().joinpath(*parts).is_dir():
+        return None
+    try:
+        return private_folder(*parts)
+    except HogwildError as error:
+        reason = str(error)
+    except OSError as error:
+        reason = (f"cannot keep data in {cache_dir().joinpath(*parts)} "
+                  f"({error.strerror or error}); it is read afresh every run")
+    if reason not in _DATA_CACHE_WARNED:
+        _DATA_CACHE_WARNED.add(reason)
+        warnings.warn(reason, stacklevel=3)
+    return None
 
 
 def shared_data_dir() -> Path:
@@ -61,3 +87,44 @@ def shared_data_dir() -> Path:
     if (repo_root / "pyproject.toml").is_file():
         return repo_root.parent / "shared" / "data"
     return Path("..") / "shared" / "data"
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"))
+
+
+def not_regular(mode):
+    """What a file of this st_mode is when it is not a regular file ('a FIFO (named
+    pipe)', ...), else None."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
+def check_regular(path, fd=None, what=""):
+    """Refuse anything but a regular file at ``path`` (or open as ``fd``), with a
+    one-line HogwildError, 'cannot read WHAT PATH: ...', that says what it is."""
+    try:
+        mode = os.fstat(fd).st_mode if fd is not None else os.stat(path).st_mode
+    except FileNotFoundError:
+        raise HogwildError(f"cannot read {what}{path}: no such file") from None
+    except OSError as exc:
+        raise HogwildError(f"cannot read {what}{path}: {exc.strerror}") from None
+    kind = not_regular(mode)
+    if kind is not None:
+        raise HogwildError(f"cannot read {what}{path}: it is {kind}, not a regular file")
+
+
+def pid_alive(pid):
+    """Whether process ``pid`` exists on this machine (a zombie counts): a file or
+    folder named for the process that made it is stale once it is gone."""
+    if not 0 < pid < 2**31:  # 0 and negative numbers would name process groups
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True

@@ -23,6 +23,18 @@ class Supports:
     def n_samples(self):
         return self.indptr.size - 1
 
+    def checked(self):
+        """These supports, or a HogwildError where they do not describe samples
+        (indptr must rise from 0 to the number of indices, the indices lie in
+        0..n_coordinates-1): the schedulers index arrays with them."""
+        indptr, indices = np.asarray(self.indptr), np.asarray(self.indices)
+        if indptr.ndim != 1 or indptr.size < 1 or indptr[0] != 0 or \
+                indptr[-1] != indices.size or (np.diff(indptr) < 0).any():
+            raise HogwildError("supports: indptr must rise from 0 to the number of indices")
+        if indices.size and (indices.min() < 0 or indices.max() >= self.n_coordinates):
+            raise HogwildError(f"supports: coordinate ids must be in 0..{self.n_coordinates - 1}")
+        return self
+
     @classmethod
     def from_csr(cls, matrix):
         """Rows of a scipy.sparse CSR matrix: a sample touches its nonzero columns."""

@@ -58,7 +58,8 @@ def vertex_program(graph, update, state, consistency="edge", loss=None, weights=
 
     update(v, state, graph, step) and loss(v, state, graph) follow the module
     docstring; loss (default: 0) is summed over vertices for the epoch's objective.
-    state: the arrays the program updates in place (one row per vertex, say);
+    state: the arrays the program updates in place (one row per vertex, say; integer
+    state such as labels or counts is allowed);
     weights: one per stored edge entry (graph.indices order; default 1.0);
     vertex_data: extra read-only arrays, appended to the graph tuple.
     """
@@ -90,4 +91,4 @@ def vertex_program(graph, update, state, consistency="edge", loss=None, weights=
         conflicts = graph if consistency == "edge" else None
     data = (graph.indptr, graph.indices.astype(np.int64), weights) + tuple(vertex_data)
     return Objective(update, loss or _no_loss, state, data, n, name=name, supports=supports,
-                     conflicts=conflicts)
+                     conflicts=conflicts, integer_params=True)  # labels, colours, counts

@@ -219,31 +219,53 @@ def cut_objective(n_vertices, u, v, w, terminals, n_labels):
     n_labels = check_int("labels", n_labels, 2)
     if n_labels > MAX_LABELS:
         raise HogwildError(f"labels must be at most {MAX_LABELS}, got {n_labels}")
-    u = np.ascontiguousarray(u, np.int32)
-    v = np.ascontiguousarray(v, np.int32)
+    n_vertices = check_int("n_vertices", n_vertices, 2, 2**31 - 1)
+    u, v = (_vertex_numbers(ends, name, n_vertices) for ends, name in ((u, "u"), (v, "v")))
     w = np.ascontiguousarray(w, np.float32)
     if not len(u) == len(v) == len(w) or len(u) == 0:
         raise HogwildError("edges need equal, non-zero numbers of u, v and w entries")
     if not terminals:
         raise HogwildError("give at least one terminal vertex (vertex -> label)")
     if np.any(w < 0) or not np.all(np.isfinite(w)):
-        raise HogwildError("edge weights must be finite and >= 0")
+        raise HogwildError("edge weights must be finite and >= 0 (and within float32's range)")
     X = np.full((n_vertices, n_labels), 1.0 / n_labels, np.float32)
     fixed = np.zeros(n_vertices, np.uint8)
     fixed_labels = np.full(n_vertices, -1, np.int64)
     for vertex, label in terminals.items():
-        if not 0 <= label < n_labels:
-            raise HogwildError(f"terminal {vertex} has label {label}, outside 0..{n_labels - 1}")
+        if not (isinstance(vertex, (int, np.integer)) and 0 <= vertex < n_vertices):
+            raise HogwildError(f"terminal {vertex!r} is not a vertex number in "
+                               f"0..{n_vertices - 1}")
+        if not (isinstance(label, (int, np.integer)) and 0 <= label < n_labels):
+            raise HogwildError(f"terminal {vertex} has label {label!r}, outside "
+                               f"0..{n_labels - 1}")
         X[vertex] = 0.0
         X[vertex, label] = 1.0
         fixed[vertex] = 1
         fixed_labels[vertex] = label
+    unlabelled = sorted(set(range(n_labels)) - set(int(label) for label in terminals.values()))
+    if unlabelled:
+        raise HogwildError(f"label {unlabelled[0]} has no terminal vertex: a multiway cut needs "
+                           f"at least one per label (labels 0..{n_labels - 1})")
     update, loss = cut_kernels(n_labels)
     objective = Objective(update, loss, (X,), (u, v, w, fixed), len(u),
                           name=f"multiway-cut-{n_labels}",
                           supports=Supports.from_edges(n_vertices, u, v),
                           id_arrays=(IdArray(0, (0,), (3,)), IdArray(1, (0,), (3,))))
     return objective, fixed, fixed_labels
+
+
+def _vertex_numbers(ends, name, n_vertices):
+    """Edge ends as int32 vertex numbers, or a HogwildError naming the first outside
+    0..n_vertices-1 (the kernels would write past the array)."""
+    ends = np.asarray(ends)
+    whole = ends.dtype.kind in "iu" or (ends.dtype.kind == "f" and np.all(ends == np.round(ends)))
+    if ends.size and not whole:
+        raise HogwildError(f"edge ends {name} must be integer vertex numbers, got {ends.dtype}")
+    outside = np.flatnonzero((ends < 0) | (ends >= n_vertices))
+    if outside.size:
+        raise HogwildError(f"edge {outside[0]}: {name} = {ends[outside[0]]} is not a vertex "
+                           f"number in 0..{n_vertices - 1}")
+    return np.ascontiguousarray(ends, np.int32)
 
 
 # 200 epochs, step 0.1, decay 0.98 reach the exact minimum s-t cut on the shared SNAP

@@ -12,13 +12,15 @@ giving pixel p label l then costs unary * (-ln P(I_p | seeds of l)) plus a
 constant. Reading and writing PNG needs Pillow
 (pip install hogwild[images]).
 """
-import math
-
 import numpy as np
 
 from hogwild.atomic import atomic_file
 from hogwild.errors import HogwildError
+from hogwild.paths import check_regular
 from hogwild.problems.graph_cuts import multiway_cut
+
+
+MAX_UNARY = 1e6  # the intensity model alone decides long before; more overflows float32 sums
 
 
 def pixel_graph(image, connectivity=4):
@@ -68,8 +70,8 @@ def segment(image, seeds, connectivity=4, unary=1.0, **fit_options):
     seeds = np.asarray(seeds)
     image = np.asarray(image)
     if isinstance(unary, bool) or not isinstance(unary, (int, float, np.number)) \
-            or not 0 <= unary < math.inf:
-        raise HogwildError(f"unary must be a finite number >= 0, got {unary!r}")
+            or not 0 <= unary <= MAX_UNARY:
+        raise HogwildError(f"unary must be a number from 0 to {MAX_UNARY:g}, got {unary!r}")
     if seeds.shape != image.shape[:2]:
         raise HogwildError(f"seeds have shape {seeds.shape}, the image {image.shape[:2]}")
     labels = np.unique(seeds[seeds >= 0])
@@ -121,6 +123,7 @@ def read_seeds(path, shape):
 def read_gray(path):
     """A PNG (or any Pillow-readable image) as a float 2-D array of gray levels."""
     Image = _pillow()
+    check_regular(path, what="image ")  # Pillow would wait for ever on a FIFO
     try:
         with Image.open(path) as picture:
             return np.asarray(picture.convert("L"), np.float64)

@@ -492,15 +492,28 @@ class SparseSVM(Params):
     @classmethod
     def load(cls, path):
         """A model written by save(); a file of another kind or version is refused."""
-        meta, arrays = read_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
-                                  "sparse linear classifier")
-        model = cls(**meta["params"])
-        model.coef_, model.intercept_ = arrays["coef"], arrays["intercept"]
-        model.classes_ = arrays["classes"]
-        model.n_features_in_ = model.coef_.shape[0]
-        model.workers_, model.step_ = meta["workers"], meta["step"]
-        model.history_ = []
-        return model
+        def build(meta, arrays):
+            model = cls(**meta["params"])
+            model.coef_ = _float_vector(arrays["coef"], "coef")
+            model.intercept_ = _float_vector(arrays["intercept"], "intercept", size=1)
+            model.classes_ = arrays["classes"]
+            if model.classes_.shape != (2,):
+                raise ValueError(f"classes has shape {model.classes_.shape}, not (2,)")
+            model.n_features_in_ = model.coef_.shape[0]
+            model.workers_, model.step_ = meta["workers"], meta["step"]
+            model.history_ = []
+            return model
+        return read_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION, "sparse linear classifier",
+                          build)
+
+
+def _float_vector(array, name, size=None):
+    """A saved model's float vector, or a ValueError naming what is wrong with it."""
+    if array.ndim != 1 or array.dtype.kind != "f" or (size is not None and array.size != size) \
+            or not np.isfinite(array).all():
+        raise ValueError(f"{name} is {array.dtype}{list(array.shape)}, not a finite float "
+                         f"vector{f' of {size}' if size else ''}")
+    return array
 
 
 def auto_step(X):

@@ -1,7 +1,8 @@
 """Jobs that tests/test_mpi.py runs under mpirun: ``python tests/mpi_jobs.py CASE``.
 Rank 0 prints one JSON object; every rank must reach the end (or the job fails).
 
-    params      a small SVM with backend "mpi" (settings as JSON in argv[2]); prints
+    params      a small SVM with backend "mpi" (settings as JSON in argv[2], fit
+                options in argv[3]; a list there gives each rank its own value); prints
                 a SHA-256 of every rank's parameters, the objective and the report
     reference   the same SVM, then the synchronous averaging it should equal,
                 computed here without MPI's help; prints both digests
@@ -87,10 +88,16 @@ def reference_case(settings):
                           "reference": digest(layout.views(state))}))
 
 
+def this_ranks(fields):
+    """The fields with each list replaced by this rank's item of it."""
+    return {name: value[COMM.rank] if isinstance(value, list) else value
+            for name, value in fields.items()}
+
+
 if __name__ == "__main__":
     case = sys.argv[1]
-    settings = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
-    options = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
+    settings = this_ranks(json.loads(sys.argv[2]) if len(sys.argv) > 2 else {})
+    options = this_ranks(json.loads(sys.argv[3]) if len(sys.argv) > 3 else {})
     if case == "params":
         params_case(settings, options)
     elif case == "reference":

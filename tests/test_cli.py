@@ -327,10 +327,10 @@ def test_run_cuts_segments_an_image(capsys, tmp_path):
                                                              "random:K with K >= 1"),
     (["--data", "random:20x40", "--labels", "1"],
      "--labels must be an integer from 2 to 32,768, got 1"),
-    (["--data", "random:20x40", "--unary", "nan"], "--unary must be a finite number >= 0, got "
-                                                    "nan"),
-    (["--data", "random:20x40", "--unary", "-1"], "--unary must be a finite number >= 0, got "
-                                                   "-1.0"),
+    (["--data", "random:20x40", "--unary", "nan"],
+     "--unary must be a finite number from 0 to 1e+06, got nan"),
+    (["--data", "random:20x40", "--unary", "-1"],
+     "--unary must be a finite number from 0 to 1e+06, got -1.0"),
     (["--data", "random:20x40", "--terminals", "0:0,0:1"], "--terminals: vertex 0 is given "
                                                             "two labels, 0 and 1"),
 ])
@@ -435,9 +435,10 @@ def test_an_unwritable_cache_folder_costs_caching_not_the_run(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
 
 
-def test_a_cache_folder_others_may_write_is_not_trusted_with_code(tmp_path):
-    """Compiled kernels are executed from the cache folder: one that other users may
-    write to is not used (one warning; the run completes), and a new one is 0700."""
+def test_a_cache_folder_others_may_write_is_not_trusted_with_code_or_data(tmp_path):
+    """Compiled kernels are executed from the cache folder and parsed data is trained
+    on: one that other users may write to is not used for either (warnings; the run
+    completes), and a new one is 0700."""
     import os
     import stat
     import sys
@@ -450,9 +451,13 @@ def test_a_cache_folder_others_may_write_is_not_trusted_with_code(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (f"hogwild: warning: cannot keep compiled kernels in {shared / 'kernels'} (cache "
-            f"folder {shared} is writable by other users (mode 777): hogwild runs the code it "
-            "caches there, so it does not use it;") in done.stderr
-    assert not (shared / "kernels").exists() and not (shared / "numba").exists()
+            f"folder {shared} is writable by other users (mode 777): hogwild runs the code and "
+            "reads the data it caches there, so it does not use it;") in done.stderr
+    assert (f"hogwild: warning: cache folder {shared} is writable by other users (mode 777): "
+            "hogwild runs the code and reads the data it caches there, so it does not use it; "
+            "make it yours with mode 0700, or set HOGWILD_CACHE_DIR to a private folder\n"
+            ) in done.stderr  # the data cache's warning
+    assert sorted(p.name for p in shared.iterdir()) == []
     fresh = tmp_path / "fresh-cache"
     done = subprocess.run(command, env={**os.environ, "HOGWILD_CACHE_DIR": str(fresh)},
                           capture_output=True, text=True, timeout=300)

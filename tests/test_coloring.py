@@ -123,8 +123,8 @@ def test_read_edge_list_maps_ids_and_skips_count_lines(tmp_path):
     np.testing.assert_array_equal(ids, [10, 20, 35])
     assert g.n_edges == 3
     path.write_text("10 20\n20 x\n")
-    with pytest.raises(DataFormatError, match=r"edges.txt, line 2: expected two non-negative "
-                                              r"integer vertex ids: '20 x'"):
+    with pytest.raises(DataFormatError, match=r"edges.txt, line 2: expected two integer vertex "
+                                              r"ids from 0 to 2\*\*63 - 1: '20 x'"):
         read_edge_list(path)
 
 

@@ -58,7 +58,8 @@ def test_fit_takes_the_objects_or_their_fields_and_names_an_unknown_option():
     assert set(TRAINING_OPTIONS).isdisjoint(RUN_CONTROLS)
     with pytest.raises(TypeError, match="unknown option 'epoch'; training options: epochs, "):
         settle(epoch=3)
-    objective = Objective(_count, _zero, params=np.zeros(1, np.int64), data=np.zeros(1),
+    objective = Objective(_count, _zero, params=np.zeros(1, np.int64),
+                          integer_params=True, data=np.zeros(1),
                           n_samples=10)
     result = fit(objective, TrainingConfig(epochs=3, scheduler="serial"), workers=1)
     assert int(result.params[0][0]) == 30 and len(result.history) == 3

@@ -6,6 +6,7 @@ without Ray; a node that dies mid-run is restarted and the run ends close to an
 undisturbed one; pushes are sparse; bad settings get one-line errors.
 """
 import functools
+import ipaddress
 import os
 import re
 import shutil
@@ -13,6 +14,7 @@ import signal
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -40,17 +42,59 @@ def fit_ssp(objective, settings, **options):
     return fit(objective, backend="ray", distributed=settings, **options)
 
 
-def listening_sockets():
-    """{(address, port)} of this machine's listening TCP sockets, from ``ss -ltn``."""
-    out = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True, check=True).stdout
-    return {tuple(line.split()[3].rsplit(":", 1)) for line in out.splitlines() if line.strip()}
+def _descendants(root):
+    """The pids of ``root`` and every process under it (Linux /proc)."""
+    children = {}
+    for status in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = status.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(status.parent.name))
+    found, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        found.add(pid)
+        todo += [child for child in children.get(pid, []) if child not in found]
+    return found
+
+
+def _address(hex_address):
+    """'0100007F:1F90' (/proc/net/tcp) -> ('127.0.0.1', '8080'); IPv6 in brackets."""
+    host, port = hex_address.split(":")
+    raw = bytes.fromhex(host)
+    address = ipaddress.ip_address(b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4)))
+    if len(raw) == 4:
+        return str(address), str(int(port, 16))
+    mapped = address.ipv4_mapped  # ::ffff:127.0.0.1, as ss prints it
+    return f"[{f'::ffff:{mapped}' if mapped else address}]", str(int(port, 16))
+
+
+def listening_sockets(root=None):
+    """{(address, port)} of the listening TCP sockets held by process ``root`` (default:
+    this one) and its descendants, such as the Ray instance it started: other jobs
+    on the host are not ours to judge."""
+    listening = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A":  # LISTEN
+                listening[fields[9]] = _address(fields[1])
+    held = set()
+    for pid in _descendants(root or os.getpid()):
+        try:
+            links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+        except OSError:  # gone, or not ours to read
+            continue
+        held |= {link[len("socket:["):-1] for link in links if link.startswith("socket:[")}
+    return {listening[inode] for inode in held if inode in listening}
 
 
 @pytest.fixture(scope="module")
 def local_ray():
     """One local Ray instance for the module (starting one takes seconds), started
-    as backend "ray" starts its own; yields the sockets listening before it."""
-    before = listening_sockets() if shutil.which("ss") else None
+    as backend "ray" starts its own; yields the sockets this process held before."""
+    before = listening_sockets()
     start_local_ray(ray, 4)
     yield before
     ray.shutdown()
@@ -211,7 +255,7 @@ def test_pushes_are_sparse(local_ray):
 
 
 @pytest.mark.parametrize("settings,message", [
-    (dict(nodes=0), "nodes must be an integer >= 1, got 0"),
+    (dict(nodes=0), "nodes must be an integer from 1 to 4,096, got 0"),
     (dict(staleness=-1), "staleness must be an integer >= 0, got -1"),
     (dict(on_failure="retry"), "unknown on_failure 'retry'; choose one of: restart, stop"),
     (dict(slowdown={5: 2.0}), "slowdown: node 5 factor 2.0; nodes are 0..1 and factors >= 1"),
@@ -386,12 +430,12 @@ def test_cli_staleness_must_be_a_count_or_inf(capsys):
 
 # --- issue 16, item 8: a local run is this machine's alone ----------------------------
 
-@pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss (iproute2) to list sockets")
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads sockets from /proc (Linux)")
 def test_a_local_ray_instance_listens_on_loopback_only(local_ray, svm):
     objective, step = svm
     fit_ssp(objective, SSPSettings(nodes=2), epochs=1, step=step, seed=0)  # actors up
     opened = listening_sockets() - local_ray
-    assert opened, "Ray opened no listening socket: the probe sees nothing"
+    assert opened, "Ray opened no listening socket of this test's: the probe sees nothing"
     exposed = sorted(f"{a}:{p}" for a, p in opened
                      if a not in ("127.0.0.1", "[::1]", "[::ffff:127.0.0.1]"))
     assert exposed == [], f"listening beyond the loopback interface: {exposed}"

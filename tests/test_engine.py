@@ -98,7 +98,7 @@ def bipartite_counting_objective(n_rows=40, n_cols=30, n=60_000, grid=6, seed=0)
     data = (row_labels[r[order]].astype(np.int64), col_labels[c[order]].astype(np.int64))
     params = (np.zeros(n_rows, np.int64), np.zeros(n_cols, np.int64))
     return Objective(racy_row_and_column_counts, zero_loss, params, data, n, blocks=layout,
-                     supports=Supports.from_keys(*data))
+                     supports=Supports.from_keys(*data), integer_params=True)
 
 
 def pair_update(e, params, data, step):
@@ -123,7 +123,7 @@ def races_observed(attempt, tries=5):
 
 
 def counting_objective(n):
-    return Objective(count_visit, zero_loss, params=np.zeros(n, np.int64),
+    return Objective(count_visit, zero_loss, params=np.zeros(n, np.int64), integer_params=True,
                      data=np.zeros(1), n_samples=n)
 
 
@@ -219,7 +219,7 @@ def test_a_failing_worker_releases_the_gates(scheduler, backend):
     objective = bipartite_counting_objective(n=2000, grid=4)
     failing = Objective(raise_on_row_three, zero_loss, objective.params, objective.data,
                         objective.n_samples, blocks=objective.blocks,
-                        supports=objective.supports)
+                        supports=objective.supports, integer_params=True)
     for seed in range(3):  # the failing update falls in either worker's share
         with pytest.raises(ValueError, match="row three"):
             fit(failing, epochs=1, workers=2, scheduler=scheduler, backend=backend, seed=seed)
@@ -380,6 +380,7 @@ def test_every_sample_updated_once_per_epoch(scheduler, workers, block):
 
 def test_an_update_that_takes_the_epoch_receives_it():
     objective = Objective(record_epoch, zero_loss, params=np.full(50, -1, np.int64),
+                          integer_params=True,
                           data=np.zeros(1), n_samples=50)
     for epochs in (1, 3):
         np.testing.assert_array_equal(fit(objective, epochs=epochs, workers=2).params[0],
@@ -406,6 +407,7 @@ def test_locked_scheduler_really_locks():
 
     def run(scheduler):
         objective = Objective(racy_increment, zero_loss, params=np.zeros(16, np.int64),
+                              integer_params=True,
                               data=np.array([64], np.int64), n_samples=n)
         return int(fit(objective, epochs=epochs, workers=2, scheduler=scheduler,
                        seed=0).params[0][0])
@@ -420,6 +422,7 @@ def test_locked_scheduler_really_locks():
 def test_more_workers_than_four_per_core_need_oversubscribe(monkeypatch, backend):
     monkeypatch.setattr("hogwild.limits.usable_cores", lambda: 1)
     objective = Objective(racy_increment, zero_loss, params=np.zeros(16, np.int64),
+                          integer_params=True,
                           data=np.array([64], np.int64), n_samples=1000)
     with pytest.raises(HogwildError) as error:
         fit(objective, epochs=1, workers=5, scheduler="locked", backend=backend)
@@ -612,12 +615,13 @@ def test_supports_declared_as_a_function_are_built_only_when_a_scheduler_needs_t
         return supports
 
     objective = Objective(racy_increment, zero_loss, params=np.zeros(16, np.int64),
+                          integer_params=True,
                           data=np.array([64], np.int64), n_samples=40, supports=declare)
     fit(objective, epochs=1, scheduler="serial", workers=1)
     assert built == []
     fit(objective, epochs=1, scheduler="cyclades", workers=2, seed=0)
     assert built == [1]
-    wrong = Objective(racy_increment, zero_loss, params=np.zeros(16, np.int64),
+    wrong = Objective(racy_increment, zero_loss, params=np.zeros(16, np.int64), integer_params=True,
                       data=np.array([64], np.int64), n_samples=39, supports=declare)
     with pytest.raises(HogwildError, match="its supports function must return a "
                                            "hogwild.structure.Supports of 39 samples"):

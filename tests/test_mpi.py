@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 from hogwild.backends.mpi import AllreduceSettings, step_factor, syncs_per_epoch
+from hogwild.backends.shared_memory import PREFIX, segments_root
+from hogwild.cli.ranks import child_pids
 from hogwild.errors import HogwildError
 from hogwild.limits import usable_cores
 from hogwild.problems.sparse_svm import INTERCEPT_PAD
@@ -162,7 +164,8 @@ def test_ranks_that_disagree_on_the_run_fail_at_once_on_every_rank():
     started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and time.monotonic() - started < 60
-    assert "the MPI ranks disagree on the run: rank 0 has epochs 2, rank 1 has 3" in done.stderr
+    assert ("hogwild: error: rank 1: the MPI ranks disagree on the run: rank 0 has epochs=2, "
+            "rank 1 has epochs=3\n") in done.stderr
 
 
 def test_an_error_on_one_rank_ends_the_whole_job():
@@ -177,12 +180,106 @@ def test_an_error_on_one_rank_ends_the_whole_job():
     assert "hogwild: error: rank 1: " in done.stderr and "/nonexistent/x.svm" in done.stderr
 
 
-def _shm():
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+# --- issue 28: nothing hangs on any rank -----------------------------------------------
+
+def mpmd(first, second, timeout=120):
+    """``mpirun -n 1 FIRST : -n 1 SECOND`` (two ranks running different command
+    lines): (completed process, seconds it took)."""
+    command = [MPIRUN, "-n", "1", *first, ":", "-n", "1", *second]
+    if os.geteuid() == 0:
+        command.insert(1, "--allow-run-as-root")
+    started = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    return done, time.monotonic() - started
+
+
+PATCHED = [sys.executable, "-c", "import sys, hogwild.cli as cli; "  # a bug in run svm
+           "cli.run_svm = lambda args: 1 / 0; sys.exit(cli.main(sys.argv[1:]))"]
+
+
+def test_any_exception_on_one_rank_ends_the_job_within_seconds():
+    """Only hogwild's own errors ended the job: another exception on one rank (a bug,
+    here a ZeroDivisionError) left the other waiting for ever."""
+    svm = ["run", "svm", "--backend", "mpi", "--epochs", "50"]
+    done, seconds = mpmd(HOGWILD + svm, PATCHED + svm)
+    assert done.returncode != 0 and seconds < 60, done.stderr[-2000:]
+    assert "hogwild: error: rank 1: ZeroDivisionError: division by zero\n" in done.stderr
+    assert "MPI_ABORT was invoked on rank 1" in done.stderr
+
+
+def test_a_usage_error_on_one_rank_before_mpi_starts_ends_the_job():
+    done, seconds = mpmd(HOGWILD + ["run", "svm", "--backend", "mpi"],
+                         HOGWILD + ["run", "svm", "--backend", "mpi", "--epochs", "many"])
+    assert done.returncode != 0 and seconds < 60, done.stderr[-2000:]
+    assert "argument --epochs: invalid int value: 'many'" in done.stderr
+
+
+def test_ranks_started_on_different_problems_fail_together():
+    done, seconds = mpmd(HOGWILD + ["run", "svm", "--backend", "mpi"],
+                         HOGWILD + ["run", "cuts", "--backend", "mpi", "--data", "random:50x90"])
+    assert done.returncode != 0 and seconds < 60, done.stderr[-2000:]
+    for rank in (0, 1):
+        assert (f"hogwild: error: rank {rank}: the MPI ranks disagree on the command: rank 0 has "
+                "problem='svm', rank 1 has problem='cuts'\n") in done.stderr
+
+
+def test_a_rank_of_a_job_that_would_train_alone_is_refused():
+    done = mpirun(2, HOGWILD + ["run", "svm", "--epochs", "1"], timeout=120)
+    assert done.returncode != 0
+    assert ("hogwild: error: rank 1: this process is rank 1 of an MPI job of 2 ranks, which "
+            "would each train alone with --backend threads: give --backend mpi (or run without "
+            "mpirun)\n") in done.stderr
+
+
+@pytest.mark.parametrize("field,values", [("exchange", ("dense", "sparse")),
+                                          ("algorithm", ("ring", "basic_linear")),
+                                          ("sync_every", (100, 200))])
+def test_ranks_of_a_script_with_other_settings_fail_together_naming_the_field(field, values):
+    """From the Python API, exchange="dense" on rank 0 and "sparse" on rank 1 hung for
+    150 s and more: every AllreduceSettings field is compared before any collective."""
+    done = mpirun(2, [sys.executable, JOBS, "params", json.dumps({field: list(values)}),
+                      json.dumps({})], timeout=120)
+    assert done.returncode != 0
+    for rank in (0, 1):
+        assert (f"hogwild.errors.HogwildError: the MPI ranks disagree on the run: rank 0 has "
+                f"{field}={values[0]!r}, rank 1 has {field}={values[1]!r}\n") in done.stderr
+    assert "an uncaught HogwildError ends the MPI job (MPI_Abort)" in done.stderr
+
+
+def test_threads_per_rank_may_differ():
+    """Each rank's own workers count is not the job's: only it may differ (rank 0 asks
+    for none, so it alone would have entered the node count's collective)."""
+    result = job("params", 2, {}, workers=[None, 1])
+    assert result["distributed"]["ranks"] == 2
+
+
+def test_an_allreduce_probe_of_absurd_size_is_one_error_on_every_rank():
+    """--max-size 99999999999999999999 hit MPI_ERR_INTERN on one rank and hung."""
+    done = mpirun(2, HOGWILD + ["allreduce-probe", "--max-size", "99999999999999999999",
+                                "--plot", "none"], timeout=120)
+    assert done.returncode != 0
+    for rank in (0, 1):
+        assert (f"hogwild: error: rank {rank}: --max-size 99999999999999999999: the probe sends "
+                "messages of at most 4 GiB\n") in done.stderr
+
+
+def _job_segments(launcher):
+    """The shared-memory folders of the MPI job whose launcher is ``launcher`` (its
+    ranks make Open MPI's segments there): this job's alone, whatever other jobs
+    on the host leave in /dev/shm."""
+    return list(segments_root().glob(f"{PREFIX}{launcher}-mpi-*"))
+
+
+def _mapped_segment_files(pid):
+    """The paths of Open MPI's segment files that process ``pid`` maps."""
+    maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    return {line.split(maxsplit=5)[5] for line in maps
+            if len(line.split(maxsplit=5)) == 6 and "sm_segment." in line}
 
 
 def _training_job():
-    """(mpirun of a long 2-rank training, its ranks' pids), once the ranks train."""
+    """(mpirun of a long 2-rank training, its ranks' pids), once the ranks train;
+    their segments were made in the job's folder and have lost their names."""
     proc = mpirun(2, HOGWILD + ["run", "svm", "--backend", "mpi", "--epochs", "100000",
                                 "--checkpoint-every", "1000000"], background=True)
     deadline = time.monotonic() + 120
@@ -191,11 +288,15 @@ def _training_job():
         ranks = _ranks_of(proc.pid)
         time.sleep(0.2)
     time.sleep(3)  # training: past MPI's start-up and the first epochs
+    mapped = set().union(*(_mapped_segment_files(pid) for pid in ranks))
+    folder = str(segments_root() / f"{PREFIX}{proc.pid}-mpi-{os.getuid()}")
+    assert len(mapped) == 2 and all(path.startswith(folder + "/") and path.endswith(
+        " (deleted)") for path in mapped), mapped
+    assert _job_segments(proc.pid) == []  # the folder went once every rank mapped them
     return proc, ranks
 
 
 def test_a_rank_killed_by_sigkill_ends_the_job_within_ten_seconds_leaving_nothing():
-    before = _shm()
     proc, ranks = _training_job()
     try:
         assert len(ranks) == 2
@@ -210,14 +311,13 @@ def test_a_rank_killed_by_sigkill_ends_the_job_within_ten_seconds_leaving_nothin
     assert f"PID {ranks[1]}" in err and "signal 9" in err
     for pid in ranks:  # no orphan
         assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid)
-    assert _shm() - before == set()
+    assert _job_segments(proc.pid) == []
 
 
 def test_ranks_whose_mpirun_was_killed_exit_within_seconds_leaving_nothing():
     """mpirun killed by SIGKILL cannot clean up: the ranks' shared-memory segments
     lose their names once all are mapped, and a rank removes the launcher's
     session directory (the PMIx server's files)."""
-    before = _shm()
     proc, ranks = _training_job()
     try:
         assert len(ranks) == 2
@@ -232,7 +332,7 @@ def test_ranks_whose_mpirun_was_killed_exit_within_seconds_leaving_nothing():
                 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert all(_state(pid) in ("gone", "Z") for pid in ranks), ranks
-        assert _shm() - before == set()
+        assert _job_segments(proc.pid) == []
         assert not Path(session).exists()
     finally:
         for pid in ranks:  # still ours if still running hogwild
@@ -244,13 +344,7 @@ def test_ranks_whose_mpirun_was_killed_exit_within_seconds_leaving_nothing():
 
 
 def _ranks_of(pid):
-    found = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            found += [int(p) for p in (task / "children").read_text().split()]
-        except OSError:
-            pass
-    return sorted(found)
+    return sorted(child_pids(pid))
 
 
 def _state(pid):
@@ -290,19 +384,20 @@ def test_sigterm_to_a_ranks_launch_stops_every_rank_after_the_same_epoch(tmp_pat
 
 def test_a_job_of_one_rank_started_without_mpirun_leaves_no_shared_memory():
     """Open MPI's singleton would leave a 16 MiB segment in /dev/shm that no
-    launcher removes; the backend starts it with the loopback transport alone."""
-    before = _shm()
+    launcher removes; the backend starts it with the loopback transport alone, so
+    the process maps no segment at all (judged from its own maps, not /dev/shm,
+    which other jobs on the host share)."""
     done = subprocess.run([sys.executable, JOBS, "params"], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout)["distributed"]["ranks"] == 1
-    assert _shm() - before == set()
     # and the transport is its alone: processes it starts get no such setting
     done = subprocess.run([sys.executable, "-c", "import os; from hogwild.backends.mpi "
-                           "import import_mpi; import_mpi(); print(sorted(k for k in "
-                           "os.environ if k.startswith('OMPI_MCA')))"],
+                           "import import_mpi, _mapped_segments; import_mpi(); "
+                           "print(_mapped_segments(), sorted(k for k in os.environ "
+                           "if k.startswith('OMPI_MCA')))"],
                           capture_output=True, text=True, timeout=120)
-    assert done.stdout.strip() == "[]", done.stderr
+    assert done.stdout.strip() == "[] []", done.stderr
 
 
 def test_settings_are_checked_when_the_config_is_built():

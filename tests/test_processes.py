@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -198,20 +199,17 @@ def pid_running(pid):
         return False
 
 
-def files_in(folders):
-    return [f for name in folders for f in (segments_root() / name).glob("*")]
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
 @pytest.mark.parametrize("scheduler", ["hogwild", "locked", "cyclades"])
 def test_children_die_with_a_killed_parent_and_leave_no_shared_memory(tmp_path, scheduler):
     """SIGKILL of the parent: the kernel kills its children (no orphan spins on a
-    core), no segment file is left (they were unlinked once mapped), and the next
-    run's start-up sweep removes the empty folder."""
+    core), and no segment is left: they are anonymous memory files (memfd), which
+    have no name in /dev/shm and go with the last process that maps them."""
     process = start_run(tmp_path, scheduler)
     (child,) = wait_for_epoch(process, 2)
-    left = segment_folders(process.pid)
-    assert len(left) == 1 and files_in(left) == []  # unlinked while the run goes on
+    assert segment_folders(process.pid) == set()  # nothing named, even while it runs
+    maps = Path(f"/proc/{child}/maps").read_text()
+    assert f"/memfd:{PREFIX}" in maps  # the worker maps the parent's memory files
     time.sleep(0.05)  # into epoch 3
     process.kill()
     _, err = process.communicate(timeout=60)
@@ -221,7 +219,6 @@ def test_children_die_with_a_killed_parent_and_leave_no_shared_memory(tmp_path, 
     assert not pid_running(child), "the worker outlived its parent"
     assert err == ""  # no traceback from an orphan
     assert load_checkpoint(tmp_path / "run.npz").epoch >= 2
-    SegmentSet().close()  # a new run's start-up sweep
     assert segment_folders(process.pid) == set()
 
 

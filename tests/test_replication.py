@@ -37,6 +37,7 @@ def test_merges_lose_no_update_where_workers_touch_different_coordinates(merge_e
     """Every sample owns one counter: after E epochs each counter is exactly E, on
     two workers with their own copies, whatever the merge interval."""
     objective = Objective(count_visit, zero_loss, params=np.zeros(5001, np.int64),
+                          integer_params=True,
                           data=np.zeros(1), n_samples=5001)
     result = fit(objective, epochs=3, workers=2, seed=0, replication="worker",
                  merge_every=merge_every)
@@ -214,7 +215,8 @@ def counters(n=3001):
     id 0 (hot: in half the samples), each odd one has its own (cold)."""
     ids = np.where(np.arange(n) % 2 == 0, 0, np.arange(n)).astype(np.int32)
     weight = np.arange(n, dtype=np.int64) + 1
-    return Objective(count_id, zero_loss, params=np.zeros(n, np.int64), data=(ids, weight),
+    return Objective(count_id, zero_loss, params=np.zeros(n, np.int64),
+                     integer_params=True, data=(ids, weight),
                      n_samples=n, id_arrays=(IdArray(0, (0,), (1,)),)), ids, weight
 
 
@@ -312,7 +314,7 @@ def test_auto_chooses_by_its_probe_and_says_so(id_arrays):
     objective, ids, weight = counters()
     if not id_arrays:
         objective = Objective(count_id, zero_loss, objective.params, objective.data,
-                              objective.n_samples)
+                              objective.n_samples, integer_params=True)
     result = fit(objective, epochs=2, workers=2, seed=0, replication="auto", merge="sum")
     auto = result.replicated["auto"]
     candidate = "hot" if id_arrays else "worker"
@@ -356,7 +358,7 @@ def test_hot_ids_that_cannot_hold_the_copies_row_numbers_are_refused():
     """int8 ids of 120 int64 rows: each worker's copy of the one hot row takes a
     64-byte line of 8 rows after them, so the last copy is row 120 + 2 * 8 - 1."""
     ids = np.zeros(120, np.int8)  # row 0 is in every sample: hot
-    objective = Objective(count_id, zero_loss, params=np.zeros(120, np.int64),
+    objective = Objective(count_id, zero_loss, params=np.zeros(120, np.int64), integer_params=True,
                           data=(ids, np.ones(120, np.int64)), n_samples=120,
                           id_arrays=(IdArray(0, (0,), (1,)),))
     with pytest.raises(HogwildError) as error:
@@ -366,9 +368,10 @@ def test_hot_ids_that_cannot_hold_the_copies_row_numbers_are_refused():
 
 
 def test_ids_outside_the_rows_are_named_before_any_work():
-    objective = Objective(count_id, zero_loss, params=np.zeros(10, np.int64),
-                          data=(np.array([0, 3, 12], np.int32), np.ones(10, np.int64)),
-                          n_samples=3, id_arrays=(IdArray(0, (0,), (1,)),))
+    """When the objective is made, so no mode or backend reads past the rows."""
     with pytest.raises(HogwildError) as error:
-        fit(objective, epochs=1, workers=2, replication="hot")
-    assert str(error.value) == "data[0] holds ids outside 0..9"
+        Objective(count_id, zero_loss, params=np.zeros(10, np.int64), integer_params=True,
+                  data=(np.array([0, 3, 12], np.int32), np.ones(10, np.int64)),
+                  n_samples=3, id_arrays=(IdArray(0, (0,), (1,)),))
+    assert str(error.value) == ("data[0][2] = 12 is not a row of params[0], which has 10 rows "
+                                "(declared by an IdArray)")

@@ -4,6 +4,8 @@ The engine owns the epoch loop: the step schedule, plans, timing, the finiteness
 check, metrics, callbacks, checkpoints and Ctrl-C. A backend owns *where* the
 work runs and where the parameters live, behind these calls, in this order:
 
+    Backend.agree(config, objective)            # the processes of one run agree
+    Backend.requested_workers(config)
     with Backend.open(workers, config, source) as runner:  # see also its class attributes
         params, data = runner.share(params, data, n_samples)
         runner.warm_up(loops, params, data, scheduler, objective)  # compile, start
@@ -40,6 +42,12 @@ class Backend(ABC):
     # calls to build it (to load its data itself)
     runs_warp_updates = False   # True: it runs an objective's warp_update (CUDA warps)
     half_precision = False      # True: it compiles float16 parameters
+
+    @classmethod
+    def agree(cls, config, objective):
+        """Check, before anything else, that every process of one run (MPI ranks,
+        which start separately) was given the same settings and objective shapes;
+        nothing to check for a run that one process starts."""
 
     @classmethod
     def requested_workers(cls, config):

@@ -31,16 +31,25 @@ suits constrained parameters (the graph cuts' simplex rows).
 
 A rank that raises must end the job: a rank that returns from an error while the
 others wait in a collective hangs the job at MPI_Finalize. The command line calls
-MPI_Abort for it; a script should run as ``mpirun -n N python -m mpi4py script.py``
-(mpi4py then aborts on an uncaught exception). A rank whose launcher (mpirun)
-died exits within a second and removes the launcher's session directory. Open
-MPI's shared-memory segments lose their names in /dev/shm once every rank of a
-node has mapped them, so no end of a job, however abrupt, leaves one behind.
+MPI_Abort for every error; in a script, an exception that nothing catches does the
+same (import_mpi installs an excepthook, as ``python -m mpi4py script.py`` would).
+Ranks whose settings differ would enter different collectives: every rank compares
+its run's settings (every field of its TrainingConfig and AllreduceSettings, the
+objective's name and shapes) with rank 0's before the first collective of a fit,
+and all fail with the same message naming the field and both values.
+
+A rank whose launcher (mpirun) died exits within a second and removes the
+launcher's session directory. Open MPI's shared-memory segments are made in a
+folder of this user's for the launcher (``hogwild-PID-mpi-UID`` in /dev/shm) and
+lose their names once every rank of a node has mapped them; a folder left by a
+launcher killed before that is removed by the next hogwild run (its pid is gone).
 """
 import ctypes
+import dataclasses
 import math
 import os
 import shutil
+import stat
 import sys
 import threading
 import time
@@ -52,6 +61,7 @@ from numba import njit
 
 from hogwild.backends.base import HostBackend
 from hogwild.backends.host import aligned_copy
+from hogwild.backends.shared_memory import PREFIX, remove_stale_folders, segments_root
 from hogwild.backends.sharding import FlatLayout, node_samples, run_seed
 from hogwild.backends.threads import ThreadsBackend
 from hogwild.collectives import (ALGORITHMS, DEFAULT_SEGMENT, LinkCosts, MeasuredLink, choose,
@@ -101,34 +111,114 @@ def import_mpi():
     """mpi4py's MPI module (initialising MPI), or an error naming the extra. A
     process that no launcher started is a job of one rank ("singleton"), for which
     Open MPI's shared-memory transport is of no use and whose segment in /dev/shm
-    no launcher would remove: it gets the loopback transport alone."""
+    no launcher would remove: it gets the loopback transport alone. A rank of a
+    larger job puts the transport's segments in a private folder for its launcher
+    (see segment_folder), watches its launcher (watch_launcher) and ends the whole
+    job on an exception that nothing catches (abort_on_uncaught)."""
     starting = "mpi4py.MPI" not in sys.modules
     alone = starting and not in_mpi_job() and "OMPI_MCA_btl" not in os.environ
-    if alone:  # for MPI_Init only: not for processes this one starts later
-        os.environ["OMPI_MCA_btl"] = "self"
+    folder = segment_folder() if starting and in_mpi_job() and job_size() > 1 else None
+    chosen = {"OMPI_MCA_btl": "self"} if alone else {}
+    if folder is not None:
+        chosen["OMPI_MCA_btl_sm_backing_directory"] = str(folder)
+        watch_launcher(job_rank(), folder)
+    os.environ.update(chosen)  # for MPI_Init only: not for processes this one starts later
     try:
         from mpi4py import MPI
     except ImportError:
         raise HogwildError("backend 'mpi' needs mpi4py and an MPI library: pip install "
                            "'hogwild[mpi]' (mpi4py and Open MPI's wheel)") from None
     finally:
-        if alone:
-            del os.environ["OMPI_MCA_btl"]
+        for name in chosen:
+            del os.environ[name]
     if starting and MPI.COMM_WORLD.Get_size() > 1:
-        unlink_shared_segments(MPI)
+        unlink_shared_segments(MPI, folder)
+        abort_on_uncaught(MPI)
     return MPI
+
+
+def segment_folder():
+    """A folder of this user's for Open MPI's shared-memory segments on this node,
+    named for the launcher (every rank of a node has the same parent), so that a
+    sweep can tell a dead job's (remove_stale_folders); None where it cannot be
+    made this user's alone (Open MPI then uses /dev/shm itself)."""
+    launcher = os.getppid()
+    remove_stale_folders()
+    folder = segments_root() / f"{PREFIX}{launcher}-mpi-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        info = folder.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() \
+            or stat.S_IMODE(info.st_mode) != 0o700:
+        return None
+    return folder
+
+
+def abort_on_uncaught(MPI):
+    """An exception that nothing catches on this rank ends every rank (MPI_Abort):
+    returning would leave the others waiting in a collective for ever."""
+    previous = sys.excepthook
+
+    def abort(kind, value, traceback):
+        previous(kind, value, traceback)
+        print(f"hogwild: rank {MPI.COMM_WORLD.Get_rank()}: an uncaught {kind.__name__} ends "
+              "the MPI job (MPI_Abort)", file=sys.stderr, flush=True)
+        MPI.COMM_WORLD.Abort(1)
+    sys.excepthook = abort
+
+
+def agree(comm, what, fields):
+    """Check that every rank's ``fields`` (a dict) equal rank 0's: ranks that differ
+    would enter different collectives and wait for each other for ever. Every rank
+    raises the same HogwildError, naming the first field that differs and both
+    values. A collective: every rank calls it."""
+    everyone = comm.allgather(fields)
+    for rank, theirs in enumerate(everyone[1:], 1):
+        for key in [*everyone[0], *(k for k in theirs if k not in everyone[0])]:
+            ours, other = everyone[0].get(key), theirs.get(key)
+            if ours != other:
+                raise HogwildError(f"the MPI ranks disagree on {what}: rank 0 has "
+                                   f"{key}={ours!r}, rank {rank} has {key}={other!r}")
+
+
+def run_fields(config, objective):
+    """What the ranks of one run must agree on: the objective's name, samples and
+    array shapes, and every field of the TrainingConfig and its AllreduceSettings
+    but the threads of each rank."""
+    fields = {"objective": objective.name, "samples": objective.n_samples,
+              "params": [f"{p.dtype}{list(p.shape)}" for p in objective.params],
+              "data": [f"{a.dtype}{list(a.shape)}" for a in objective.data]}
+    for settings, skip in ((config, ("workers", "oversubscribe", "distributed")),
+                           (config.distributed, ())):
+        for field in dataclasses.fields(settings):
+            if field.name not in skip:
+                fields[field.name] = _comparable(getattr(settings, field.name))
+    return fields
+
+
+def _comparable(value):
+    """A value that compares equal on two ranks when it means the same (a
+    Generator's repr holds its address)."""
+    if value is None or isinstance(value, (bool, int, float, str, tuple)):
+        return value
+    if isinstance(value, np.random.Generator):
+        return "a numpy Generator"
+    return repr(value)
 
 
 SEGMENT_PREFIX = "sm_segment."  # Open MPI's shared-memory transport, one file per rank
 
 
-def unlink_shared_segments(MPI):
+def unlink_shared_segments(MPI, folder=None):
     """Remove the names of Open MPI's shared-memory segments as soon as every rank
     of this node has mapped every other's (the memory lives on until the last rank
     unmaps it). mpirun removes them when a job ends, but one killed by SIGKILL
     leaves 16 MiB per rank in /dev/shm for good. A message between every pair of
     a node's ranks makes each map its peers' segments (Open MPI may map them
-    lazily, at the first message); after a barrier no rank needs a name again.
+    lazily, at the first message); after a barrier no rank needs a name again, and
+    after another the segments' ``folder`` (see segment_folder) goes too.
     Collective over COMM_WORLD: every rank calls it, right after MPI_Init."""
     node = MPI.COMM_WORLD.Split_type(MPI.COMM_TYPE_SHARED)
     try:
@@ -146,8 +236,14 @@ def unlink_shared_segments(MPI):
                 os.unlink(path)
             except OSError:  # a peer was first, or it is not ours to remove
                 pass
+        node.Barrier()
     finally:
         node.Free()
+        if folder is not None:
+            try:
+                folder.rmdir()
+            except OSError:  # a peer was first
+                pass
 
 
 def _mapped_segments():
@@ -391,11 +487,12 @@ def time_algorithms(MPI, comm, sizes, costs, budget=0.25, progress=None):
 _WATCHING = []  # the launcher watch, started once per process
 
 
-def watch_launcher(rank):
+def watch_launcher(rank, folder=None):
     """Exit when the launcher (mpirun, this rank's parent) dies: its job is gone,
     and an orphan would wait in a collective for ever. A launcher killed by
     SIGKILL leaves its session directory (the PMIx server's files, mapped by its
-    ranks) behind; the first rank to notice removes it."""
+    ranks) and, before its ranks unlinked them, the shared-memory segments in
+    ``folder`` behind; the first rank to notice removes both."""
     if _WATCHING:
         return
     parent = os.getppid()
@@ -406,6 +503,8 @@ def watch_launcher(rank):
         session = os.environ.get("PMIX_SERVER_TMPDIR", "")
         if os.path.basename(session).endswith(f".{parent}"):  # that launcher's own
             shutil.rmtree(session, ignore_errors=True)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
         try:
             print(f"hogwild: rank {rank}: the MPI launcher (pid {parent}) died; exiting",
                   file=sys.stderr, flush=True)
@@ -427,15 +526,21 @@ class MPIBackend(HostBackend):
     plans_itself = True
 
     @classmethod
+    def agree(cls, config, objective):
+        """Every rank's run settings equal rank 0's (run_fields): the first collective
+        of a fit, so that ranks that differ fail together instead of waiting."""
+        agree(import_mpi().COMM_WORLD, "the run", run_fields(config, objective))
+
+    @classmethod
     def requested_workers(cls, config):
-        """Threads per rank: the usable cores shared among this machine's ranks."""
-        if config.workers is not None:
-            return config.workers
+        """Threads per rank: the usable cores shared among this machine's ranks. A
+        collective (every rank, whatever its own ``workers``)."""
         MPI = import_mpi()
         local = MPI.COMM_WORLD.Split_type(MPI.COMM_TYPE_SHARED)
         ranks_here = local.Get_size()
         local.Free()
-        return max(1, usable_cores() // ranks_here)
+        return config.workers if config.workers is not None \
+            else max(1, usable_cores() // ranks_here)
 
     @classmethod
     def checkpoint_settings(cls, config):
@@ -463,8 +568,6 @@ class MPIBackend(HostBackend):
         self.traffic = {"dense": {"syncs": 0, "seconds": 0.0, "bytes": 0},
                         "sparse": {"syncs": 0, "seconds": 0.0, "bytes": 0}}
         self.syncs_done = 0
-        if in_mpi_job():
-            watch_launcher(self.rank)
 
     def worker_count(self, planned):
         return self.ranks * planned
@@ -475,7 +578,6 @@ class MPIBackend(HostBackend):
                                "rank per sample")
         self.n, self.data = n_samples, data
         self.layout = FlatLayout(params, "mpi")
-        self._check_agreement(n_samples)
         self.first, self.last = node_samples(n_samples, self.ranks, self.rank)
         self.planner = self.scheduler.planner(self.last - self.first, self.workers)
         self.pieces = syncs_per_epoch(n_samples, self.ranks, self.settings.sync_every)
@@ -488,20 +590,6 @@ class MPIBackend(HostBackend):
         self.params, data = self.local.share(self.layout.views(self.flat), data, n_samples)
         self.live = all(np.shares_memory(p, self.flat) for p in self.params)
         return self.params, data
-
-    def _check_agreement(self, n_samples):
-        """Ranks that disagree on the run's shape would wait on each other's
-        collectives for ever: compare what decides them, and name the difference."""
-        mine = {"samples": n_samples, "parameters": self.layout.size,
-                "dtype": str(self.layout.dtype), "epochs": self.epochs,
-                "sync_every": self.settings.sync_every,
-                "step_scaling": self.settings.step_scaling}
-        everyone = self.comm.allgather(mine)
-        for rank, theirs in enumerate(everyone):
-            for key, value in theirs.items():
-                if value != everyone[0][key]:
-                    raise HogwildError(f"the MPI ranks disagree on the run: rank 0 has "
-                                       f"{key} {everyone[0][key]}, rank {rank} has {value}")
 
     def replicated(self):
         return self.local.replicated()

@@ -1,20 +1,26 @@
 """Shared memory for worker processes: numpy arrays in memory-mapped files.
 
-A run's segments are files in a private folder (mkdtemp: an unguessable name,
-mode 0700) under /dev/shm where it exists (memory, not disk) or the temporary
-folder; each file is created exclusively with mode 0600 and starts with a 64-byte
-header: a magic word, the run's random 16-byte token and the payload size. A
-worker attaches only after checking the owner, the mode, the token and the size,
-so a stale or foreign file with a colliding name is refused, never used. Plain
-files, unlike multiprocessing.shared_memory on Python < 3.13, involve no
-resource tracker, so nothing warns or unlinks behind the run's back.
+On Linux a segment is an anonymous memory file (memfd_create, mode 0600) that has
+no name in any folder: a child maps it through /proc/PARENT/fd/N, which only this
+user's processes may open, and the memory is freed with the last process that maps
+it or holds it open. A SIGKILL at any moment, start-up included, leaves nothing in
+/dev/shm. Elsewhere (or with an explicit ``root``) segments are files in a private
+folder (mkdtemp: an unguessable name, mode 0700) under /dev/shm where it exists
+(memory, not disk) or the temporary folder, created exclusively with mode 0600.
 
-Once every worker has mapped the files, the parent unlinks them
-(``unlink_files``): the memory lives on in the mappings and is freed with the last
-process that maps it, so a parent killed with SIGKILL (its children die with it)
-leaves at most an empty folder. The parent removes the folder when the run ends,
-however it ends; a folder left by a parent that was itself killed is removed by
-the next run of the same user.
+Every segment starts with a 64-byte header: a magic word, the run's random
+16-byte token and the payload size. A worker attaches only after checking the
+owner, the mode, the token and the size, so a stale or foreign segment is refused,
+never used. Neither kind, unlike multiprocessing.shared_memory on Python < 3.13,
+involves a resource tracker, so nothing warns or unlinks behind the run's back.
+
+Once every worker has mapped the segments, the parent lets go of their names
+(``unlink_files``: it closes its memory files, or unlinks the files): the memory
+lives on in the mappings. The parent removes its folder when the run ends,
+however it ends; a folder left by a process that was itself killed (a run of the
+folder kind, or an MPI job's, see hogwild.backends.mpi) is removed by the next
+run of the same user on this machine (``remove_stale_folders``: its creator's
+pid no longer runs).
 """
 import mmap
 import os
@@ -28,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from hogwild.errors import HogwildError
+from hogwild.paths import pid_alive
 
 MAGIC = b"HOGWILD\x01"
 HEADER_BYTES = 64
@@ -50,80 +57,106 @@ class SegmentSpec:
     shape: tuple
 
 
-def _pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_folders(root=None):
-    """Delete this user's segment folders whose creating process is gone."""
+    """Delete this user's segment folders (PREFIX + the creating process's pid + '-'
+    + anything) whose creating process is gone."""
     root = Path(root or segments_root())
     for folder in root.glob(f"{PREFIX}*"):
         try:
             pid = int(folder.name.split("-")[1])
-            if folder.stat().st_uid == os.getuid() and not _pid_alive(pid):
+            if folder.lstat().st_uid == os.getuid() and not pid_alive(pid):
                 shutil.rmtree(folder, ignore_errors=True)
         except (ValueError, IndexError, OSError):
             continue
 
 
+def _anonymous_files():
+    """Whether memory files without a name (memfd_create) can be shared with child
+    processes here: Linux with /proc."""
+    return hasattr(os, "memfd_create") and os.path.isdir(f"/proc/{os.getpid()}/fd")
+
+
 class SegmentSet:
-    """The parent's segments for one run; ``close`` unmaps and deletes them all."""
+    """The parent's segments for one run; ``close`` unmaps and deletes them all.
+    ``root``: a folder for named segment files (default: anonymous memory files
+    where the OS has them, else a private folder under segments_root())."""
 
     def __init__(self, root=None):
         remove_stale_folders(root)
-        self.folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-",
-                                            dir=root or segments_root()))
+        self.folder = None
+        if root is not None or not _anonymous_files():
+            self.folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-",
+                                                dir=root or segments_root()))
         self.token = secrets.token_bytes(16)
         self._maps = []
-        self._linked = []  # files not yet unlinked
+        self._named = []  # what still has a name: open memory files or files not unlinked
+
+    def _open(self, size):
+        """(fd, path a child opens) of a new segment file of ``size`` bytes."""
+        if self.folder is None:
+            fd = os.memfd_create(f"{PREFIX}{len(self._maps)}", os.MFD_CLOEXEC)
+            os.fchmod(fd, 0o600)
+            path = f"/proc/{os.getpid()}/fd/{fd}"
+        else:
+            path = str(self.folder / f"{len(self._maps)}-{secrets.token_hex(8)}")
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.ftruncate(fd, size)
+        except OSError:
+            os.close(fd)
+            raise
+        return fd, path
 
     def create(self, shape, dtype, fill=None):
         """(array, spec): a zeroed (or ``fill``-copied) shared array."""
         dtype = np.dtype(dtype)
         shape = tuple(int(s) for s in shape)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        path = self.folder / f"{len(self._maps)}-{secrets.token_hex(8)}"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        fd, path = self._open(HEADER_BYTES + max(nbytes, 1))
         try:
-            os.ftruncate(fd, HEADER_BYTES + max(nbytes, 1))
             mapped = mmap.mmap(fd, HEADER_BYTES + max(nbytes, 1))
-        finally:
+        except OSError:
             os.close(fd)
+            raise
+        if self.folder is None:
+            self._named.append(fd)  # open until every worker has mapped it
+        else:
+            os.close(fd)
+            self._named.append(Path(path))
         mapped[:HEADER_BYTES] = (MAGIC + self.token + nbytes.to_bytes(8, "little")).ljust(
             HEADER_BYTES, b"\0")
         self._maps.append(mapped)
-        self._linked.append(path)
         array = np.frombuffer(mapped, dtype, int(np.prod(shape, dtype=np.int64)),
                               HEADER_BYTES).reshape(shape)
         if fill is not None:
             array[...] = fill
-        return array, SegmentSpec(str(path), dtype.str, shape)
+        return array, SegmentSpec(path, dtype.str, shape)
 
     def share(self, array):
         """(shared copy, spec) of ``array``."""
         return self.create(array.shape, array.dtype, fill=array)
 
     def unlink_files(self):
-        """Remove the files made so far, once every worker has attached them: the
-        mappings keep the memory, and nothing is left behind if this process dies."""
-        for path in self._linked:
-            path.unlink(missing_ok=True)
-        self._linked = []
+        """Let go of the names of the segments made so far, once every worker has
+        attached them: the mappings keep the memory, and nothing is left behind if
+        this process dies."""
+        for named in self._named:
+            if isinstance(named, int):
+                os.close(named)
+            else:
+                named.unlink(missing_ok=True)
+        self._named = []
 
     def close(self):
+        self.unlink_files()
         for mapped in self._maps:
             try:
                 mapped.close()
-            except BufferError:  # a numpy view still holds it: the file goes anyway
+            except BufferError:  # a numpy view still holds it: the memory goes with it
                 pass
         self._maps = []
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def attach(spec, token):
@@ -132,8 +165,10 @@ def attach(spec, token):
     dtype = np.dtype(spec.dtype)
     count = int(np.prod(spec.shape, dtype=np.int64))
     nbytes = count * dtype.itemsize
+    # a parent's memory file is a /proc link to follow; a named file must not be one
+    follow = 0 if spec.path.startswith("/proc/") else getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, os.O_RDWR | follow)
     except OSError as exc:
         raise HogwildError(f"shared segment {path} cannot be opened: {exc.strerror}") from None
     try:

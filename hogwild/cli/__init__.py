@@ -14,12 +14,15 @@
 Errors caused by the input print one line, ``hogwild: error: ...``, and exit 2;
 Ctrl-C (or SIGTERM) finishes the epoch, writes the checkpoint, says where, and
 exits 130 (143); a second one abandons the epoch, leaving the last checkpoint.
-In an MPI job rank 0 alone prints, an error on any rank ends the whole job
-(MPI_Abort), and --ranks forwards the first Ctrl-C to the ranks (under a bare
-mpirun, Ctrl-C ends the job at once: the last checkpoint stays).
+In an MPI job rank 0 alone prints, the ranks first check that they run the same
+command, any error on any rank (a usage error, a bug's exception, before or after
+MPI starts) ends the whole job (MPI_Abort), and --ranks forwards the first Ctrl-C
+to the ranks (under a bare mpirun, Ctrl-C ends the job at once: the last
+checkpoint stays).
 """
 import os
 import sys
+import traceback
 import warnings
 
 from hogwild.cli.commands import download, list_datasets, sparsity
@@ -27,8 +30,9 @@ from hogwild.cli.options import check_numbers, build_parser
 from hogwild.cli.probe import run_probe
 from hogwild.cli.ranks import abort_job, launch
 from hogwild.cli.run import run_cuts, run_mc, run_svm
-from hogwild.backends.mpi import import_mpi, in_mpi_job, job_rank, job_size
+from hogwild.backends.mpi import agree, import_mpi, in_mpi_job, job_rank, job_size
 from hogwild.errors import HogwildError, Interrupted
+from hogwild.paths import not_regular
 
 __all__ = ["main", "build_parser"]
 
@@ -39,12 +43,17 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as usage:  # --help, or a usage error argparse has printed
+        if usage.code:
+            abort_job(usage.code)  # the other ranks of an MPI job must not wait for this one
+        raise
     with warnings.catch_warnings():
         warnings.simplefilter("default")
         warnings.showwarning = _one_line_warning
         status = _dispatch(args, argv)
-    if status and _mpi_command(args) and not getattr(args, "stopped_together", False):
+    if status and not getattr(args, "stopped_together", False):
         abort_job(status)  # else the other ranks would wait for this one for ever
     return status
 
@@ -71,6 +80,9 @@ def _check_output(path, option):
         return
     if os.path.isdir(path):
         raise HogwildError(f"{option} {path}: it is a directory; give a file path")
+    kind = not_regular(os.stat(path).st_mode) if os.path.exists(path) else None
+    if kind is not None:  # written by renaming a new file over it: never a device or FIFO
+        raise HogwildError(f"{option} {path}: it is {kind}, not a regular file; give a file path")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise HogwildError(f"{option} {path}: the folder {folder} does not exist")
@@ -81,6 +93,13 @@ def _check_output(path, option):
 def _mpi_command(args):
     """Whether the command runs as an MPI job."""
     return getattr(args, "backend", None) == "mpi" or args.command == "allreduce-probe"
+
+
+def _rank_of_a_job(args):
+    """Whether this process is one rank of an MPI job of several that runs a command
+    that trains or probes: MPI starts before anything else, and the ranks must
+    agree on what they run."""
+    return in_mpi_job() and job_size() > 1 and args.command in ("run", "allreduce-probe")
 
 
 def _runs_here(args):
@@ -94,6 +113,10 @@ def _runs_here(args):
         return False
     if ranks is not None and ranks != job_size():
         raise HogwildError(f"--ranks {ranks}: this MPI job has {job_size()} ranks")
+    if _rank_of_a_job(args) and not _mpi_command(args):
+        raise HogwildError(f"this process is rank {job_rank()} of an MPI job of {job_size()} "
+                           f"ranks, which would each train alone with --backend "
+                           f"{args.backend}: give --backend mpi (or run without mpirun)")
     if _mpi_command(args) and job_rank() != 0:
         sys.stdout = open(os.devnull, "w")
     return True
@@ -101,14 +124,18 @@ def _runs_here(args):
 
 def _dispatch(args, argv=()):
     try:
-        if _mpi_command(args) and in_mpi_job():
+        if _rank_of_a_job(args) or (_mpi_command(args) and in_mpi_job()):
             # MPI starts before anything is checked or read: a rank that then fails
             # ends the job (MPI_Abort), where one that exited before MPI_Init would
             # leave the others waiting in it
-            import_mpi()
+            MPI = import_mpi()
+            if _rank_of_a_job(args):
+                agree(MPI.COMM_WORLD, "the command", {
+                    "command": args.command, "problem": getattr(args, "problem", None),
+                    "backend": getattr(args, "backend", None)})
         check_numbers(args)
         if not _runs_here(args):
-            return launch(args.ranks, argv)
+            return launch(args.ranks, argv, args.oversubscribe)
         if getattr(args, "backend", None) == "gpu":
             _use_gpu(args)
         _check_output(getattr(args, "save", None), "--save")
@@ -135,8 +162,7 @@ def _dispatch(args, argv=()):
         else:
             run_svm(args)
     except HogwildError as exc:
-        where = f"rank {job_rank()}: " if _mpi_command(args) and job_size() > 1 else ""
-        print(f"hogwild: error: {where}{exc}", file=sys.stderr)
+        print(f"hogwild: error: {_where()}{exc}", file=sys.stderr)
         return 2
     except MemoryError:
         print("hogwild: error: out of memory; use smaller data (or a machine with more "
@@ -157,4 +183,15 @@ def _dispatch(args, argv=()):
     except BrokenPipeError:  # the reader went away (hogwild datasets | head): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except Exception as exc:  # a bug: in an MPI job, said with the rank, then MPI_Abort
+        if not (in_mpi_job() and job_size() > 1):
+            raise
+        traceback.print_exc()
+        print(f"hogwild: error: {_where()}{type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _where():
+    """'rank N: ' in an MPI job of several ranks, else nothing."""
+    return f"rank {job_rank()}: " if in_mpi_job() and job_size() > 1 else ""

@@ -5,7 +5,8 @@ then the checks of numbers that need no data."""
 import argparse
 import dataclasses
 
-from hogwild.config import TRAINING_OPTIONS
+from hogwild.config import TRAINING_OPTIONS, TrainingConfig
+from hogwild.schedulers import SCHEDULERS
 from hogwild.errors import HogwildError, check_int
 
 
@@ -230,13 +231,15 @@ def _staleness(text):
     raise HogwildError(f"--staleness: expected an integer >= 0 or inf, got {text!r}")
 
 
-def _distributed(args):
-    """The settings of --backend ray (SSP) or mpi (allreduce); None for the others."""
-    if args.backend == "mpi":
+def _distributed(args, backend=None):
+    """The settings of --backend ray (SSP) or mpi (allreduce); None for the others
+    (``backend``: those of that backend, whatever --backend says)."""
+    backend = backend or args.backend
+    if backend == "mpi":
         return {"sync_every": args.sync_every, "algorithm": args.allreduce,
                 "exchange": args.exchange, "step_scaling": args.step_scaling,
                 "warmup_epochs": args.warmup_epochs}
-    if args.backend != "ray":
+    if backend != "ray":
         return None
     return {"nodes": args.nodes, "staleness": _staleness(args.staleness),
             "clock_every": args.clock_every, "address": args.ray_address,
@@ -253,6 +256,10 @@ INT_OPTIONS = {"seed": (0, None), "terminal_seed": (0, None), "split_seed": (0, 
                "jumbo_rank": (1, 2**15), "labels": (2, 2**15), "rounds": (1, None)}
 
 
+# Number options at least 0 and at most this (inf: any finite number), checked likewise.
+FLOAT_OPTIONS = {"unary": 1e6, "jumbo_noise": float("inf"), "warmup_epochs": float("inf")}
+
+
 def check_numbers(args):
     """Every numeric option within its bounds (NaN and inf refused), or one line
     naming the option."""
@@ -264,11 +271,21 @@ def check_numbers(args):
     if getattr(args, "test_fraction", None) is not None:  # also where jumbo data ignores it
         from hogwild.datasets.ratings import check_split
         check_split(args.test_fraction, args.split)
-    for name in ("unary", "jumbo_noise", "warmup_epochs"):
+    for name, high in FLOAT_OPTIONS.items():
         value = getattr(args, name, None)
-        if value is not None and not 0 <= value < float("inf"):
-            raise HogwildError(f"--{name.replace('_', '-')} must be a finite number >= 0, "
+        if value is not None and not 0 <= value <= high:
+            bounds = ">= 0" if high == float("inf") else f"from 0 to {high:g}"
+            raise HogwildError(f"--{name.replace('_', '-')} must be a finite number {bounds}, "
                                f"got {value!r}")
+    if hasattr(args, "exchange"):  # a training command: every option named, used or not
+        from hogwild.backends import distributed_settings
+        for backend in ("mpi", "ray"):
+            distributed_settings(backend, _distributed(args, backend))
+        given = {name: value for name, value in training_fields(args).items()
+                 if value is not None and value != "auto"}  # the problem's own defaults
+        if given.get("scheduler") not in SCHEDULERS:
+            given.pop("scheduler", None)  # the problem names the ones it runs
+        TrainingConfig(**{**given, "distributed": None})
 
 
 def training_fields(args):
@@ -343,7 +360,9 @@ def _add_cuts_parser(problems, cores):
                            "a DIMACS (.col) or edge-list ('u v [weight]') file, or an image "
                            f"({', '.join(IMAGE_SUFFIXES)}; needs Pillow) "
                            "(default: snap-facebook-combined)")
-    cuts.add_argument("--labels", type=int, default=2, help="number of labels D (default: 2)")
+    cuts.add_argument("--labels", type=int, default=None,
+                      help="number of labels D (default: 2, or a seed image's number of gray "
+                           "levels)")
     cuts.add_argument("--terminals", default=None,
                       help="graphs: 'random' (default; one vertex per label drawn by "
                            "--terminal-seed), 'random:K' (K per label) or 'ID:LABEL,ID:LABEL,...' "

@@ -8,11 +8,13 @@ import sys
 from hogwild.atomic import atomic_file
 from hogwild.collectives import ALGORITHMS, choose
 from hogwild.errors import HogwildError
+from hogwild.limits import available_memory
 
 CLOSE = 2.0   # the model's prediction within this factor of the measured time
 NEAR = 1.2    # the model's choice within this factor of the fastest measured
 CHECKED_FROM = 1 << 16  # bytes: the sizes the two figures above are judged from
 DEFAULT_PLOT = "hogwild-allreduce-probe.png"
+MAX_SIZE = 1 << 32  # bytes: the largest message the probe sends (an int32 count of float32)
 _UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "k": 1 << 10,
           "m": 1 << 20, "g": 1 << 30}
 
@@ -30,6 +32,8 @@ def add_arguments(parser):
     parser.add_argument("--ranks", type=int, default=None,
                         help="run as an MPI job of this many ranks on this machine (launches "
                              "mpirun); under mpirun, leave it out")
+    parser.add_argument("--oversubscribe", action="store_true",
+                        help="with --ranks: allow more than 4 ranks per usable core")
     parser.add_argument("--min-size", default="1KiB", help="smallest message (default 1KiB)")
     parser.add_argument("--max-size", default="256MiB",
                         help="largest message (default 256MiB; sizes go up by 4x)")
@@ -54,6 +58,9 @@ def run_probe(args):
     if smallest > largest:
         raise HogwildError(f"--min-size {args.min_size} is larger than --max-size "
                            f"{args.max_size}")
+    if largest > MAX_SIZE:
+        raise HogwildError(f"--max-size {args.max_size}: the probe sends messages of at most "
+                           f"{_size_text(MAX_SIZE)}")
     if not (0 < args.budget < 3600):
         raise HogwildError(f"--budget must be seconds in (0, 3600), got {args.budget}")
     MPI = import_mpi()
@@ -62,6 +69,14 @@ def run_probe(args):
     if ranks < 2:
         raise HogwildError("the allreduce probe needs at least 2 ranks: --ranks N, or run it "
                            "under mpirun -n N")
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    needed = 3 * largest * node.Get_size()  # a vector, MPI's buffers, the next size's
+    node.Free()
+    memory = available_memory()
+    if memory is not None and needed > memory:  # every rank has the same figures
+        raise HogwildError(f"--max-size {args.max_size}: messages that large need about "
+                           f"{needed / 2**30:.1f} GiB on this machine, which has "
+                           f"{memory / 2**30:.1f} GiB available")
     sizes = probe_sizes(smallest, largest)
     costs = measure_link(MPI, comm)
     bar = progress_bar(len(sizes), "size",

@@ -7,8 +7,9 @@ import signal
 import subprocess
 import sys
 
+from hogwild.backends.shared_memory import remove_stale_folders
 from hogwild.errors import HogwildError
-from hogwild.limits import usable_cores
+from hogwild.limits import check_workers, usable_cores
 
 
 def find_mpirun():
@@ -34,11 +35,13 @@ def without_ranks(argv):
     return kept
 
 
-def launch(ranks, argv):
+def launch(ranks, argv, oversubscribe=False):
     """Run ``hogwild ARGV`` (a ``run`` with ``--backend mpi``) as ``ranks`` ranks under
     mpirun and return its exit status. mpirun runs in its own session: the first Ctrl-C or SIGTERM
     here goes to the ranks, which stop after the epoch (rank 0 checkpoints); a
-    second ends the job at once. mpirun gets SIGTERM if this process dies."""
+    second ends the job at once. mpirun gets SIGTERM if this process dies. More
+    ranks than this machine's cores are bounded as workers are (check_workers)."""
+    check_workers(ranks, oversubscribe, name="--ranks")
     command = [find_mpirun(), "-n", str(ranks)]
     if os.geteuid() == 0:
         command.append("--allow-run-as-root")
@@ -55,7 +58,7 @@ def launch(ranks, argv):
             job.send_signal(signal.SIGTERM)
             return
         asked.append(signum)
-        for pid in _children(job.pid):
+        for pid in child_pids(job.pid):
             try:
                 os.kill(pid, signum)
             except ProcessLookupError:
@@ -67,9 +70,10 @@ def launch(ranks, argv):
     finally:
         for signum, action in previous.items():
             signal.signal(signum, action)
+        remove_stale_folders()  # the segments of ranks that died with a killed mpirun
 
 
-def _children(pid):
+def child_pids(pid):
     """The pids of a process's children (Linux /proc), i.e. mpirun's ranks."""
     found = []
     try:
@@ -92,10 +96,17 @@ def _die_with_parent():
 
 def abort_job(status):
     """End every rank of this MPI job (a rank that failed alone would leave the
-    others waiting in a collective): MPI_Abort, if MPI is running here."""
-    mpi = sys.modules.get("mpi4py.MPI")
-    if mpi is None or not mpi.Is_initialized() or mpi.Is_finalized() \
-            or mpi.COMM_WORLD.Get_size() == 1:
+    others waiting in a collective, or in MPI_Init): MPI_Abort, after starting MPI
+    if it has not started yet. Nothing outside an MPI job of several ranks."""
+    from hogwild.backends.mpi import import_mpi, in_mpi_job, job_size
+
+    if not in_mpi_job() or job_size() == 1:
+        return
+    try:
+        mpi = import_mpi()
+    except HogwildError:  # no mpi4py: the launcher sees this rank exit
+        return
+    if mpi.Is_finalized():
         return
     sys.stdout.flush()
     sys.stderr.flush()

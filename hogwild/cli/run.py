@@ -153,6 +153,9 @@ def _mc_data(args):
     from hogwild.datasets.registry import load_ratings
 
     if args.data.startswith("jumbo:"):
+        if args.test is not None:
+            raise HogwildError(f"--test {args.test}: {args.data} brings its own test ratings "
+                               "(drawn like its training ratings); leave --test out")
         rows, cols, nnz = parse_jumbo_spec(args.data)
         train, test, info = make_jumbo(rows, cols, nnz, rank=args.jumbo_rank,
                                        noise=args.jumbo_noise, progress=not args.json)
@@ -244,6 +247,23 @@ def _graph_terminals(spec, n_labels, ids, seed):
     return terminals
 
 
+def _image_seeds(args, image, n_labels):
+    """(seeds, labels) of an image: automatic seeds for ``n_labels``, or a seed
+    image's, whose gray levels say how many labels there are (--labels, if given,
+    must agree)."""
+    from hogwild.problems import segmentation
+
+    if args.terminals in (None, "auto"):
+        return segmentation.auto_seeds(image, n_labels, seed=args.terminal_seed), n_labels
+    seeds = segmentation.read_seeds(args.terminals, image.shape)
+    levels = int(seeds.max()) + 1
+    if args.labels is not None and args.labels != levels:
+        raise HogwildError(f"--terminals {args.terminals}: the seed image has {levels} labels "
+                           f"(gray levels other than 0), and --labels is {args.labels}; give "
+                           f"--labels {levels} or leave it out")
+    return seeds, levels
+
+
 def run_cuts(args):
     from hogwild.datasets.registry import load_graph
     from hogwild.problems.graph_cuts import (cut_weight, exact_two_label_cut, multiway_cut,
@@ -251,19 +271,16 @@ def run_cuts(args):
     from hogwild.problems import segmentation
 
     started = time.perf_counter()
-    n_labels = args.labels  # bounded by check_numbers
+    n_labels = args.labels or 2  # bounded by check_numbers
     fit_options = dict(config=TrainingConfig(**training_fields(args)), **control_fields(args))
-    result = {"problem": "cuts", "data": str(args.data), "labels": n_labels,
+    result = {"problem": "cuts", "data": str(args.data),
               "scheduler": args.scheduler, "backend": args.backend, "epochs": args.epochs,
               "replication": args.replication,
               "seed": args.seed}
     image_input = str(args.data).lower().endswith(IMAGE_SUFFIXES)
     if image_input:
         image = segmentation.read_gray(args.data)
-        if args.terminals in (None, "auto"):
-            seeds = segmentation.auto_seeds(image, n_labels, seed=args.terminal_seed)
-        else:
-            seeds = segmentation.read_seeds(args.terminals, image.shape)
+        seeds, n_labels = _image_seeds(args, image, n_labels)
         holder = {}
         _train_with_progress(args, lambda report, progress: holder.update(zip(
             ("labels", "fit"), segmentation.segment(
@@ -298,7 +315,7 @@ def run_cuts(args):
                                for vertex_id, label in zip(ids.tolist(), fit.labels.tolist()))
     history = fit.history
     update_seconds = sum(r.seconds for r in history)
-    result.update(edges=int(n_edges), workers=fit.workers, cut=fit.cut,
+    result.update(labels=n_labels, edges=int(n_edges), workers=fit.workers, cut=fit.cut,
                   replication=fit.replication, replicated=fit.replicated,
                   distributed=fit.distributed,
                   relaxation=fit.relaxation, setup_seconds=fit.setup_seconds,

@@ -54,6 +54,7 @@ class CompiledLoops(NamedTuple):
     run_phased_spans: Callable
     run_free_blocks: Callable
     sum_loss: Callable
+    sum_loss_checked: Callable
     source: LoopSource
 
 
@@ -261,6 +262,7 @@ def compile_loops(update, loss, fastmath=False) -> CompiledLoops:
     spec.loader.exec_module(module)
     loops = CompiledLoops(module.run_spans, module.run_spans_locked, module.run_gated_spans,
                           module.run_phased_spans, module.run_free_blocks, module.sum_loss,
+                          module.sum_loss_checked,
                           LoopSource(functions[0], functions[1], fastmath))
     _loaded[key] = loops
     return loops

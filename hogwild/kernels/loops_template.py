@@ -139,3 +139,14 @@ def sum_loss(params, data, first, last):
     for e in range(first, last):
         total += loss(e, params, data)
     return total
+
+
+@njit(nogil=True, cache=True, boundscheck=True)
+def sum_loss_checked(params, data, first, last):
+    """sum_loss with every array index in it checked: an IndexError where loss would
+    read past an array's end (a sample count larger than the data, an id beyond
+    a parameter array). The engine runs it once before the first update."""
+    total = 0.0
+    for e in range(first, last):
+        total += loss(e, params, data)
+    return total

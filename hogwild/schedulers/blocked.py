@@ -31,6 +31,11 @@ class BlockedScheduler:
             raise HogwildError("scheduler 'blocked' needs an objective with a block layout "
                                "(Objective(..., blocks=...), see hogwild.structure."
                                "block_layout); matrix completion builds one")
+        offsets = np.asarray(layout.offsets)
+        if offsets.shape != (layout.grid ** 2 + 1,) or offsets[0] != 0 or \
+                (np.diff(offsets) < 0).any():
+            raise HogwildError(f"block layout: offsets must rise from 0, one per block of the "
+                               f"{layout.grid} x {layout.grid} grid and one more")
         if int(layout.offsets[-1]) != objective.n_samples:
             raise HogwildError(f"block layout covers {int(layout.offsets[-1])} samples, "
                                f"the objective has {objective.n_samples}")

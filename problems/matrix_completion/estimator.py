@@ -304,26 +304,47 @@ class MatrixFactorization(Params):
     @classmethod
     def load(cls, path):
         """A model written by save(); a file of another kind or version is refused."""
-        meta, arrays = read_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
-                                  "matrix-factorization model")
-        params = dict(meta["params"])
-        if params.get("model") == "plain":  # files saved before the model was renamed
-            params["model"] = "paper"
-        model = cls(**params)
-        model.user_factors_ = arrays["user_factors"]
-        model.item_factors_ = arrays["item_factors"]
-        model.user_bias_ = arrays["user_bias"]
-        model.item_bias_ = arrays["item_bias"]
-        model.user_ids_ = arrays["user_ids"]
-        model.item_ids_ = arrays["item_ids"]
-        model._seen = (arrays["seen_indptr"], arrays["seen_items"])
-        model.global_mean_ = meta["global_mean"]
-        model.workers_ = meta["workers"]
-        model.step_ = meta["step"]
-        model.history_ = []
-        model._user_index = IdIndex(model.user_ids_)
-        model._item_index = IdIndex(model.item_ids_)
-        return model
+        def build(meta, arrays):
+            params = dict(meta["params"])
+            if params.get("model") == "plain":  # files saved before the model was renamed
+                params["model"] = "paper"
+            model = cls(**params)
+            model.user_factors_ = arrays["user_factors"]
+            model.item_factors_ = arrays["item_factors"]
+            model.user_bias_ = arrays["user_bias"]
+            model.item_bias_ = arrays["item_bias"]
+            model.user_ids_ = arrays["user_ids"]
+            model.item_ids_ = arrays["item_ids"]
+            model._seen = (arrays["seen_indptr"], arrays["seen_items"])
+            model.global_mean_ = float(meta["global_mean"])
+            model.workers_ = meta["workers"]
+            model.step_ = meta["step"]
+            model.history_ = []
+            model._user_index = IdIndex(model.user_ids_)
+            model._item_index = IdIndex(model.item_ids_)
+            _check_shapes(model)
+            return model
+        return read_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
+                          "matrix-factorization model", build)
+
+
+def _check_shapes(model):
+    """A loaded model's arrays fit each other (a ValueError naming the first that does
+    not: an edited file would index past them in predict or recommend)."""
+    users, items = model.user_ids_.size, model.item_ids_.size
+    indptr, grouped = model._seen
+    for name, array, shape in (("user_factors", model.user_factors_, (users, model.rank)),
+                               ("item_factors", model.item_factors_, (items, model.rank)),
+                               ("user_bias", model.user_bias_, (users,)),
+                               ("item_bias", model.item_bias_, (items,)),
+                               ("seen_indptr", indptr, (users + 1,))):
+        if array.shape != shape or array.dtype.kind not in "fiu":
+            raise ValueError(f"{name} is {array.dtype}{list(array.shape)}, expected shape "
+                             f"{list(shape)}")
+    if grouped.dtype.kind not in "iu" or indptr.dtype.kind not in "iu" or \
+            (grouped.size and not 0 <= grouped.min() <= grouped.max() < items) or \
+            indptr[0] != 0 or indptr[-1] != grouped.size or (np.diff(indptr) < 0).any():
+        raise ValueError("the items each user rated do not fit the item ids")
 
 
 def _savable_ids(ids, what):

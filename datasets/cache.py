@@ -1,0 +1,80 @@
+"""Entries of the data caches (parsed svmlight files, generated Jumbo matrices,
+downloaded ratings), checked for damage before use.
+
+The folders are hogwild.paths.data_cache_folder's: this user's alone, or not used
+at all. An entry's header (a JSON file written last, after its arrays) records
+each array's dtype, shape and CRC-32 (a downloaded file's: its size and CRC-32);
+an entry whose arrays do not match it (a truncated or edited file, one deleted, a
+disk error) is reported as damaged, and the caller rebuilds it from its source
+(or, for a download, asks for it again). A CRC-32 finds accidental damage at a few
+GB/s; it is no defence against someone who can write the folder, which is what
+the trust rule is for.
+"""
+import json
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+CHUNK = 64 << 20  # bytes checksummed at a time
+
+
+def crc32(array):
+    """The CRC-32 of an array's bytes (a memory map is read chunk by chunk)."""
+    flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    value = 0
+    for start in range(0, flat.size, CHUNK):
+        value = zlib.crc32(flat[start:start + CHUNK], value)
+    return value
+
+
+def file_record(path):
+    """{"bytes", "crc32"} of a whole file, read chunk by chunk."""
+    value, size = 0, 0
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            value = zlib.crc32(chunk, value)
+            size += len(chunk)
+    return {"bytes": size, "crc32": value}
+
+
+def describe(arrays):
+    """The header's record of ``arrays`` (name -> array): dtype, shape and CRC-32."""
+    return {name: {"dtype": array.dtype.str, "shape": list(array.shape),
+                   "crc32": crc32(array)} for name, array in arrays.items()}
+
+
+class Damaged(Exception):
+    """A cache entry does not match its header; the message says how."""
+
+
+def read_header(folder, name):
+    """The JSON header ``name`` of the entry in ``folder`` (a dict), or Damaged."""
+    try:
+        header = json.loads((Path(folder) / name).read_text())
+    except (OSError, ValueError) as exc:
+        raise Damaged(f"its header {name} cannot be read ({type(exc).__name__})") from None
+    if not isinstance(header, dict):
+        raise Damaged(f"its header {name} is not a JSON object")
+    return header
+
+
+def open_arrays(folder, described):
+    """{name: read-only memory map} of the entry's .npy files, each checked against
+    ``described`` (a header's "arrays"), or Damaged naming the first that differs."""
+    if not isinstance(described, dict):
+        raise Damaged("its header does not describe its arrays")
+    arrays = {}
+    for name, record in described.items():
+        path = Path(folder) / f"{name}.npy"
+        try:
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError, EOFError) as exc:
+            raise Damaged(f"{path.name} cannot be read ({type(exc).__name__})") from None
+        if not isinstance(record, dict) or array.dtype.str != record.get("dtype") \
+                or list(array.shape) != record.get("shape") \
+                or crc32(array) != record.get("crc32"):
+            raise Damaged(f"{path.name} does not match the checksum and shape recorded "
+                          "for it")
+        arrays[name] = array
+    return arrays
