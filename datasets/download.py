@@ -11,11 +11,13 @@ import hashlib
 import os
 import tempfile
 import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
 from pathlib import Path
 
 from hogwild.errors import HogwildError
+from hogwild.paths import not_regular
 
 CHUNK = 1 << 20
 MAX_DOWNLOAD_BYTES = 2 << 30    # the largest MovieLens archive is 262 MB
@@ -42,6 +44,11 @@ def fetch(url, destination, sha256=None, md5=None, progress=True):
     lands there), at most MAX_DOWNLOAD_BYTES, and check its ``sha256`` (else its
     ``md5``) when one is given."""
     destination = Path(destination)
+    local = urllib.request.url2pathname(urllib.parse.urlparse(url).path) \
+        if url.startswith("file://") else None
+    kind = not_regular(os.stat(local).st_mode) if local and os.path.exists(local) else None
+    if kind is not None:  # a FIFO would block the read for ever
+        raise HogwildError(f"cannot download {url}: it is {kind}, not a regular file")
     destination.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=destination.parent, prefix=".download-")
     kind, expected = ("sha256", sha256) if sha256 is not None or md5 is None else ("md5", md5)

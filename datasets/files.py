@@ -24,8 +24,12 @@ def read_bytes(path):
         raise HogwildError(f"cannot read {path}: it is a directory") from None
     except OSError as exc:
         raise HogwildError(f"cannot read {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as f:
+    try:
         check_regular(path, fd)
+    except HogwildError:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as f:
         size = os.fstat(fd).st_size
         memory = available_memory()
         if memory is not None and size > memory:

@@ -3,8 +3,9 @@
 Separators: tabs or spaces, one comma, or '::' (MovieLens 1M/10M). Extra fields
 (timestamps) are ignored, blank lines and '#' comments skipped, and a header on
 the first line is skipped when it starts with a letter, an underscore or a quote
-("userId,movieId,rating,timestamp"); a first line that starts otherwise (such as
-"-7 3 4") is data, and an error where it is malformed. Ids must be
+and its second field is not an id too ("userId,movieId,rating,timestamp"); a first
+line of another form (such as "-7 3 4" or "a 1 3") is data, and an error where it
+is malformed. Ids must be
 non-negative integers (MovieLens and most rating dumps); string ids go through a
 DataFrame instead.
 """
@@ -80,9 +81,14 @@ def _parse_id(buf, i, end):
 
 
 @njit(nogil=True, cache=True)
-def _starts_a_name(c):
-    """A letter, '_' or a quote: how a header's first field starts, and no number."""
-    return (65 <= c <= 90) or (97 <= c <= 122) or c == 95 or c == 34 or c == 39
+def _is_header(buf, k, stop):
+    """Whether the line from k is a header: its first field starts with a letter, '_'
+    or a quote (as names do, and no number), and its second is no id."""
+    c = buf[k]
+    if not ((65 <= c <= 90) or (97 <= c <= 122) or c == 95 or c == 34 or c == 39):
+        return False
+    second = _next_field(buf, _field_end(buf, k, stop), stop)
+    return second < 0 or _parse_id(buf, second, _field_end(buf, second, stop)) < 0
 
 
 @njit(nogil=True, cache=True)
@@ -106,7 +112,7 @@ def parse(buf, users, items, values):
         if k == stop or buf[k] == _HASH:
             i = next_line
             continue
-        if first_content and _starts_a_name(buf[k]):  # "userId,movieId,rating,timestamp"
+        if first_content and _is_header(buf, k, stop):  # "userId,movieId,rating,timestamp"
             first_content = False
             i = next_line
             continue

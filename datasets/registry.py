@@ -13,6 +13,7 @@ from hogwild.datasets.download import extract_member, fetch
 from hogwild.datasets.ratings import read_ratings
 from hogwild.datasets.svmlight import cached_files, load_svmlight
 from hogwild.errors import HogwildError, choose
+from hogwild.limits import available_memory
 from hogwild.paths import cache_dir, check_regular, data_cache_folder, shared_data_dir
 
 
@@ -66,7 +67,7 @@ def load_svm_data(data=DEFAULT_SVM_DATASET, test=None):
         test_path = Path(test) if test is not None else spec.folder() / spec.test
     else:
         path = Path(data)
-        if not path.exists() and path.suffix == "" and "/" not in str(data):
+        if not _exists(path) and path.suffix == "" and "/" not in str(data):
             raise HogwildError(f"unknown dataset {data!r}; choose one of: "
                                f"{', '.join(SVM_DATASETS)}, or give an svmlight file path")
         train = load_svmlight(path)
@@ -188,6 +189,15 @@ def download_dataset(name, url=None, sha256=None, progress=True) -> Path:
 DOWNLOAD_RECORD = ".check.json"  # beside a downloaded file: its size and CRC-32
 
 
+def _exists(path):
+    """Whether something is at ``path``; a name the OS refuses (too long, say) is
+    nothing there, and reading it then names the OS's reason."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 def _is_sha256(text):
     return isinstance(text, str) and len(text) == 64 and \
         all(c in "0123456789abcdefABCDEF" for c in text)
@@ -205,7 +215,7 @@ def load_ratings(data):
             spec.check_download(path)
         return read_ratings(path)
     path = Path(data)
-    if not path.exists() and path.suffix == "" and "/" not in str(data):
+    if not _exists(path) and path.suffix == "" and "/" not in str(data):
         raise HogwildError(f"unknown dataset {data!r}; choose one of: "
                            f"{', '.join(RATINGS_DATASETS)}, or give a ratings file path")
     return read_ratings(path)
@@ -237,9 +247,14 @@ def load_graph(data, seed=0):
             n, m = (int(part) for part in data[len("random:"):].lower().split("x"))
         except ValueError:
             n = m = 0
-        if n < 2 or m < 1:
-            raise HogwildError(f"expected random:VERTICESxEDGES with at least 2 vertices and "
-                               f"1 edge, got {data!r}")
+        if not (2 <= n < 2**31 and 1 <= m < 2**31):
+            raise HogwildError(f"expected random:VERTICESxEDGES with 2 to 2**31 - 1 vertices "
+                               f"and 1 to 2**31 - 1 edges, got {data!r}")
+        needed, memory = 64 * m + 16 * n, available_memory()  # edges drawn, sorted, kept
+        if memory is not None and needed > memory:
+            raise HogwildError(f"{data}: a random graph that large needs about "
+                               f"{needed / 2**30:.1f} GiB, more than the "
+                               f"{memory / 2**30:.1f} GiB of memory available")
         rng = np.random.default_rng(seed)
         a, b = rng.integers(0, n, m), rng.integers(0, n, m)
         keep = a != b
@@ -252,7 +267,7 @@ def load_graph(data, seed=0):
                                f"have it: {path} is missing (set HOGWILD_DATA)")
     else:
         path = Path(data)
-        if not path.exists():
+        if not _exists(path):
             raise HogwildError(f"no graph {data!r}: give one of {', '.join(GRAPH_DATASETS)}, "
                                "random:VERTICESxEDGES, or a DIMACS / edge-list file")
         check_regular(path)

@@ -25,7 +25,7 @@ from hogwild.datasets import svmlight_parser as P
 from hogwild.datasets.cache import Damaged, describe, open_arrays, read_header
 from hogwild.datasets.files import read_bytes
 from hogwild.errors import DataFormatError, HogwildError, check_int
-from hogwild.limits import available_memory
+from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory
 from hogwild.paths import cache_dir, check_regular, data_cache_folder
 
 _CACHE_VERSION = "svmlight-3"
@@ -167,12 +167,6 @@ def _align_features(arrays, n_features, extra_features, path):
     new_indptr = np.concatenate([[0], np.cumsum(kept_per_row)])
     return dict(arrays, indptr=new_indptr, indices=indices[keep],
                 values=arrays["values"][keep])
-
-
-# What a linear model needs per feature, at least: weights and their degree-scaled
-# regulariser (float32 each), the feature degrees (int64) and the engine's copy of
-# the weights (float32).
-MODEL_BYTES_PER_FEATURE = 20
 
 
 def _check_feature_space(arrays, max_index, path):

@@ -13,6 +13,7 @@ BAD_VALUE = 3
 MISSING_COLON = 4
 NOT_FINITE = 5
 UNSORTED_INDEX = 6
+INDEX_TOO_LARGE = 7
 
 REASONS = {
     BAD_LABEL: "the label is not a number",
@@ -22,6 +23,8 @@ REASONS = {
     NOT_FINITE: "a value is NaN, Inf or beyond float32's range (|x| > 3.4e38)",
     UNSORTED_INDEX: "feature indices must increase along a line (one is repeated or out "
                     "of order)",
+    INDEX_TOO_LARGE: "a feature index is beyond 2,147,483,647 (2**31 - 1), the most features "
+                     "a model has",
 }
 FLOAT32_MAX = float(np.finfo(np.float32).max)  # values are stored as float32
 
@@ -169,11 +172,13 @@ def parse(buf, indptr, indices, values, labels, row_lines):
                 if j == i:
                     return rows, nnz, BAD_INDEX, line, start
                 for k in range(i, j):
-                    if not 48 <= buf[k] <= 57 or index > 2147483647:
+                    if not 48 <= buf[k] <= 57:
                         return rows, nnz, BAD_INDEX, line, start
+                    if index > 2147483647:
+                        return rows, nnz, INDEX_TOO_LARGE, line, start
                     index = index * 10 + (buf[k] - 48)
                 if index > 2147483647:
-                    return rows, nnz, BAD_INDEX, line, start
+                    return rows, nnz, INDEX_TOO_LARGE, line, start
                 if index <= previous:
                     return rows, nnz, UNSORTED_INDEX, line, start
                 previous = index

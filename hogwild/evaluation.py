@@ -14,7 +14,7 @@ def evaluator(evaluate, objective, runner):
     metrics = [evaluate] if isinstance(evaluate, Metric) else evaluate
     if callable(metrics):
         return lambda params: dict(metrics(runner.to_host(params)))
-    metrics = list(metrics)
+    metrics = list(metrics) if isinstance(metrics, (list, tuple)) else []
     if not metrics or not all(isinstance(m, Metric) for m in metrics):
         raise HogwildError("evaluate must be a callable(params) -> dict, a hogwild.Metric "
                            "or a list of Metrics")

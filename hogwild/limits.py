@@ -15,6 +15,10 @@ def usable_cores():
 MAX_EPOCHS = 1_000_000  # more is a typo (and epochs x samples could overflow int64)
 OVERSUBSCRIBE_FACTOR = 4  # workers per usable core allowed without oversubscribe=True
 OVERSUBSCRIBED_FACTOR = 64  # and with it: beyond, threads or processes only thrash
+# What a linear model needs per feature, at least: weights and their degree-scaled
+# regulariser (float32 each), the feature degrees (int64) and the engine's copy of
+# the weights (float32).
+MODEL_BYTES_PER_FEATURE = 20
 
 
 def check_workers(workers, oversubscribe=False, name="workers"):

@@ -59,12 +59,18 @@ from hogwild.structure import BlockLayout, Graph, IdArray, Supports
 def _as_array_tuple(arrays, what):
     if isinstance(arrays, np.ndarray):
         arrays = (arrays,)
+    if not isinstance(arrays, (tuple, list)):
+        raise HogwildError(f"{what} must be a numpy array or a tuple of them, got "
+                           f"{type(arrays).__name__}")
     arrays = tuple(arrays)
     if not arrays:
         raise HogwildError(f"{what} must hold at least one numpy array")
     for i, a in enumerate(arrays):
         if not isinstance(a, np.ndarray):
             raise HogwildError(f"{what}[{i}] must be a numpy array, got {type(a).__name__}")
+        if a.ndim == 0:
+            raise HogwildError(f"{what}[{i}] is 0-dimensional; the loops index arrays "
+                               "(give np.array([x]) for a single value)")
         if not a.flags.c_contiguous:
             raise HogwildError(
                 f"{what}[{i}] must be C-contiguous; pass np.ascontiguousarray(...)")
@@ -91,7 +97,7 @@ def _check_ids(ids, params, data):
     indexed = [(held[i].shape[0] if held[i].ndim else 0, f"{kind}[{i}]")
                for kind, held, positions in (("params", params, ids.params),
                                              ("data", data, ids.data)) for i in positions]
-    rows, name = min(indexed)
+    rows, name = min(indexed, key=lambda item: item[0])  # the first of the shortest
     if values.min() < 0 or values.max() >= rows:
         where = int(np.flatnonzero((values < 0) | (values >= rows))[0])
         raise HogwildError(f"data[{ids.ids}][{where}] = {values[where]} is not a row of "

@@ -29,6 +29,7 @@ from hogwild.config import TrainingConfig, settle
 from hogwild.structure import IdArray, Supports
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_int
+from hogwild.limits import available_memory
 from hogwild.objective import Objective
 
 MAX_LABELS = 64
@@ -228,6 +229,11 @@ def cut_objective(n_vertices, u, v, w, terminals, n_labels):
         raise HogwildError("give at least one terminal vertex (vertex -> label)")
     if np.any(w < 0) or not np.all(np.isfinite(w)):
         raise HogwildError("edge weights must be finite and >= 0 (and within float32's range)")
+    needed, memory = n_vertices * (4 * n_labels + 9), available_memory()  # X, fixed, labels
+    if memory is not None and needed > memory:
+        raise HogwildError(f"{n_vertices:,} vertices of {n_labels} labels need "
+                           f"{needed / 2**30:.1f} GiB, more than the {memory / 2**30:.1f} GiB "
+                           "of memory available")
     X = np.full((n_vertices, n_labels), 1.0 / n_labels, np.float32)
     fixed = np.zeros(n_vertices, np.uint8)
     fixed_labels = np.full(n_vertices, -1, np.int64)

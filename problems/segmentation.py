@@ -28,6 +28,8 @@ def pixel_graph(image, connectivity=4):
     image = np.asarray(image, np.float64)
     if image.ndim != 2:
         raise HogwildError(f"expected a grayscale image (2-D), got shape {image.shape}")
+    if not np.isfinite(image).all():
+        raise HogwildError("the image has NaN or Inf gray levels")
     if connectivity not in (4, 8):
         raise HogwildError(f"connectivity must be 4 or 8, got {connectivity!r}")
     h, w = image.shape

@@ -23,6 +23,7 @@ from numba import njit
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_seed, choose
 from hogwild.estimator import Params, run_controls
+from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory
 from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric, Objective
 from hogwild.schedulers import get_scheduler
@@ -217,9 +218,16 @@ def as_csr(X, n_features=None):
         raise HogwildError(f"empty data: X has shape {X.shape}")
     if X.shape[1] >= 2**31:
         raise HogwildError(f"X has {X.shape[1]} features; at most 2**31 - 1 are supported")
+    needed, memory = X.shape[1] * MODEL_BYTES_PER_FEATURE, available_memory()
+    if n_features is None and memory is not None and needed > memory:
+        raise HogwildError(f"X has {X.shape[1]:,} features, whose model needs "
+                           f"{needed / 2**30:.1f} GiB, more than the {memory / 2**30:.1f} GiB "
+                           "of memory available")
     if n_features is not None and X.shape[1] != n_features:
         raise HogwildError(f"X has {X.shape[1]} features, but the model was fitted with "
                            f"{n_features}")
+    if X.dtype.kind not in "biuf":
+        raise HogwildError(f"X must hold numbers, got dtype {X.dtype}")
     with np.errstate(over="ignore"):  # beyond float32's range becomes inf: refused below
         csr = sp.csr_matrix(X, dtype=np.float32)
     if not np.isfinite(csr.data).all():

@@ -316,8 +316,8 @@ def test_run_cuts_segments_an_image(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--data", "random:9x0"], "expected random:VERTICESxEDGES with at least 2 vertices and "
-                               "1 edge, got 'random:9x0'"),
+    (["--data", "random:9x0"], "expected random:VERTICESxEDGES with 2 to 2**31 - 1 vertices "
+                               "and 1 to 2**31 - 1 edges, got 'random:9x0'"),
     (["--data", "nope"], "no graph 'nope': give one of snap-facebook-combined, "),
     (["--data", "random:20x40", "--terminals", "3-1"], "--terminals: expected ID:LABEL, got "
                                                         "'3-1'"),

@@ -1,8 +1,10 @@
-"""scripts/fault_injection.py --quick (issue 16): every fault (a killed worker, the
-training process killed with SIGKILL or SIGTERM, Ctrl-C, an exception in an update)
-on both CPU backends, at random moments, leaves no hang, wrong exit status, stray
-traceback, orphan worker, shared memory, corrupt checkpoint or resume that differs from an
-uninterrupted run. The full run (50 trials per backend) is in docs/fault_injection.json."""
+"""scripts/fault_injection.py --quick (issues 16 and 28): every fault (a killed worker,
+the training process killed with SIGKILL or SIGTERM, Ctrl-C, an exception in an
+update, kills during start-up; on MPI jobs a killed rank or mpirun, an exception on
+one rank, ranks with other settings) on both CPU backends and MPI, at random
+moments, leaves no hang, wrong exit status, stray traceback, orphan worker or rank,
+shared memory, corrupt checkpoint or resume that differs from an uninterrupted run.
+The full run (102 trials) is in docs/fault_injection.json."""
 import json
 import os
 import subprocess
@@ -14,6 +16,12 @@ import pytest
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "fault_injection.py"
 COUNTS = ("hangs", "wrong_exits", "tracebacks", "orphans", "leftover_bytes", "leftover_dirs",
           "corrupt", "resume_diffs")
+FAULTS = {
+    "threads": ("kill-parent", "sigterm", "ctrl-c", "raise", "kill-at-start"),
+    "processes": ("kill-worker", "kill-parent", "sigterm", "ctrl-c", "raise", "kill-at-start",
+                  "kill-worker-at-start"),
+    "mpi": ("kill-rank", "kill-mpirun", "raise-in-rank", "mismatch", "kill-mpirun-at-start"),
+}
 
 
 @pytest.mark.timeout(900)
@@ -27,8 +35,8 @@ def test_quick_fault_injection_leaves_nothing_behind(tmp_path):
     failed = [r for r in report["records"] if any(r[name] for name in COUNTS)]
     assert report["totals"] == dict.fromkeys(COUNTS, 0), failed
     covered = {(r["backend"], r["fault"]) for r in report["records"]}
-    assert covered == {("threads", f) for f in ("kill-parent", "sigterm", "ctrl-c", "raise")} \
-        | {("processes", f) for f in ("kill-worker", "kill-parent", "sigterm", "ctrl-c",
-                                      "raise")}
+    backends = ("threads", "processes") + (() if report["mpi_left_out"] else ("mpi",))
+    assert covered == {(backend, fault) for backend in backends
+                       for fault in FAULTS[backend]}, report["mpi_left_out"]
     assert sum(r.get("checkpoint_epoch", 0) > 0 for r in report["records"]) >= 12, \
         "too few trials reached a checkpoint: the faults came too early to test resumes"

@@ -42,18 +42,21 @@ A rank whose launcher (mpirun) died exits within a second and removes the
 launcher's session directory. Open MPI's shared-memory segments are made in a
 folder of this user's for the launcher (``hogwild-PID-mpi-UID`` in /dev/shm) and
 lose their names once every rank of a node has mapped them; a folder left by a
-launcher killed before that is removed by the next hogwild run (its pid is gone).
+launcher killed before that, and its session directory (``ompi.PID`` in the
+temporary folder), are removed by the next hogwild run that starts MPI or
+launches ranks (their launcher's pid is gone).
 """
 import ctypes
 import dataclasses
-import math
 import os
 import shutil
 import stat
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -68,7 +71,8 @@ from hogwild.collectives import (ALGORITHMS, DEFAULT_SEGMENT, LinkCosts, Measure
                                  predict)
 from hogwild.errors import HogwildError, check_int
 from hogwild.errors import choose as choose_name
-from hogwild.limits import usable_cores
+from hogwild.limits import MAX_EPOCHS, usable_cores
+from hogwild.paths import pid_alive
 from hogwild.schedulers import even_spans, get_scheduler
 
 LOCAL_SCHEDULERS = ("hogwild", "locked", "serial")
@@ -139,11 +143,12 @@ def import_mpi():
 
 def segment_folder():
     """A folder of this user's for Open MPI's shared-memory segments on this node,
-    named for the launcher (every rank of a node has the same parent), so that a
+    named for the launcher (every rank of a node has the same one), so that a
     sweep can tell a dead job's (remove_stale_folders); None where it cannot be
     made this user's alone (Open MPI then uses /dev/shm itself)."""
-    launcher = os.getppid()
+    launcher = launcher_pid()
     remove_stale_folders()
+    remove_stale_sessions()
     folder = segments_root() / f"{PREFIX}{launcher}-mpi-{os.getuid()}"
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
@@ -154,6 +159,20 @@ def segment_folder():
             or stat.S_IMODE(info.st_mode) != 0o700:
         return None
     return folder
+
+
+def remove_stale_sessions():
+    """Remove this user's session directories of Open MPI launchers that are gone
+    (``ompi.PID`` in the temporary folder, PMIx's files: a launcher killed by SIGKILL
+    leaves its own, and its ranks cannot remove it when they die starting)."""
+    for session in Path(tempfile.gettempdir()).glob("ompi.*"):
+        launcher = session.name[len("ompi."):]
+        try:
+            if launcher.isdigit() and session.lstat().st_uid == os.getuid() \
+                    and stat.S_ISDIR(session.lstat().st_mode) and not pid_alive(int(launcher)):
+                shutil.rmtree(session, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def abort_on_uncaught(MPI):
@@ -277,8 +296,9 @@ class AllreduceSettings:
         choose_name(STEP_SCALINGS, self.step_scaling, "step_scaling")
         warmup = self.warmup_epochs
         if not (isinstance(warmup, (int, float)) and not isinstance(warmup, bool)
-                and math.isfinite(warmup) and warmup >= 0):
-            raise HogwildError(f"warmup_epochs must be a finite number >= 0, got {warmup!r}")
+                and 0 <= warmup <= MAX_EPOCHS):
+            raise HogwildError(f"warmup_epochs must be a number from 0 to {MAX_EPOCHS:,}, got "
+                               f"{warmup!r}")
         if warmup and self.step_scaling == "none":
             raise HogwildError("warmup_epochs ramps the step up to the linear scaling rule's; "
                                "it needs step_scaling='linear'")
@@ -487,26 +507,48 @@ def time_algorithms(MPI, comm, sizes, costs, budget=0.25, progress=None):
 _WATCHING = []  # the launcher watch, started once per process
 
 
+def launcher_pid():
+    """The pid of this rank's launcher (mpirun, or Open MPI's daemon on another node):
+    the one its PMIx session directory is named for (``ompi.PID``), which stays
+    right when a wrapper script stands between, or when the launcher has died
+    already; else this process's parent."""
+    session = os.path.basename(os.environ.get("PMIX_SERVER_TMPDIR", ""))
+    tail = session.rsplit(".", 1)[-1]
+    return int(tail) if session.startswith("ompi.") and tail.isdigit() else os.getppid()
+
+
+def _launcher_gone(launcher):
+    """Whether the launcher has died: it is no longer this process's parent, and it
+    no longer runs (gone, or a zombie nobody has reaped)."""
+    if os.getppid() == launcher:
+        return False
+    try:
+        with open(f"/proc/{launcher}/stat") as status:
+            return status.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:  # gone (or no /proc to ask: then it is watched as a parent)
+        return True
+
+
 def watch_launcher(rank, folder=None):
-    """Exit when the launcher (mpirun, this rank's parent) dies: its job is gone,
-    and an orphan would wait in a collective for ever. A launcher killed by
-    SIGKILL leaves its session directory (the PMIx server's files, mapped by its
-    ranks) and, before its ranks unlinked them, the shared-memory segments in
-    ``folder`` behind; the first rank to notice removes both."""
+    """Exit when the launcher (mpirun) dies: its job is gone, and an orphan would
+    wait in a collective for ever. A launcher killed by SIGKILL leaves its session
+    directory (the PMIx server's files, mapped by its ranks) and, before its ranks
+    unlinked them, the shared-memory segments in ``folder`` behind; the first
+    rank to notice removes both."""
     if _WATCHING:
         return
-    parent = os.getppid()
+    launcher = launcher_pid()
 
     def watch():
-        while os.getppid() == parent:
+        while not _launcher_gone(launcher):
             time.sleep(0.1)
         session = os.environ.get("PMIX_SERVER_TMPDIR", "")
-        if os.path.basename(session).endswith(f".{parent}"):  # that launcher's own
+        if os.path.basename(session).endswith(f".{launcher}"):  # that launcher's own
             shutil.rmtree(session, ignore_errors=True)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
         try:
-            print(f"hogwild: rank {rank}: the MPI launcher (pid {parent}) died; exiting",
+            print(f"hogwild: rank {rank}: the MPI launcher (pid {launcher}) died; exiting",
                   file=sys.stderr, flush=True)
         except OSError:  # its pipe went with it
             pass

@@ -22,6 +22,7 @@ checkpoint stays).
 """
 import os
 import sys
+import tempfile
 import traceback
 import warnings
 
@@ -75,19 +76,26 @@ def _use_gpu(args):
 
 def _check_output(path, option):
     """Refuse an output file whose folder is missing or unwritable before any
-    training, rather than after it."""
+    training, rather than after it: hogwild writes a file by renaming a new one
+    over it (hogwild.atomic), so this makes one there and removes it."""
     if path is None:
         return
-    if os.path.isdir(path):
-        raise HogwildError(f"{option} {path}: it is a directory; give a file path")
-    kind = not_regular(os.stat(path).st_mode) if os.path.exists(path) else None
-    if kind is not None:  # written by renaming a new file over it: never a device or FIFO
+    try:
+        if os.path.isdir(path):
+            raise HogwildError(f"{option} {path}: it is a directory; give a file path")
+        kind = not_regular(os.stat(path).st_mode) if os.path.exists(path) else None
+    except OSError as error:  # a name too long, a loop of links
+        raise HogwildError(f"{option} {path}: {error.strerror}") from None
+    if kind is not None:  # never a device or FIFO
         raise HogwildError(f"{option} {path}: it is {kind}, not a regular file; give a file path")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise HogwildError(f"{option} {path}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise HogwildError(f"{option} {path}: the folder {folder} is not writable")
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as error:
+        raise HogwildError(f"{option} {path}: the folder {folder} is not writable "
+                           f"({error.strerror})") from None
 
 
 def _mpi_command(args):

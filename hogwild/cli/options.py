@@ -5,25 +5,36 @@ then the checks of numbers that need no data."""
 import argparse
 import dataclasses
 
+from hogwild.cli.values import integer, number
 from hogwild.config import TRAINING_OPTIONS, TrainingConfig
 from hogwild.schedulers import SCHEDULERS
 from hogwild.errors import HogwildError, check_int
+from hogwild.limits import MAX_EPOCHS
 
 
 def _positive_or_auto(text):
     if text == "auto":
         return text
     try:
-        return float(text)
-    except ValueError:
+        return number(text)
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors are one line like every other error
+    (argparse prints the whole usage first: 20 lines for 'run svm'), naming where
+    to read the options; the subcommands' parsers are of this class too."""
+
+    def error(self, message):
+        self.exit(2, f"hogwild: error: {message} (see '{self.prog} --help')\n")
 
 
 def build_parser():
     from hogwild.datasets.registry import DEFAULT_SVM_DATASET, RATINGS_DATASETS, SVM_DATASETS
     from hogwild.limits import usable_cores
 
-    parser = argparse.ArgumentParser(prog="hogwild", description="Lock-free, shared-memory, "
+    parser = OneLineParser(prog="hogwild", description="Lock-free, shared-memory, "
                                      "asynchronous SGD (Hogwild!).")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -36,7 +47,7 @@ def build_parser():
                      help=f"dataset name ({', '.join(SVM_DATASETS)}) or svmlight file "
                           f"(default: {DEFAULT_SVM_DATASET}, shipped with hogwild)")
     svm.add_argument("--test", help="svmlight test file (default: the dataset's test split)")
-    svm.add_argument("--reg", type=float, default=1e-4,
+    svm.add_argument("--reg", type=number, default=1e-4,
                      help="L2 strength: objective = mean loss + reg/2 ||w||^2 (default: 1e-4)")
     svm.add_argument("--loss", default="hinge", help="hinge or logistic (default: hinge)")
     svm.add_argument("--no-intercept", dest="fit_intercept", action="store_false",
@@ -107,17 +118,17 @@ def _add_training_options(parser, problem, cores):
     hogwild.RunControls' fields, and the output form), with the same help text
     everywhere; each problem's defaults come from the library."""
     group = parser.add_argument_group("training options (the same for every problem)")
-    group.add_argument("--epochs", type=int, help="passes over the samples (default: svm 20, "
+    group.add_argument("--epochs", type=integer, help="passes over the samples (default: svm 20, "
                                                   "mc 20, cuts 200)")
     group.add_argument("--step", type=_positive_or_auto,
                        help="initial step (default: svm 'auto' = 0.2 / mean squared row norm; "
                             "mc 0.03 biased, 0.02 paper; cuts 0.1)")
-    group.add_argument("--decay", type=float,
+    group.add_argument("--decay", type=number,
                        help="per-epoch step decay (default: svm 0.9, mc 0.9, cuts 0.98)")
     group.add_argument("--step-schedule", "--schedule", dest="step_schedule",
                        help="geometric (step * decay^epoch; the default), inverse "
                             "(step / (1 + decay * epoch)) or constant")
-    group.add_argument("--workers", type=int, default=None,
+    group.add_argument("--workers", type=integer, default=None,
                        help=f"worker threads (default: usable cores, here {cores})")
     group.add_argument("--replication", default="shared",
                        help="shared (every worker writes the one parameter copy; the "
@@ -126,14 +137,14 @@ def _add_training_options(parser, problem, cores):
                             "auto (chosen by a short probe; the JSON says why); "
                             "copies merge every --merge-every updates and at each epoch's "
                             "end; with --scheduler hogwild")
-    group.add_argument("--merge-every", type=int, default=None,
+    group.add_argument("--merge-every", type=integer, default=None,
                        help="with --replication worker or hot: a worker's updates between "
                             "merges (default: worker once an epoch, hot 4096)")
     group.add_argument("--merge", default="mean",
                        help="how copies merge: mean (of the changes of the workers that "
                             "changed a coordinate; the default), sum (all their changes) or "
                             "mixed (the mean on hot rows, the sum on the rest)")
-    group.add_argument("--hot-fraction", type=float, default=0.01,
+    group.add_argument("--hot-fraction", type=number, default=0.01,
                        help="with --replication hot: a row is hot if its id is in more than "
                             "this fraction of the samples (default 0.01)")
     group.add_argument("--oversubscribe", action="store_true",
@@ -146,10 +157,10 @@ def _add_training_options(parser, problem, cores):
                             "worker taking a free one, as LIBMF), or the "
                             "conflict-free colored (colour classes of the conflict graph) and "
                             "cyclades (components of random batches)")
-    group.add_argument("--shuffle-block", type=int,
+    group.add_argument("--shuffle-block", type=integer,
                        help="shuffle in runs of this many samples (default: svm 16, mc 256, "
                             "cuts 1; 1 = uniform)")
-    group.add_argument("--seed", type=int, default=None,
+    group.add_argument("--seed", type=integer, default=None,
                        help="random seed of the training (default: none, a new order each "
                             "run)")
     group.add_argument("--backend", default="threads",
@@ -160,15 +171,15 @@ def _add_training_options(parser, problem, cores):
                             "rank of an mpirun job trains on its share and the ranks average "
                             "their changes by allreduce; --workers is then threads per rank, "
                             "default: the cores shared among this machine's ranks)")
-    group.add_argument("--streams", type=int, default=None,
+    group.add_argument("--streams", type=integer, default=None,
                        help="with --backend gpu: CUDA streams (the workers; default: "
                             "--workers, else all usable cores)")
-    group.add_argument("--device", type=int, default=None,
+    group.add_argument("--device", type=integer, default=None,
                        help="with --backend gpu: the CUDA device number (default 0)")
     group.add_argument("--ray-address", default=None,
                        help="with --backend ray: join this Ray cluster (e.g. HOST:6379); "
                             "default: start a local Ray instance")
-    group.add_argument("--nodes", type=int, default=2,
+    group.add_argument("--nodes", type=integer, default=2,
                        help="with --backend ray: node actors (default 2)")
     group.add_argument("--staleness", default="0",
                        help="with --backend ray: how many clocks the fastest node may run "
@@ -178,14 +189,14 @@ def _add_training_options(parser, problem, cores):
                        help="with --backend ray and --staleness >= 1 or inf: divide each "
                             "push by its staleness (the other nodes' pushes since its pull; "
                             "Zhang et al. 2016)")
-    group.add_argument("--clock-every", type=int, default=None,
+    group.add_argument("--clock-every", type=integer, default=None,
                        help="with --backend ray: local updates per clock (push, wait, pull); "
                             "default: a tenth of a node's epoch")
-    group.add_argument("--ranks", type=int, default=None,
+    group.add_argument("--ranks", type=integer, default=None,
                        help="run as an MPI job of this many ranks on this machine (launches "
                             "mpirun; implies --backend mpi; more ranks than cores are "
                             "oversubscribed). Under mpirun, give --backend mpi instead")
-    group.add_argument("--sync-every", type=int, default=None,
+    group.add_argument("--sync-every", type=integer, default=None,
                        help="with --backend mpi: a rank's local updates between allreduces "
                             "of the ranks' changes (default: once an epoch; 1 = synchronous "
                             "minibatch SGD of one sample per rank)")
@@ -204,13 +215,13 @@ def _add_training_options(parser, problem, cores):
                             "Goyal et al.'s linear scaling rule; the default) or none (the "
                             "plain mean; for constrained parameters such as the cuts' "
                             "simplex rows)")
-    group.add_argument("--warmup-epochs", type=float, default=0.0,
+    group.add_argument("--warmup-epochs", type=number, default=0.0,
                        help="with --step-scaling linear: reach the scaled step linearly over "
                             "this many epochs (default 0)")
     group.add_argument("--checkpoint",
                        help="checkpoint file, written on Ctrl-C and every --checkpoint-every "
                             "epochs (default: hogwild-PROBLEM-checkpoint.npz)")
-    group.add_argument("--checkpoint-every", type=int, default=None,
+    group.add_argument("--checkpoint-every", type=integer, default=None,
                        help="also checkpoint every this many epochs and at the end")
     group.add_argument("--resume", default=None,
                        help="continue the run saved in this checkpoint (same data and "
@@ -249,7 +260,7 @@ def _distributed(args, backend=None):
 # Integer options and their bounds (None: unbounded), checked before any work, on
 # every backend, so that a bad value is named even where the option is unused.
 INT_OPTIONS = {"seed": (0, None), "terminal_seed": (0, None), "split_seed": (0, None),
-               "streams": (1, None), "device": (0, None), "nodes": (1, None),
+               "streams": (1, 4096), "device": (0, 1023), "nodes": (1, None),
                "clock_every": (1, None), "ranks": (1, 4096), "sync_every": (1, None),
                "checkpoint_every": (1, None), "merge_every": (1, None),
                "shuffle_block": (1, 2**31 - 1), "grid": (1, 2**15),
@@ -257,7 +268,7 @@ INT_OPTIONS = {"seed": (0, None), "terminal_seed": (0, None), "split_seed": (0, 
 
 
 # Number options at least 0 and at most this (inf: any finite number), checked likewise.
-FLOAT_OPTIONS = {"unary": 1e6, "jumbo_noise": float("inf"), "warmup_epochs": float("inf")}
+FLOAT_OPTIONS = {"unary": 1e6, "jumbo_noise": float("inf"), "warmup_epochs": MAX_EPOCHS}
 
 
 def check_numbers(args):
@@ -277,6 +288,12 @@ def check_numbers(args):
             bounds = ">= 0" if high == float("inf") else f"from 0 to {high:g}"
             raise HogwildError(f"--{name.replace('_', '-')} must be a finite number {bounds}, "
                                f"got {value!r}")
+    for name in ("streams", "device"):
+        if getattr(args, name, None) is not None and args.backend != "gpu":
+            raise HogwildError(f"--{name} is for --backend gpu (CUDA streams and devices); "
+                               f"this run has --backend {args.backend}")
+    if getattr(args, "connectivity", 4) not in (4, 8):  # an image's; checked for every input
+        raise HogwildError(f"--connectivity must be 4 or 8, got {args.connectivity}")
     if hasattr(args, "exchange"):  # a training command: every option named, used or not
         from hogwild.backends import distributed_settings
         for backend in ("mpi", "ray"):
@@ -314,28 +331,28 @@ def _add_mc_parser(problems, cores, rating_datasets):
                          "file, or jumbo:ROWSxCOLSxNNZ for a planted low-rank matrix "
                          "(default: ml-1m)")
     mc.add_argument("--test", help="test ratings file (default: split off --test-fraction)")
-    mc.add_argument("--test-fraction", type=float, default=0.2,
+    mc.add_argument("--test-fraction", type=number, default=0.2,
                     help="ratings held out for testing (default: 0.2)")
     mc.add_argument("--split", default="rating",
                     help="rating (random ratings) or user (per-user holdout); default: rating")
-    mc.add_argument("--split-seed", type=int, default=0,
+    mc.add_argument("--split-seed", type=integer, default=0,
                     help="seed of the train/test split (default: 0)")
-    mc.add_argument("--rank", type=int, default=32, help="factors per row (default: 32)")
+    mc.add_argument("--rank", type=integer, default=32, help="factors per row (default: 32)")
     mc.add_argument("--model", default="biased",
                     help="biased (default: mean + user/item biases + L_u . R_v, regularised "
                          "per rating, as Surprise's SVD) or paper (the Hogwild! paper's "
                          "L_u . R_v with a degree-scaled regulariser, no biases)")
-    mc.add_argument("--reg", type=float, default=None,
+    mc.add_argument("--reg", type=number, default=None,
                     help="mu (default: 0.06 biased, per rating; 10 paper, per row)")
-    mc.add_argument("--init-scale", type=float, default=None,
+    mc.add_argument("--init-scale", type=number, default=None,
                     help="factors start N(0, s^2) (default: 0.03 biased, 0.1 paper)")
-    mc.add_argument("--bias-reg", type=float, default=None, help="mu of the biases (default: reg)")
-    mc.add_argument("--grid", type=int, default=None,
+    mc.add_argument("--bias-reg", type=number, default=None, help="mu of the biases (default: reg)")
+    mc.add_argument("--grid", type=integer, default=None,
                     help="blocks per side for --scheduler blocked or fpsgd (default: 8, or 2 x "
                          "workers)")
-    mc.add_argument("--jumbo-rank", type=int, default=10,
+    mc.add_argument("--jumbo-rank", type=integer, default=10,
                     help="planted rank of jumbo: data (default: 10)")
-    mc.add_argument("--jumbo-noise", type=float, default=0.5,
+    mc.add_argument("--jumbo-noise", type=number, default=0.5,
                     help="noise of jumbo: data, the best achievable RMSE (default: 0.5)")
     mc.add_argument("--factor-dtype", default="float32",
                     help="float32, or float16 to store the factors in half precision "
@@ -360,7 +377,7 @@ def _add_cuts_parser(problems, cores):
                            "a DIMACS (.col) or edge-list ('u v [weight]') file, or an image "
                            f"({', '.join(IMAGE_SUFFIXES)}; needs Pillow) "
                            "(default: snap-facebook-combined)")
-    cuts.add_argument("--labels", type=int, default=None,
+    cuts.add_argument("--labels", type=integer, default=None,
                       help="number of labels D (default: 2, or a seed image's number of gray "
                            "levels)")
     cuts.add_argument("--terminals", default=None,
@@ -369,10 +386,10 @@ def _add_cuts_parser(problems, cores):
                            "with the file's vertex ids. Images: 'auto' (default; darkest "
                            "pixels label 0 ... brightest the last) or a seed image of the same "
                            "size (0 = free, other gray levels = labels in increasing order)")
-    cuts.add_argument("--terminal-seed", type=int, default=0,
+    cuts.add_argument("--terminal-seed", type=integer, default=0,
                       help="seed of random terminals and auto seeds (default: 0)")
-    cuts.add_argument("--connectivity", type=int, default=4, help="images: 4 or 8 (default: 4)")
-    cuts.add_argument("--unary", type=float, default=1.0,
+    cuts.add_argument("--connectivity", type=integer, default=4, help="images: 4 or 8 (default: 4)")
+    cuts.add_argument("--unary", type=number, default=1.0,
                       help="images: weight of the seed intensity model against the boundary "
                            "(default: 1; 0 = boundary only)")
     cuts.add_argument("--out", help="write the labels: a PNG for an image, 'id label' lines "

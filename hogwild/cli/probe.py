@@ -7,6 +7,7 @@ import sys
 
 from hogwild.atomic import atomic_file
 from hogwild.collectives import ALGORITHMS, choose
+from hogwild.cli.values import integer, number
 from hogwild.errors import HogwildError
 from hogwild.limits import available_memory
 
@@ -29,7 +30,7 @@ def parse_size(text):
 
 
 def add_arguments(parser):
-    parser.add_argument("--ranks", type=int, default=None,
+    parser.add_argument("--ranks", type=integer, default=None,
                         help="run as an MPI job of this many ranks on this machine (launches "
                              "mpirun); under mpirun, leave it out")
     parser.add_argument("--oversubscribe", action="store_true",
@@ -37,7 +38,7 @@ def add_arguments(parser):
     parser.add_argument("--min-size", default="1KiB", help="smallest message (default 1KiB)")
     parser.add_argument("--max-size", default="256MiB",
                         help="largest message (default 256MiB; sizes go up by 4x)")
-    parser.add_argument("--budget", type=float, default=0.25,
+    parser.add_argument("--budget", type=number, default=0.25,
                         help="seconds of repeats per algorithm and size, by the model's "
                              "prediction (default 0.25; at least 2 repeats)")
     parser.add_argument("--out", help="write the JSON report here")

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 
+from hogwild.backends.mpi import remove_stale_sessions
 from hogwild.backends.shared_memory import remove_stale_folders
 from hogwild.errors import HogwildError
 from hogwild.limits import check_workers, usable_cores
@@ -70,7 +71,8 @@ def launch(ranks, argv, oversubscribe=False):
     finally:
         for signum, action in previous.items():
             signal.signal(signum, action)
-        remove_stale_folders()  # the segments of ranks that died with a killed mpirun
+        remove_stale_folders()  # what ranks that died with a killed mpirun left
+        remove_stale_sessions()
 
 
 def child_pids(pid):

@@ -219,7 +219,7 @@ def run_mc(args):
 
 def _graph_terminals(spec, n_labels, ids, seed):
     """{vertex index: label} from --terminals for a graph (see its help)."""
-    spec = spec or "random"
+    spec = "random" if spec is None else spec
     if spec == "random" or spec.startswith("random:"):
         per_label = 1
         if spec != "random":

@@ -227,6 +227,9 @@ def sparsity_stats(supports, max_exact=20_000, seed=0):
     report marks as sampled.
     """
     n = supports.n_samples
+    if n == 0 or supports.indices.size == 0:
+        raise HogwildError(f"the {n} samples touch no coordinate (no features, no edges): "
+                           "there is no sparsity to measure")
     sizes = np.diff(supports.indptr)
     counts = np.bincount(supports.indices, minlength=supports.n_coordinates)
     start, holders = _holders(supports.indptr, supports.indices, counts)
