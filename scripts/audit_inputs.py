@@ -77,13 +77,47 @@ def edges_text(vertices=30, edges=80, seed=0):
     return "".join(f"{a} {b}\n" for a, b in sorted(pairs))
 
 
+# Text files that each break one rule of a reader (or, a few, keep every rule).
+BAD_TEXTS = {
+    "label_text.svm": "x 1:1\n", "index_text.svm": "1 a:1\n", "value_text.svm": "1 1:b\n",
+    "unsorted.svm": "1 3:1 2:1\n-1 1:1\n", "repeated.svm": "1 2:1 2:1\n-1 1:1\n",
+    "nan.svm": "1 1:nan\n-1 2:1\n", "inf.svm": "1 1:inf\n-1 2:1\n",
+    "huge_value.svm": "1 1:1e40\n-1 2:1\n", "huge_index.svm": "1 99999999999:1\n-1 2:1\n",
+    "int64_index.svm": "1 99999999999999999999:1\n-1 2:1\n",
+    "negative_index.svm": "1 -3:1\n-1 2:1\n", "empty.svm": "",
+    "comments.svm": "# nothing\n# at all\n", "one_class.svm": "1 1:1\n1 2:1\n",
+    "three_classes.svm": "1 1:1\n2 2:1\n3 3:1\n", "colon.svm": "1 1:\n-1 2:1\n",
+    "double_colon.svm": "1 1::1\n-1 2:1\n", "nan_label.svm": "nan 1:1\n-1 2:1\n",
+    "unicode_digit.svm": "1 \u0661:1\n-1 2:1\n", "nul.svm": "1 1:1\x00\n-1 2:1\n",
+    "long_line.svm": "1 " + " ".join(f"{i}:1" for i in range(1, 20001)) + "\n-1 2:1\n",
+    "no_features.svm": "1\n-1\n", "tabs.svm": "1\t1:1\t2:2\n-1\t2:1\n",
+    "user_text.ratings": "a 1 3\n1 2 3\n", "negative.ratings": "1 2 3\n-7 3 4\n",
+    "first_negative.ratings": "-7 3 4\n1 2 3\n", "two_fields.ratings": "1 2\n3 4 5\n",
+    "nan.ratings": "1 2 nan\n2 3 4\n", "inf.ratings": "1 2 inf\n2 3 4\n",
+    "huge_id.ratings": "99999999999999999999 1 3\n2 3 4\n",
+    "float_id.ratings": "1.5 2 3\n2 3 4\n", "semicolons.ratings": "1;2;3\n2;3;4\n",
+    "empty.ratings": "", "header_only.ratings": "user,item,rating\n",
+    "unicode_digit.ratings": "\u0661 2 3\n2 3 4\n", "huge_rating.ratings": "1 2 1e39\n2 3 4\n",
+    "one.ratings": "1 2 3\n",
+    "superscript.edges": "1 2\n2 3\n3 \u00b2\n",
+    "huge_id.edges": "1 2\n3 99999999999999999999\n",
+    "negative.edges": "1 2\n-3 4\n", "nan_weight.edges": "1 2 nan\n2 3 1\n",
+    "negative_weight.edges": "1 2 -1\n2 3 1\n", "inf_weight.edges": "1 2 inf\n2 3 1\n",
+    "one_column.edges": "1\n2\n", "empty.edges": "", "self_loops.edges": "1 1\n2 2\n",
+    "text.edges": "a b\nc d\n", "huge_weight.edges": "1 2 1e300\n2 3 1\n",
+    "no_p_line.col": "e 1 2\n", "beyond_n.col": "p edge 3 1\ne 1 9\n",
+    "huge_n.col": "p edge 99999999999 1\ne 1 2\n",
+    "good.col": "p edge 4 3\ne 1 2\ne 2 3\ne 3 4\n",
+}
+
+
 def make_files(root):
     """The files the cases name, in ``root``: good ones, and bad ones of every kind.
     Returns {name: path}."""
     root = Path(root)
     files = {}
 
-    def write(name, content, mode="w"):
+    def write(name, content):
         path = root / name
         if isinstance(content, bytes):
             path.write_bytes(content)
@@ -95,22 +129,6 @@ def make_files(root):
     good_svm = svm_text()
     write("good.svm", good_svm)
     write("good.svm.gz", gzip.compress(good_svm.encode()))
-    bad_svm = {
-        "label_text.svm": "x 1:1\n", "index_text.svm": "1 a:1\n", "value_text.svm": "1 1:b\n",
-        "unsorted.svm": "1 3:1 2:1\n-1 1:1\n", "repeated.svm": "1 2:1 2:1\n-1 1:1\n",
-        "nan.svm": "1 1:nan\n-1 2:1\n", "inf.svm": "1 1:inf\n-1 2:1\n",
-        "huge_value.svm": "1 1:1e40\n-1 2:1\n", "huge_index.svm": "1 99999999999:1\n-1 2:1\n",
-        "int64_index.svm": "1 99999999999999999999:1\n-1 2:1\n",
-        "negative_index.svm": "1 -3:1\n-1 2:1\n", "empty.svm": "",
-        "comments.svm": "# nothing\n# at all\n", "one_class.svm": "1 1:1\n1 2:1\n",
-        "three_classes.svm": "1 1:1\n2 2:1\n3 3:1\n", "colon.svm": "1 1:\n-1 2:1\n",
-        "double_colon.svm": "1 1::1\n-1 2:1\n", "nan_label.svm": "nan 1:1\n-1 2:1\n",
-        "unicode_digit.svm": "1 \u0661:1\n-1 2:1\n", "nul.svm": "1 1:1\x00\n-1 2:1\n",
-        "long_line.svm": "1 " + " ".join(f"{i}:1" for i in range(1, 20001)) + "\n-1 2:1\n",
-        "no_features.svm": "1\n-1\n", "tabs.svm": "1\t1:1\t2:2\n-1\t2:1\n",
-    }
-    for name, content in bad_svm.items():
-        write(name, content)
     write("binary.svm", np.random.default_rng(1).bytes(4000))
     write("utf16.svm", good_svm.encode("utf-16"))
     write("truncated.svm.gz", gzip.compress(good_svm.encode())[:40])
@@ -119,33 +137,10 @@ def make_files(root):
 
     good_ratings = ratings_text()
     write("good.ratings", good_ratings)
-    bad_ratings = {
-        "user_text.ratings": "a 1 3\n1 2 3\n", "negative.ratings": "1 2 3\n-7 3 4\n",
-        "first_negative.ratings": "-7 3 4\n1 2 3\n", "two_fields.ratings": "1 2\n3 4 5\n",
-        "nan.ratings": "1 2 nan\n2 3 4\n", "inf.ratings": "1 2 inf\n2 3 4\n",
-        "huge_id.ratings": "99999999999999999999 1 3\n2 3 4\n",
-        "float_id.ratings": "1.5 2 3\n2 3 4\n", "semicolons.ratings": "1;2;3\n2;3;4\n",
-        "empty.ratings": "", "header_only.ratings": "user,item,rating\n",
-        "unicode_digit.ratings": "\u0661 2 3\n2 3 4\n", "huge_rating.ratings": "1 2 1e39\n2 3 4\n",
-        "one.ratings": "1 2 3\n",
-    }
-    for name, content in bad_ratings.items():
-        write(name, content)
     write("binary.ratings", np.random.default_rng(2).bytes(4000))
 
     write("good.edges", edges_text())
-    bad_edges = {
-        "superscript.edges": "1 2\n2 3\n3 \u00b2\n",
-        "huge_id.edges": "1 2\n3 99999999999999999999\n",
-        "negative.edges": "1 2\n-3 4\n", "nan_weight.edges": "1 2 nan\n2 3 1\n",
-        "negative_weight.edges": "1 2 -1\n2 3 1\n", "inf_weight.edges": "1 2 inf\n2 3 1\n",
-        "one_column.edges": "1\n2\n", "empty.edges": "", "self_loops.edges": "1 1\n2 2\n",
-        "text.edges": "a b\nc d\n", "huge_weight.edges": "1 2 1e300\n2 3 1\n",
-        "no_p_line.col": "e 1 2\n", "beyond_n.col": "p edge 3 1\ne 1 9\n",
-        "huge_n.col": "p edge 99999999999 1\ne 1 2\n",
-        "good.col": "p edge 4 3\ne 1 2\ne 2 3\ne 3 4\n",
-    }
-    for name, content in bad_edges.items():
+    for name, content in BAD_TEXTS.items():
         write(name, content)
 
     from PIL import Image

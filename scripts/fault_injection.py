@@ -316,7 +316,8 @@ def trial(rng, backend, scheduler, fault, folder, references):
     from hogwild.checkpoint import load_checkpoint
 
     checkpoint = folder / "run.npz"
-    poison = (int(rng.integers(1, 3)), int(rng.integers(0, N_SAMPLES))) \
+    first = N_SAMPLES // 2 + 1 if fault == "raise-in-rank" else 0  # within rank 1's share
+    poison = (int(rng.integers(1, 3)), int(rng.integers(first, N_SAMPLES))) \
         if fault in RAISING else (-1, -1)
     process = start_victim(scheduler, backend, checkpoint, 1000, poison,
                            poison_rank=1 if fault == "raise-in-rank" else -1,

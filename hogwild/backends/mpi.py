@@ -86,6 +86,8 @@ RING_STEPS = 3  # ring steps back to back in a repeat of the link probe
 
 RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")  # set by mpirun, srun
 SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+SEGMENT_PREFIX = "sm_segment."  # Open MPI's shared-memory transport, one file per rank
+SEGMENT_FOLDER_VARIABLE = "OMPI_MCA_btl_sm_backing_directory"  # where it makes them
 
 
 def in_mpi_job():
@@ -121,10 +123,12 @@ def import_mpi():
     job on an exception that nothing catches (abort_on_uncaught)."""
     starting = "mpi4py.MPI" not in sys.modules
     alone = starting and not in_mpi_job() and "OMPI_MCA_btl" not in os.environ
-    folder = segment_folder() if starting and in_mpi_job() and job_size() > 1 else None
+    folder = segment_folder() if starting and in_mpi_job() and job_size() > 1 \
+        and SEGMENT_FOLDER_VARIABLE not in os.environ else None  # (unless the user chose)
     chosen = {"OMPI_MCA_btl": "self"} if alone else {}
     if folder is not None:
-        chosen["OMPI_MCA_btl_sm_backing_directory"] = str(folder)
+        chosen[SEGMENT_FOLDER_VARIABLE] = str(folder)
+    if starting and in_mpi_job():
         watch_launcher(job_rank(), folder)
     os.environ.update(chosen)  # for MPI_Init only: not for processes this one starts later
     try:
@@ -225,9 +229,6 @@ def _comparable(value):
     if isinstance(value, np.random.Generator):
         return "a numpy Generator"
     return repr(value)
-
-
-SEGMENT_PREFIX = "sm_segment."  # Open MPI's shared-memory transport, one file per rank
 
 
 def unlink_shared_segments(MPI, folder=None):
