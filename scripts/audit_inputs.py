@@ -227,9 +227,10 @@ def accepted_int(option, value):
     number = int(value)
     if option == "--seed":
         return True
-    if option in ("--checkpoint-every", "--merge-every", "--clock-every", "--sync-every"):
+    if option in ("--checkpoint-every", "--merge-every"):
         return number >= 1
-    return False  # the rest: 0 is refused, and huge counts are refused or would not end
+    return False  # the rest: 0 is refused, huge counts are refused or would not end, and
+    # the options of the ray and mpi backends are refused on these threads runs
 
 
 def cli_cases(files):
@@ -250,9 +251,7 @@ def cli_cases(files):
                         [] if option == "--epochs" else ["--epochs", "1"]), expect)
         for option in SHARED_FLOATS:
             for value in FLOAT_VALUES + ("0", "1e20"):
-                expect = "error"
-                if option == "--warmup-epochs" and value == "0":
-                    expect = "ok"
+                expect = "error"  # --warmup-epochs 0 too: an mpi option on threads
                 if option == "--decay" and value == "0":
                     expect = "either"
                 add(f"run {problem} {option}", f"{option} {value!r}", base + [option, value],
@@ -269,6 +268,12 @@ def cli_cases(files):
             base + ["--backend", "ray", "--staleness-aware", "--staleness", "0"])
         add(f"run {problem} combos", "--warmup-epochs 2 --step-scaling none",
             base + ["--backend", "mpi", "--warmup-epochs", "2", "--step-scaling", "none"])
+        add(f"run {problem} combos", "--nodes 4 (a ray option) on threads",
+            base + ["--nodes", "4"])
+        add(f"run {problem} combos", "--exchange dense (an mpi option) on ray",
+            base + ["--backend", "ray", "--exchange", "dense"])
+        add(f"run {problem} combos", "--ranks 2 --staleness 1 (a ray option)",
+            base + ["--ranks", "2", "--staleness", "1"])
         add(f"run {problem} combos", "--workers 100000 --oversubscribe",
             base + ["--workers", "100000", "--oversubscribe"])
         add(f"run {problem} combos", "--ray-address x:y:z",

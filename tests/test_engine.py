@@ -115,11 +115,12 @@ def pair_loss(e, params, data):
     return 0.5 * err * err
 
 
-def races_observed(attempt, tries=5):
-    """Whether attempt(seed) saw a lost update in any of a few runs: the threads of a
-    run may happen not to overlap at all on a loaded machine, so one clean run
-    proves nothing, while five in a row would mean the probe cannot race."""
-    return any(attempt(seed) for seed in range(tries))
+def races_observed(attempt, scales=(1, 1, 4, 16, 64)):
+    """Whether attempt(scale) saw a lost update in any of a few runs of growing size
+    (``scale`` multiplies the work): on a loaded machine the threads of a short run
+    may never run at the same moment, so one clean run proves nothing, while one of
+    64 times the work that loses nothing would mean the probe cannot race."""
+    return any(attempt(scale) for scale in scales)
 
 
 def counting_objective(n):
@@ -355,9 +356,11 @@ def test_blocked_workers_never_collide(scheduler, workers, backend):
     np.testing.assert_array_equal(result.params[0], 2 * np.bincount(rows, minlength=40))
     np.testing.assert_array_equal(result.params[1], 2 * np.bincount(cols, minlength=30))
     if usable_cores() >= 2:
-        assert races_observed(lambda seed: fit(objective, epochs=2, workers=2,
-                                               scheduler="hogwild", seed=seed).params[0].sum()
-                              < 2 * objective.n_samples), "probe too weak"
+        def loses_counts(scale):
+            racy = bipartite_counting_objective(n=60_000 * scale)
+            return fit(racy, epochs=2, workers=2, scheduler="hogwild",
+                       seed=scale).params[0].sum() < 2 * racy.n_samples
+        assert races_observed(loses_counts), "probe too weak"
 
 
 def test_blocked_needs_a_block_layout():
@@ -405,16 +408,16 @@ def test_locked_scheduler_really_locks():
     """Exact count under the lock; without it, racing workers lose increments."""
     n, epochs = 100_000, 2
 
-    def run(scheduler):
+    def run(scheduler, samples=n):
         objective = Objective(racy_increment, zero_loss, params=np.zeros(16, np.int64),
                               integer_params=True,
-                              data=np.array([64], np.int64), n_samples=n)
+                              data=np.array([64], np.int64), n_samples=samples)
         return int(fit(objective, epochs=epochs, workers=2, scheduler=scheduler,
                        seed=0).params[0][0])
 
     assert run("locked") == n * epochs
     if usable_cores() >= 2:
-        assert races_observed(lambda seed: run("hogwild") < n * epochs), \
+        assert races_observed(lambda scale: run("hogwild", n * scale) < n * scale * epochs), \
             "no lost update without the lock: probe too weak"
 
 

@@ -459,6 +459,16 @@ def test_graph_cut_input_is_checked(edges, terminals, message):
     ("mc", ["--data", "jumbo:50x40x400", "--step-scaling", "garbage"],
      "unknown step_scaling 'garbage'; choose one of: linear, none"),
     ("svm", ["--staleness", "-3"], "--staleness: expected an integer >= 0 or inf, got '-3'"),
+    # valid values of another backend's options: the run would train on threads
+    ("svm", ["--nodes", "8"], "--nodes is for --backend ray; this run has --backend threads"),
+    ("svm", ["--exchange", "dense"],
+     "--exchange is for --backend mpi; this run has --backend threads"),
+    ("mc", ["--data", "jumbo:50x40x400", "--backend", "processes", "--warmup-epochs", "1"],
+     "--warmup-epochs is for --backend mpi; this run has --backend processes"),
+    ("svm", ["--backend", "ray", "--sync-every", "4"],
+     "--sync-every is for --backend mpi; this run has --backend ray"),
+    ("svm", ["--ranks", "2", "--staleness", "2"],
+     "--staleness is for --backend ray; this run has --backend mpi"),
 ])
 def test_options_a_run_would_ignore_or_misread_are_named(capsys, problem, argv, message):
     status, out, err = run(capsys, "run", problem, *argv, "--epochs", "1")

@@ -179,13 +179,13 @@ def _add_training_options(parser, problem, cores):
     group.add_argument("--ray-address", default=None,
                        help="with --backend ray: join this Ray cluster (e.g. HOST:6379); "
                             "default: start a local Ray instance")
-    group.add_argument("--nodes", type=integer, default=2,
+    group.add_argument("--nodes", type=integer,
                        help="with --backend ray: node actors (default 2)")
-    group.add_argument("--staleness", default="0",
+    group.add_argument("--staleness",
                        help="with --backend ray: how many clocks the fastest node may run "
                             "ahead of the slowest; 0 = bulk synchronous (default), inf = "
                             "asynchronous")
-    group.add_argument("--staleness-aware", action="store_true",
+    group.add_argument("--staleness-aware", action="store_true", default=None,
                        help="with --backend ray and --staleness >= 1 or inf: divide each "
                             "push by its staleness (the other nodes' pushes since its pull; "
                             "Zhang et al. 2016)")
@@ -200,22 +200,22 @@ def _add_training_options(parser, problem, cores):
                        help="with --backend mpi: a rank's local updates between allreduces "
                             "of the ranks' changes (default: once an epoch; 1 = synchronous "
                             "minibatch SGD of one sample per rank)")
-    group.add_argument("--allreduce", default="auto",
+    group.add_argument("--allreduce",
                        help="with --backend mpi: Open MPI's allreduce algorithm: auto (the "
                             "cost model's pick for the measured link; the default), "
                             "basic_linear, nonoverlapping, recursive_doubling, ring, "
                             "segmented_ring or rabenseifner")
-    group.add_argument("--exchange", default="auto",
+    group.add_argument("--exchange",
                        help="with --backend mpi: dense (allreduce every coordinate), sparse "
                             "(allgather the changed ones) or auto (whichever moves fewer "
                             "bytes, at each sync; the default)")
-    group.add_argument("--step-scaling", default="linear",
+    group.add_argument("--step-scaling",
                        help="with --backend mpi: linear (the step times the ranks, so that "
                             "the mean of their changes moves as far as one process would: "
                             "Goyal et al.'s linear scaling rule; the default) or none (the "
                             "plain mean; for constrained parameters such as the cuts' "
                             "simplex rows)")
-    group.add_argument("--warmup-epochs", type=number, default=0.0,
+    group.add_argument("--warmup-epochs", type=number,
                        help="with --step-scaling linear: reach the scaled step linearly over "
                             "this many epochs (default 0)")
     group.add_argument("--checkpoint",
@@ -242,19 +242,47 @@ def _staleness(text):
     raise HogwildError(f"--staleness: expected an integer >= 0 or inf, got {text!r}")
 
 
+# The options of the backends with several nodes, and their defaults: given to a run
+# on another backend, they are refused rather than ignored.
+BACKEND_OPTIONS = {
+    "ray": {"ray_address": None, "nodes": 2, "staleness": "0", "staleness_aware": False,
+            "clock_every": None},
+    "mpi": {"sync_every": None, "allreduce": "auto", "exchange": "auto",
+            "step_scaling": "linear", "warmup_epochs": 0.0},
+}
+
+
+def _backend_options(args):
+    """The ray and mpi backends' options as given, else their defaults."""
+    return {name: default if getattr(args, name) is None else getattr(args, name)
+            for options in BACKEND_OPTIONS.values() for name, default in options.items()}
+
+
 def _distributed(args, backend=None):
     """The settings of --backend ray (SSP) or mpi (allreduce); None for the others
     (``backend``: those of that backend, whatever --backend says)."""
     backend = backend or args.backend
+    option = _backend_options(args)
     if backend == "mpi":
-        return {"sync_every": args.sync_every, "algorithm": args.allreduce,
-                "exchange": args.exchange, "step_scaling": args.step_scaling,
-                "warmup_epochs": args.warmup_epochs}
+        return {"sync_every": option["sync_every"], "algorithm": option["allreduce"],
+                "exchange": option["exchange"], "step_scaling": option["step_scaling"],
+                "warmup_epochs": option["warmup_epochs"]}
     if backend != "ray":
         return None
-    return {"nodes": args.nodes, "staleness": _staleness(args.staleness),
-            "clock_every": args.clock_every, "address": args.ray_address,
-            "staleness_aware": args.staleness_aware}
+    return {"nodes": option["nodes"], "staleness": _staleness(option["staleness"]),
+            "clock_every": option["clock_every"], "address": option["ray_address"],
+            "staleness_aware": option["staleness_aware"]}
+
+
+def _check_backend_options(args):
+    """An option of the ray or mpi backend given to a run on another one is an error
+    (`--nodes 8` without `--backend ray` would train on threads, quietly)."""
+    backend = "mpi" if getattr(args, "ranks", None) is not None else args.backend
+    for owner, names in BACKEND_OPTIONS.items():
+        for name in names:
+            if owner != backend and getattr(args, name) is not None:
+                raise HogwildError(f"--{name.replace('_', '-')} is for --backend {owner}; "
+                                   f"this run has --backend {backend}")
 
 
 # Integer options and their bounds (None: unbounded), checked before any work, on
@@ -298,6 +326,7 @@ def check_numbers(args):
         from hogwild.backends import distributed_settings
         for backend in ("mpi", "ray"):
             distributed_settings(backend, _distributed(args, backend))
+        _check_backend_options(args)
         given = {name: value for name, value in training_fields(args).items()
                  if value is not None and value != "auto"}  # the problem's own defaults
         if given.get("scheduler") not in SCHEDULERS:
