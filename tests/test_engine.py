@@ -1,4 +1,7 @@
 """The engine, schedulers, step schedules and the locked baseline."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -6,7 +9,7 @@ import hogwild
 from hogwild import DivergenceError, HogwildError, Objective, fit
 from hogwild.limits import usable_cores
 from hogwild.kernels.compiler import compile_loops, fingerprint
-from hogwild.structure import Supports, block_layout
+from hogwild.structure import Supports, block_layout, gather, relabel_gather
 from hogwild.schedulers.conflicts import conflict_graph
 from hogwild.schedulers import get_scheduler, shuffled_runs
 from hogwild.steps import StepSchedule
@@ -185,6 +188,37 @@ def test_block_layout_groups_samples_by_row_and_column_block():
             assert np.all(row_labels[r[order[start:stop]]] * 4 // 50 == i)
             assert np.all(col_labels[c[order[start:stop]]] * 4 // 20 == j)
     assert layout.offsets[-1] == 5000
+
+
+LAYOUT_SCRIPT = """
+import hashlib, sys, numpy as np, numba
+from hogwild.structure import block_layout
+numba.set_num_threads(int(sys.argv[1]))
+rng = np.random.default_rng(5)
+r, c = rng.integers(0, 300, 40_000, dtype=np.int32), rng.integers(0, 90, 40_000)
+order = block_layout(r, c, 6, np.random.default_rng(1))[0]
+sys.stdout.write(hashlib.sha256(order.tobytes()).hexdigest())
+"""
+
+
+@pytest.mark.determinism
+def test_block_layout_is_a_function_of_the_seed_alone():
+    """The compiled layout shuffles blocks in parallel: the same order on 1 and 2
+    threads and in a second process, samples shuffled within each block, and the
+    gathers equal numpy's expressions."""
+    runs = {subprocess.run([sys.executable, "-c", LAYOUT_SCRIPT, str(threads)],
+                           capture_output=True, text=True, check=True).stdout
+            for threads in (1, 2, 1)}
+    assert len(runs) == 1
+    rng = np.random.default_rng(5)
+    r, c = rng.integers(0, 300, 40_000, dtype=np.int32), rng.integers(0, 90, 40_000)
+    order, row_labels, col_labels, layout = block_layout(r, c, 6, np.random.default_rng(1))
+    start, stop = layout.block(2, 3)
+    assert not np.all(np.diff(order[start:stop]) > 0)  # not left in input order
+    np.testing.assert_array_equal(relabel_gather(order, r, row_labels), row_labels[r[order]])
+    np.testing.assert_array_equal(relabel_gather(order, c, col_labels), col_labels[c[order]])
+    values = rng.standard_normal(40_000).astype(np.float32)
+    np.testing.assert_array_equal(gather(order, values), values[order])
 
 
 @pytest.mark.parametrize("workers", [1, 2, 5])

@@ -17,7 +17,7 @@ from hogwild.problems.matrix_completion.kernels import group_by_user, predict_in
 from hogwild.problems.matrix_completion.models import (FACTOR_DTYPES, check_rank, mf_objective,
                                                        rating_model)
 from hogwild.schedulers import get_scheduler
-from hogwild.structure import block_layout
+from hogwild.structure import block_layout, gather, relabel_gather
 
 SCHEDULERS = ("hogwild", "blocked", "fpsgd", "serial", "locked", "colored", "cyclades")
 MODEL_FILE_KIND = "hogwild.MatrixFactorization"
@@ -176,9 +176,10 @@ class MatrixFactorization(Params):
                 grid = max(8, 2 * check_workers(workers, self.oversubscribe))
             order, row_labels, col_labels, layout = block_layout(
                 users, items, grid, np.random.default_rng(seeds[0]))
-            users = row_labels[users[order]].astype(np.int32)
-            items = col_labels[items[order]].astype(np.int32)
-            values = values[order]
+            users = relabel_gather(order, users, row_labels)
+            items = relabel_gather(order, items, col_labels)
+            values = gather(order, values)
+            del order
             user_index = IdIndex(relabelled(user_index.ids, row_labels))
             item_index = IdIndex(relabelled(item_index.ids, col_labels))
         elif self.shuffle_ratings:
