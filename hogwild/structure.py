@@ -5,7 +5,7 @@ grouped into a grid of independent blocks (BlockLayout), and a graph of vertices
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from hogwild.errors import HogwildError, check_int
 
@@ -140,11 +140,11 @@ def _as_keys(keys):
     return np.ascontiguousarray(keys)
 
 
-@njit(nogil=True, cache=True, parallel=True)
+@njit(nogil=True, cache=True)
 def _block_ids(row_keys, col_keys, row_block, col_block, grid, out):
     """Each sample's block, row-major (row_block, col_block: a key's grid row and
     column, int16 so that the tables of 10^7 keys stay in cache)."""
-    for k in prange(row_keys.size):
+    for k in range(row_keys.size):
         out[k] = row_block[row_keys[k]] * grid + col_block[col_keys[k]]
     return out
 
@@ -170,18 +170,19 @@ def _splitmix64(state):
     return state, z ^ (z >> np.uint64(31))
 
 
-@njit(nogil=True, cache=True, parallel=True)
+@njit(nogil=True, cache=True)
 def _block_order(block_ids, offsets, seed):
-    """The samples by block (a counting sort), each block then shuffled in parallel
-    (Fisher-Yates from a SplitMix64 stream of its own, so that the order depends on
-    ``seed`` alone, not on the threads)."""
+    """The samples by block (a counting sort), each block then shuffled (Fisher-Yates
+    from a SplitMix64 stream of its own, so that blocks could be shuffled in any
+    order or in parallel and the order still depend on ``seed`` alone). Serial:
+    numba's parallel loops abort a process whose threads call them at once."""
     order = np.empty(block_ids.size, np.int64)
     fill = offsets[:-1].copy()
     for k in range(block_ids.size):
         b = block_ids[k]
         order[fill[b]] = k
         fill[b] += 1
-    for b in prange(offsets.size - 1):
+    for b in range(offsets.size - 1):
         state, _ = _splitmix64(np.uint64(seed) ^ (np.uint64(b) * np.uint64(0xD1B54A32D192ED03)))
         first = offsets[b]
         for i in range(offsets[b + 1] - first - 1, 0, -1):
@@ -191,21 +192,22 @@ def _block_order(block_ids, offsets, seed):
     return order
 
 
-@njit(nogil=True, cache=True, parallel=True)
+@njit(nogil=True, cache=True)
 def relabel_gather(order, keys, labels):
     """labels[keys[order]] as int32 (new ids of samples stored in ``order``), in one
     pass and without int64 temporaries."""
     out = np.empty(order.size, np.int32)
-    for k in prange(order.size):
+    for k in range(order.size):
         out[k] = labels[keys[order[k]]]
     return out
 
 
-@njit(nogil=True, cache=True, parallel=True)
+@njit(nogil=True, cache=True)
 def gather(order, values):
-    """values[order], on every core (numpy's take runs on one)."""
+    """values[order] (numpy's take of 10^8 float32 makes no temporaries either, but
+    this keeps the gathers of a layout in one place)."""
     out = np.empty(order.size, values.dtype)
-    for k in prange(order.size):
+    for k in range(order.size):
         out[k] = values[order[k]]
     return out
 

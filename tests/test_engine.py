@@ -203,8 +203,8 @@ sys.stdout.write(hashlib.sha256(order.tobytes()).hexdigest())
 
 @pytest.mark.determinism
 def test_block_layout_is_a_function_of_the_seed_alone():
-    """The compiled layout shuffles blocks in parallel: the same order on 1 and 2
-    threads and in a second process, samples shuffled within each block, and the
+    """The compiled layout: the same order with numba on 1 and 2 threads and in
+    another process, samples shuffled within each block, and the
     gathers equal numpy's expressions."""
     runs = {subprocess.run([sys.executable, "-c", LAYOUT_SCRIPT, str(threads)],
                            capture_output=True, text=True, check=True).stdout
