@@ -40,6 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hogwild.bench.machine import publish
+
 OUTCOMES = ("error", "ok", "traceback", "raw", "hang", "crash", "unclear")
 FAILURES = ("traceback", "raw", "hang", "crash", "unclear", "silent_accept", "wrongly_refused")
 
@@ -775,10 +777,7 @@ def main():
             print(f"{record['failure']}: {record['group']}: {record['case']}: "
                   f"{record.get('stderr', '')[-200:]!r}", file=sys.stderr)
     report = summarise(records, time.monotonic() - started)
-    text = json.dumps(report, indent=1)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    print(text)
+    publish(report, None, args.out)
     return 0
 
 

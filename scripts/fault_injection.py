@@ -51,7 +51,6 @@ mpi4py and Open MPI's mpirun (pip install 'hogwild[mpi]') and are left out, sayi
 so, without them.
 """
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -62,6 +61,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from hogwild.bench.machine import publish
 
 SCHEDULERS = ("hogwild", "locked", "serial", "blocked", "colored", "cyclades")
 MPI_SCHEDULERS = ("hogwild", "locked", "serial")
@@ -478,10 +479,7 @@ def main():
     report = summarise(records)
     report["seconds"] = round(time.monotonic() - started, 1)
     report["mpi_left_out"] = missing
-    text = json.dumps(report, indent=1)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    print(text)
+    publish(report, None, args.out)
     return 0
 
 
