@@ -11,10 +11,14 @@ GB/s; it is no defence against someone who can write the folder, which is what
 the trust rule is for.
 """
 import json
+import mmap
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+
+from hogwild.limits import usable_cores
 
 CHUNK = 64 << 20  # bytes checksummed at a time
 
@@ -64,8 +68,8 @@ def open_arrays(folder, described):
     ``described`` (a header's "arrays"), or Damaged naming the first that differs."""
     if not isinstance(described, dict):
         raise Damaged("its header does not describe its arrays")
-    arrays = {}
-    for name, record in described.items():
+
+    def opened(name, record):
         path = Path(folder) / f"{name}.npy"
         try:
             array = np.load(path, mmap_mode="r", allow_pickle=False)
@@ -76,5 +80,23 @@ def open_arrays(folder, described):
                 or crc32(array) != record.get("crc32"):
             raise Damaged(f"{path.name} does not match the checksum and shape recorded "
                           "for it")
-        arrays[name] = array
-    return arrays
+        return array
+
+    # zlib releases the GIL while it checksums: the arrays are checked on every core
+    with ThreadPoolExecutor(min(usable_cores(), max(len(described), 1))) as pool:
+        checked = {name: pool.submit(opened, name, record)
+                   for name, record in described.items()}
+        return {name: future.result() for name, future in checked.items()}
+
+
+def release_pages(*arrays):
+    """Drop the pages of read-only memory maps (the arrays open_arrays gives) from
+    this process's resident memory once they have been read into another layout:
+    the kernel keeps them in its page cache and reads them back on the next
+    access, but they no longer count against the run's memory. Other arrays are
+    left alone."""
+    for array in arrays:
+        region = getattr(array, "_mmap", None)  # np.memmap's map of the whole file
+        if isinstance(array, np.memmap) and array.mode == "r" and region is not None \
+                and hasattr(region, "madvise"):
+            region.madvise(mmap.MADV_DONTNEED)

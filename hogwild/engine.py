@@ -19,7 +19,7 @@ import numpy as np
 from numba.core.errors import NumbaError
 
 from hogwild.backends import get_backend
-from hogwild.backends.host import aligned_copy
+from hogwild.backends.host import aligned_copy, is_aligned
 from hogwild.backends.shared_memory import remove_stale_folders
 from hogwild.checkpoint import (Checkpoint, check_compatible, data_fingerprint, load_checkpoint,
                                 restore_field, save_checkpoint)
@@ -29,6 +29,7 @@ from hogwild.evaluation import evaluator
 from hogwild.kernels.compiler import compile_loops, slp_vectorizer
 from hogwild.limits import check_workers
 from hogwild.objective import Objective
+from hogwild.phases import phase, training_starts
 from hogwild.results import EpochRecord, FitResult
 from hogwild.schedulers import get_scheduler
 
@@ -63,20 +64,20 @@ def _compile(runner, loops, objective, params, data, scheduler):
 CHECK_CHUNK = 1 << 16  # samples per call of the checked loss pass
 
 
-def _checked_objective(loops, objective, params):
-    """The objective's value before training, from one pass of its loss over every
-    sample with each array index checked (loops.sum_loss_checked), before any
-    update runs: a sample count larger than the data, or a sample whose ids lie
-    beyond an array, is a HogwildError naming the first such sample, never a read
-    of memory that another array (or nobody) owns. Half-precision parameters (the
-    GPU's) are read as float32 copies: the CPU compiles no float16."""
+def _check_indices(loops, objective, params):
+    """One pass of the objective's loss over every sample with each array index
+    checked (loops.sum_loss_checked), before any update runs: a sample count
+    larger than the data, or a sample whose ids lie beyond an array, is a
+    HogwildError naming the first such sample, never a read of memory that
+    another array (or nobody) owns. Half-precision parameters (the GPU's) are read
+    as float32 copies: the CPU compiles no float16."""
     params = tuple(p.astype(np.float32) if p.dtype == np.float16 else p for p in params)
-    n, total = objective.n_samples, 0.0
+    n = objective.n_samples
     with _compiling(objective):
         for first in range(0, n, CHECK_CHUNK):
             last = min(first + CHECK_CHUNK, n)
             try:
-                total += loops.sum_loss_checked(params, objective.data, first, last)
+                loops.sum_loss_checked(params, objective.data, first, last)
             except IndexError:
                 bad = next(e for e in range(first, last) if _reads_out_of_bounds(
                     loops, params, objective.data, e))
@@ -84,7 +85,6 @@ def _checked_objective(loops, objective, params):
                     f"objective '{objective.name}': loss(e={bad}) reads past the end of an "
                     f"array: n_samples ({n:,}) is more than the data holds, or sample {bad} "
                     "has an id beyond the array it indexes") from None
-    return total / n
 
 
 def _reads_out_of_bounds(loops, params, data, e):
@@ -96,6 +96,8 @@ def _reads_out_of_bounds(loops, params, data, e):
 
 
 DIVERGENCE_GROWTH = 1e6  # an objective this many times its start's magnitude diverged
+START_SAMPLES = 1 << 20  # the start's magnitude: the mean loss of the first samples (a
+# whole pass over 10^8 ratings costs an epoch's time, for a bound this loose)
 
 
 class _StopRequest:
@@ -150,7 +152,8 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
     callback, progress, checkpoints, resume. Their fields may also be given as
     keywords, which replace the objects' values: ``fit(objective, epochs=5)``.
 
-    The objective's params are copied; the trained copies are in ``result.params``.
+    The objective's params are copied (trained in place with its train_in_place); the
+    trained parameters are in ``result.params``.
     ``evaluate`` adds metrics (e.g. test error) to each epoch's record: a hogwild.Metric
     or a list of them (computed where the parameters are, e.g. on the GPU), or
     ``evaluate(params) -> dict`` called with host copies; ``callback(record)`` is called
@@ -212,7 +215,8 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
     data_sha256 = functools.cache(lambda: data_fingerprint(objective.data))  # once, if needed
     epochs, checkpoint = config.epochs, controls.checkpoint
 
-    params = tuple(aligned_copy(p) for p in objective.params)
+    params = tuple(p if objective.train_in_place and is_aligned(p) else aligned_copy(p)
+                   for p in objective.params)
     history = []
     if controls.resume is not None:
         resume = controls.resume
@@ -238,16 +242,23 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
     data = objective.data
     n = objective.n_samples
     loops = compile_loops(objective.update, objective.loss, objective.fastmath)
-    start_value = _checked_objective(loops, objective, params)
-    ceiling = start_value + DIVERGENCE_GROWTH * max(abs(start_value), 1.0)
+    if not objective.indices_checked:
+        with phase("check indices"):
+            _check_indices(loops, objective, params)
     total_updates = epochs * n
     progress, every = controls.progress, controls.checkpoint_every
     remove_stale_folders()  # shared memory of this user's killed runs (processes, MPI jobs)
     with backend_cls.open(n_workers, config, source) as runner, \
             _stop_after_epoch(announce=runner.reports) as stop_requested:
-        params, data = runner.share(params, data, n)
-        _compile(runner, loops, objective, params, data, sched)
-        metrics = evaluator(controls.evaluate, objective, runner)
+        with phase("share"):
+            params, data = runner.share(params, data, n)
+        with phase("compile"):
+            _compile(runner, loops, objective, params, data, sched)
+            metrics = evaluator(controls.evaluate, objective, runner)
+            sampled = min(n, START_SAMPLES)
+            start_value = runner.loss_sum(loops, params, data, sampled) / sampled
+        ceiling = start_value + DIVERGENCE_GROWTH * max(abs(start_value), 1.0)
+        training_starts()
         last_end = None
         for epoch in range(len(history), epochs):
             if progress is not None:
@@ -308,4 +319,5 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
                      setup_seconds=planner.setup_seconds,
                      startup_seconds=getattr(runner, "startup_seconds", 0.0),
                      distributed=report, replication=runner.replication,
-                     replicated=replicated)
+                     replicated=replicated, data_bytes=sum(a.nbytes for a in objective.data),
+                     params_bytes=sum(p.nbytes for p in objective.params))

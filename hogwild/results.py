@@ -32,6 +32,8 @@ class FitResult:
     distributed: Optional[dict] = None  # backend "ray": staleness, waiting, traffic, restarts
     replication: str = "shared"  # TrainingConfig.replication
     replicated: Optional[dict] = None  # what "worker"/"hot" replicated (Backend.replicated)
+    data_bytes: int = 0  # the objective's data and parameters: the least memory a run
+    params_bytes: int = 0  # of it can hold (peak RSS is reported against their sum)
 
     @property
     def objective(self):

@@ -26,6 +26,7 @@ from hogwild.estimator import Params, run_controls
 from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory
 from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric, Objective
+from hogwild.phases import phase
 from hogwild.schedulers import get_scheduler
 from hogwild.structure import IdArray, Supports
 
@@ -380,7 +381,8 @@ class SparseSVM(Params):
     classes_, n_features_in_, history_ (per-epoch records), workers_, replication_
     and replicated_ (the replication mode that ran and what it copied),
     setup_seconds_ (the scheduler's preparation, e.g. colouring), startup_seconds_
-    (starting worker processes), step_.
+    (starting worker processes), step_, data_bytes_ and params_bytes_ (the data and
+    weights as trained: the least memory a fit takes).
     """
 
     def __init__(self, *, loss="hinge", reg=1e-4, fit_intercept=True, epochs=20, step="auto",
@@ -433,8 +435,9 @@ class SparseSVM(Params):
                 f"scheduler={self.scheduler!r} runs together only samples that share no "
                 "coordinate, and an intercept is a coordinate of every sample; pass "
                 "fit_intercept=False (--no-intercept) or another scheduler")
-        X = as_csr(X)
-        labels, classes = binary_labels(y, X.shape[0], require_both=True)
+        with phase("check data"):
+            X = as_csr(X)
+            labels, classes = binary_labels(y, X.shape[0], require_both=True)
         evaluate = None
         if eval_set is not None:
             X_test = as_csr(eval_set[0], n_features=X.shape[1])
@@ -443,12 +446,14 @@ class SparseSVM(Params):
             evaluate = error_rate_metric(X_test, test_labels)
 
         if self.shuffle_block != 1:
-            rows = np.random.default_rng(self.seed).permutation(X.shape[0])
-            X, labels = X[rows], labels[rows]
-        self.step_ = auto_step(X) if isinstance(self.step, str) and self.step == "auto" \
-            else self.step
-        objective = svm_objective(X, labels, self.loss, self.reg, self.seed,
-                                  bool(self.fit_intercept))
+            with phase("shuffle"):
+                rows = np.random.default_rng(self.seed).permutation(X.shape[0])
+                X, labels = X[rows], labels[rows]
+        with phase("objective"):
+            self.step_ = auto_step(X) if isinstance(self.step, str) and self.step == "auto" \
+                else self.step
+            objective = svm_objective(X, labels, self.loss, self.reg, self.seed,
+                                      bool(self.fit_intercept))
         result = engine_fit(objective, self.training_config(step=self.step_),
                             run_controls(evaluate, controls))
         self.coef_ = result.params[0]
@@ -462,6 +467,7 @@ class SparseSVM(Params):
         self.replicated_ = result.replicated
         self.setup_seconds_ = result.setup_seconds
         self.startup_seconds_ = result.startup_seconds
+        self.data_bytes_, self.params_bytes_ = result.data_bytes, result.params_bytes
         return self
 
     def _check_fitted(self):

@@ -9,7 +9,7 @@ import hogwild
 from hogwild import DivergenceError, HogwildError, Objective, fit
 from hogwild.limits import usable_cores
 from hogwild.kernels.compiler import compile_loops, fingerprint
-from hogwild.structure import Supports, block_layout, gather, relabel_gather
+from hogwild.structure import Supports, block_layout, blocked_copy
 from hogwild.schedulers.conflicts import conflict_graph
 from hogwild.schedulers import get_scheduler, shuffled_runs
 from hogwild.steps import StepSchedule
@@ -191,34 +191,53 @@ def test_block_layout_groups_samples_by_row_and_column_block():
 
 
 LAYOUT_SCRIPT = """
-import hashlib, sys, numpy as np, numba
-from hogwild.structure import block_layout
-numba.set_num_threads(int(sys.argv[1]))
+import hashlib, sys, numpy as np
+import hogwild.structure as structure
+structure._PARTS = int(sys.argv[1])
 rng = np.random.default_rng(5)
 r, c = rng.integers(0, 300, 40_000, dtype=np.int32), rng.integers(0, 90, 40_000)
-order = block_layout(r, c, 6, np.random.default_rng(1))[0]
+order = structure.block_layout(r, c, 6, np.random.default_rng(1))[0]
 sys.stdout.write(hashlib.sha256(order.tobytes()).hexdigest())
 """
 
 
 @pytest.mark.determinism
 def test_block_layout_is_a_function_of_the_seed_alone():
-    """The compiled layout: the same order with numba on 1 and 2 threads and in
-    another process, samples shuffled within each block, and the
-    gathers equal numpy's expressions."""
-    runs = {subprocess.run([sys.executable, "-c", LAYOUT_SCRIPT, str(threads)],
+    """The compiled layout: the same order when its work is cut in 1, 2 or 3 parts
+    (threads) and in another process, samples shuffled within each block."""
+    runs = {subprocess.run([sys.executable, "-c", LAYOUT_SCRIPT, str(parts)],
                            capture_output=True, text=True, check=True).stdout
-            for threads in (1, 2, 1)}
+            for parts in (1, 2, 3, 1)}
     assert len(runs) == 1
     rng = np.random.default_rng(5)
     r, c = rng.integers(0, 300, 40_000, dtype=np.int32), rng.integers(0, 90, 40_000)
     order, row_labels, col_labels, layout = block_layout(r, c, 6, np.random.default_rng(1))
     start, stop = layout.block(2, 3)
     assert not np.all(np.diff(order[start:stop]) > 0)  # not left in input order
-    np.testing.assert_array_equal(relabel_gather(order, r, row_labels), row_labels[r[order]])
-    np.testing.assert_array_equal(relabel_gather(order, c, col_labels), col_labels[c[order]])
-    values = rng.standard_normal(40_000).astype(np.float32)
-    np.testing.assert_array_equal(gather(order, values), values[order])
+
+
+def test_blocked_copy_stores_what_the_block_order_gathers():
+    """blocked_copy, from dense keys or from raw ids through index tables, equals
+    numpy's gathers by block_layout's order for the same seed."""
+    rng = np.random.default_rng(7)
+    r, c = rng.integers(0, 300, 30_000), rng.integers(0, 90, 30_000, dtype=np.int32)
+    values = rng.standard_normal(30_000).astype(np.float32)
+    order, row_labels, col_labels, layout = block_layout(r, c, 5, np.random.default_rng(2))
+    rows, cols, out, row_labels2, col_labels2, layout2 = blocked_copy(
+        r, c, values, 5, np.random.default_rng(2))
+    assert rows.dtype == cols.dtype == np.int32 and out.dtype == np.float32
+    np.testing.assert_array_equal(rows, row_labels[r[order]])
+    np.testing.assert_array_equal(cols, col_labels[c[order]])
+    np.testing.assert_array_equal(out, values[order])
+    np.testing.assert_array_equal(layout2.offsets, layout.offsets)
+    # raw ids 1000 * dense index + 17, mapped by a table (-1 for ids that do not occur)
+    table = np.full(300 * 1000 + 18, -1, np.int32)
+    table[np.arange(300) * 1000 + 17] = np.arange(300)
+    raw_rows, raw_cols, raw_out, raw_labels, _, _ = blocked_copy(
+        r * 1000 + 17, c, values, 5, np.random.default_rng(2), row_index=table)
+    np.testing.assert_array_equal(raw_labels, row_labels)
+    np.testing.assert_array_equal(raw_rows, rows)
+    np.testing.assert_array_equal(raw_out, out)
 
 
 @pytest.mark.parametrize("workers", [1, 2, 5])

@@ -20,7 +20,7 @@ calling process) and is listed in hogwild.backends.get_backend.
 """
 from abc import ABC, abstractmethod
 
-import numpy as np
+from hogwild.backends.host import all_finite
 
 
 class Backend(ABC):
@@ -137,7 +137,7 @@ class HostBackend(Backend):
         return params
 
     def all_finite(self, params):
-        return all(np.isfinite(array).all() for array in params)
+        return all_finite(params)
 
     def loss_sum(self, loops, params, data, n):
         """On this thread, chunk by chunk (see loss_chunks)."""

@@ -712,7 +712,8 @@ class MPIBackend(HostBackend):
         ranks. Any other data's (a metric's, on rank 0): on this rank alone."""
         if data is not self.data:
             return super().loss_sum(loops, params, data, n)
-        mine = loops.sum_loss(params, data, self.first, self.last) if n else 0.0
+        last = min(self.last, n)
+        mine = loops.sum_loss(params, data, self.first, last) if last > self.first else 0.0
         return self.comm.allreduce(mine)
 
     def stop_agreed(self, requested):

@@ -612,10 +612,11 @@ class RayBackend(HostBackend):
 
     def loss_sum(self, loops, params, data, n):
         """The training data's: the sum of the nodes' losses over their shares of the
-        last epoch, each on its replica just after its last pull of the epoch. Any
-        other data's (a metric's): computed here on the server's state."""
-        if data is self.data:
-            return 0.0 if self._loss is None else self._loss
+        last epoch, each on its replica just after its last pull of the epoch. Before
+        the first epoch, and for any other data (a metric's): computed here on the
+        server's state."""
+        if data is self.data and self._loss is not None:
+            return self._loss
         return loops.sum_loss(self.to_host(params), data, 0, n)
 
     def all_finite(self, params):

@@ -1,5 +1,6 @@
 """``hogwild run svm|mc|cuts``: train a problem with a progress bar and a line per
 epoch, then print a summary (or one JSON object with --json)."""
+import contextlib
 import json
 import resource
 import sys
@@ -12,6 +13,7 @@ from hogwild.backends.mpi import job_rank
 from hogwild.cli.options import IMAGE_SUFFIXES, control_fields, training_fields
 from hogwild.config import TrainingConfig
 from hogwild.errors import HogwildError
+from hogwild.phases import PhaseLog, phase, recording, seconds_since_launch
 
 
 def _progress_bar(enabled, unit):
@@ -38,9 +40,11 @@ def _epoch_line(record, epochs, unit="updates"):
             f"  {record.updates_per_s / 1e6:7.3f} M {unit}/s  ({record.seconds:.3f} s)")
 
 
-def _train_with_progress(args, train, unit="updates"):
-    """Run train(callback, progress) under a progress bar over updates, with a line
-    per epoch (none with --json)."""
+@contextlib.contextmanager
+def _progress(args, unit="updates"):
+    """(report, progress, log) for a run: a tqdm bar on stderr that names each
+    set-up phase as it starts and then counts updates, a line per epoch (none with
+    --json), and the phases' times recorded into ``log`` (a hogwild.phases.PhaseLog)."""
     bar = _progress_bar(enabled=not args.json and job_rank() == 0, unit=unit)
 
     def report(record):
@@ -54,11 +58,37 @@ def _train_with_progress(args, train, unit="updates"):
             bar.total = total
             bar.update(done - bar.n)
 
+    log = PhaseLog(on_start=None if bar is None else bar.set_description_str)
     try:
-        train(report, progress)
+        with recording(log):
+            yield report, progress, log
     finally:
         if bar is not None:
             bar.close()
+
+
+def _train_with_progress(args, train, unit="updates"):
+    """Run train(callback, progress) under _progress's bar and epoch lines."""
+    with _progress(args, unit) as (report, progress, _):
+        train(report, progress)
+
+
+def _setup_fields(log, data_bytes, params_bytes):
+    """The JSON's record of set-up and memory: seconds per set-up phase, from launch
+    to the first epoch, and peak RSS against the data and parameters' own size."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    first = None if log.training_started is None else \
+        seconds_since_launch(log.training_started)
+    return {"setup_phase_seconds": log.seconds, "first_epoch_after_launch_s": first,
+            "peak_rss_bytes": peak, "data_bytes": data_bytes, "params_bytes": params_bytes,
+            "minimum_bytes": data_bytes + params_bytes,
+            "peak_over_minimum": peak / max(data_bytes + params_bytes, 1)}
+
+
+def _memory_text(result):
+    return (f"peak memory {result['peak_rss_bytes'] / 2**20:,.0f} MiB "
+            f"({result['peak_over_minimum']:.2f}x the data and parameters' "
+            f"{result['minimum_bytes'] / 2**20:,.0f} MiB)")
 
 
 def _history(history):
@@ -99,12 +129,13 @@ def run_svm(args):
     from hogwild.problems.sparse_svm import SparseSVM
 
     started = time.perf_counter()
-    train, test = load_svm_data(args.data, args.test)
-    model = SparseSVM(loss=args.loss, reg=args.reg, fit_intercept=args.fit_intercept,
-                      **training_fields(args))
-    _train_with_progress(args, lambda report, progress: model.fit(
-        train.X, train.y, eval_set=(test.X, test.y) if test else None, callback=report,
-        progress=progress, **control_fields(args)))
+    with _progress(args) as (report, progress, log):
+        with phase("read data"):
+            train, test = load_svm_data(args.data, args.test)
+        model = SparseSVM(loss=args.loss, reg=args.reg, fit_intercept=args.fit_intercept,
+                          **training_fields(args))
+        model.fit(train.X, train.y, eval_set=(test.X, test.y) if test else None,
+                  callback=report, progress=progress, **control_fields(args))
     if job_rank():  # in an MPI job, rank 0 alone writes and reports
         return
     if args.save:
@@ -127,6 +158,7 @@ def run_svm(args):
         "test_error": history[-1].metrics.get("test_error"),
         "update_seconds": update_seconds, "updates_per_s": updates / update_seconds,
         "nonzeros_per_s": args.epochs * train.X.nnz / update_seconds,
+        **_setup_fields(log, model.data_bytes_, model.params_bytes_),
         "wall_seconds": time.perf_counter() - started,
         "history": _history(history),
     }
@@ -142,8 +174,8 @@ def run_svm(args):
           f"{100 * result['train_error']:.2f}%{test_text}; "
           f"{result['updates_per_s'] / 1e6:.2f} M updates/s, "
           f"{result['nonzeros_per_s'] / 1e6:.1f} M nonzeros/s in the update phase "
-          f"({update_seconds:.2f} s), {result['wall_seconds']:.2f} s wall" +
-          (f"; model saved to {args.save}" if args.save else ""))
+          f"({update_seconds:.2f} s), {result['wall_seconds']:.2f} s wall, "
+          f"{_memory_text(result)}" + (f"; model saved to {args.save}" if args.save else ""))
 
 
 def _mc_data(args):
@@ -173,14 +205,15 @@ def run_mc(args):
     from hogwild.problems.matrix_completion import MatrixFactorization
 
     started = time.perf_counter()
-    train, test, split_text, stored_random = _mc_data(args)
-    model = MatrixFactorization(
-        rank=args.rank, model=args.model, reg=args.reg, init_scale=args.init_scale,
-        bias_reg=args.bias_reg, grid=args.grid, shuffle_ratings=not stored_random,
-        factor_dtype=args.factor_dtype, **training_fields(args))
-    _train_with_progress(args, lambda report, progress: model.fit(
-        train, eval_set=test, callback=report, progress=progress, **control_fields(args)),
-        unit="ratings")
+    with _progress(args, "ratings") as (report, progress, log):
+        with phase("read data"):
+            train, test, split_text, stored_random = _mc_data(args)
+        model = MatrixFactorization(
+            rank=args.rank, model=args.model, reg=args.reg, init_scale=args.init_scale,
+            bias_reg=args.bias_reg, grid=args.grid, shuffle_ratings=not stored_random,
+            factor_dtype=args.factor_dtype, **training_fields(args))
+        model.fit(train, eval_set=test, callback=report, progress=progress,
+                  **control_fields(args))
     if job_rank():
         return
     if args.save:
@@ -200,7 +233,7 @@ def run_mc(args):
         "epochs": args.epochs, "seed": args.seed, "objective": history[-1].objective,
         "test_rmse": history[-1].metrics["test_rmse"], "update_seconds": update_seconds,
         "ratings_per_s": sum(r.updates for r in history) / update_seconds,
-        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        **_setup_fields(log, model.data_bytes_, model.params_bytes_),
         "wall_seconds": time.perf_counter() - started, "history": _history(history),
     }
     if args.json:
@@ -212,9 +245,8 @@ def run_mc(args):
           f"on {args.data} ({len(train):,} ratings, {result['n_users']:,} users x "
           f"{result['n_items']:,} items; {split_text}): test RMSE {result['test_rmse']:.4f}; "
           f"{result['ratings_per_s'] / 1e6:.2f} M ratings/s in the update phase "
-          f"({update_seconds:.2f} s), {result['wall_seconds']:.2f} s wall, peak memory "
-          f"{result['peak_rss_bytes'] / 2**20:.0f} MiB" +
-          (f"; model saved to {args.save}" if args.save else ""))
+          f"({update_seconds:.2f} s), {result['wall_seconds']:.2f} s wall, "
+          f"{_memory_text(result)}" + (f"; model saved to {args.save}" if args.save else ""))
 
 
 def _graph_terminals(spec, n_labels, ids, seed):

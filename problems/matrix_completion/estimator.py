@@ -5,19 +5,21 @@ import math
 import numpy as np
 
 from hogwild.backends import get_backend
+from hogwild.datasets.cache import release_pages
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_int, check_seed, choose
 from hogwild.estimator import Params, run_controls
 from hogwild.limits import check_workers
 from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric
+from hogwild.phases import phase
 from hogwild.problems.matrix_completion.ids import (IdIndex, check_values, ratings_arrays,
                                                     relabelled, warn_unseen)
 from hogwild.problems.matrix_completion.kernels import group_by_user, predict_into
 from hogwild.problems.matrix_completion.models import (FACTOR_DTYPES, check_rank, mf_objective,
                                                        rating_model)
 from hogwild.schedulers import get_scheduler
-from hogwild.structure import block_layout, gather, relabel_gather
+from hogwild.structure import blocked_copy
 
 SCHEDULERS = ("hogwild", "blocked", "fpsgd", "serial", "locked", "colored", "cyclades")
 MODEL_FILE_KIND = "hogwild.MatrixFactorization"
@@ -90,7 +92,8 @@ class MatrixFactorization(Params):
     "paper"), global_mean_, history_ (per-epoch records with test_rmse when an
     eval_set is given), workers_, replication_ and replicated_ (the replication mode
     that ran and what it copied), setup_seconds_ (the scheduler's preparation,
-    e.g. colouring), startup_seconds_ (starting worker processes).
+    e.g. colouring), startup_seconds_ (starting worker processes), data_bytes_ and
+    params_bytes_ (the ratings and factors as trained: the least memory a fit takes).
     """
 
     def __init__(self, *, rank=32, model="biased", reg=None, bias_reg=None, epochs=20,
@@ -161,12 +164,10 @@ class MatrixFactorization(Params):
         if not len(raw_users) == len(raw_items) == len(raw_values):
             raise HogwildError(f"users, items and values must have the same length, got "
                                f"{len(raw_users)}, {len(raw_items)} and {len(raw_values)}")
-        values = check_values(raw_values)
+        with phase("check ratings"):
+            values = check_values(raw_values)
         if values.size == 0:
             raise HogwildError("empty data: the training set has no ratings")
-        user_index, users = IdIndex.build(raw_users)
-        item_index, items = IdIndex.build(raw_items)
-        n_users, n_items = len(user_index), len(item_index)
         seeds = np.random.SeedSequence(check_seed(self.seed)).spawn(3)
         workers = self.workers
         layout = None
@@ -174,23 +175,33 @@ class MatrixFactorization(Params):
             grid = self.grid
             if grid is None:
                 grid = max(8, 2 * check_workers(workers, self.oversubscribe))
-            order, row_labels, col_labels, layout = block_layout(
-                users, items, grid, np.random.default_rng(seeds[0]))
-            users = relabel_gather(order, users, row_labels)
-            items = relabel_gather(order, items, col_labels)
-            values = gather(order, values)
-            del order
-            user_index = IdIndex(relabelled(user_index.ids, row_labels))
-            item_index = IdIndex(relabelled(item_index.ids, col_labels))
-        elif self.shuffle_ratings:
-            order = np.random.default_rng(seeds[0]).permutation(values.size)
-            users, items, values = users[order], items[order], values[order]
-        mean = float(np.mean(values, dtype=np.float64))
-        objective = mf_objective(
-            users, items, values, rank=rank, model=self.model, reg=reg, bias_reg=bias_reg,
-            init_scale=init_scale, seed=seeds[1], n_users=n_users, n_items=n_items,
-            blocks=layout, factor_dtype=self.factor_dtype,
-            warp_update=get_backend(self.backend).runs_warp_updates)
+            with phase("map ids"):
+                user_index, user_keys, user_table = IdIndex.keyed(raw_users)
+                item_index, item_keys, item_table = IdIndex.keyed(raw_items)
+            with phase("block layout"):
+                users, items, values, row_labels, col_labels, layout = blocked_copy(
+                    user_keys, item_keys, values, grid, np.random.default_rng(seeds[0]),
+                    user_table, item_table)
+                del user_keys, item_keys, user_table, item_table
+                release_pages(raw_users, raw_items, raw_values)  # read once: a cache's map
+                user_index = IdIndex(relabelled(user_index.ids, row_labels))
+                item_index = IdIndex(relabelled(item_index.ids, col_labels))
+        else:
+            with phase("map ids"):
+                user_index, users = IdIndex.build(raw_users)
+                item_index, items = IdIndex.build(raw_items)
+        n_users, n_items = len(user_index), len(item_index)
+        if layout is None and self.shuffle_ratings:
+            with phase("shuffle"):
+                order = np.random.default_rng(seeds[0]).permutation(values.size)
+                users, items, values = users[order], items[order], values[order]
+        with phase("initial factors"):
+            mean = float(np.mean(values, dtype=np.float64))
+            objective = mf_objective(
+                users, items, values, rank=rank, model=self.model, reg=reg,
+                bias_reg=bias_reg, init_scale=init_scale, seed=seeds[1], n_users=n_users,
+                n_items=n_items, blocks=layout, factor_dtype=self.factor_dtype,
+                warp_update=get_backend(self.backend).runs_warp_updates)
 
         self.user_ids_, self.item_ids_ = user_index.ids, item_index.ids
         self._user_index, self._item_index = user_index, item_index
@@ -207,6 +218,7 @@ class MatrixFactorization(Params):
 
         result = engine_fit(objective, self.training_config(step=step, seed=seeds[2]),
                             run_controls(evaluate, controls))
+        del objective, values  # before the items each user rated are grouped
         self._set_factors(result.params)
         self._seen = group_by_user(users, items, n_users)
         self.history_ = result.history
@@ -216,6 +228,7 @@ class MatrixFactorization(Params):
         self.replicated_ = result.replicated
         self.setup_seconds_ = result.setup_seconds
         self.startup_seconds_ = result.startup_seconds
+        self.data_bytes_, self.params_bytes_ = result.data_bytes, result.params_bytes
         self.step_ = step
         return self
 

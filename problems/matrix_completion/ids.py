@@ -70,8 +70,8 @@ class IdIndex:
         self._table = None
         self._sorted = None
         if _table_fits(ids):
-            self._table = np.full(int(ids.max()) + 1, -1, np.int64)
-            self._table[ids] = np.arange(ids.size)
+            self._table = np.full(int(ids.max()) + 1, -1, np.int32)
+            self._table[ids] = np.arange(ids.size, dtype=np.int32)
         elif ids.dtype.kind in "iu":
             order = np.argsort(ids, kind="stable")
             self._sorted = (ids[order], order)
@@ -81,23 +81,34 @@ class IdIndex:
     @classmethod
     def build(cls, raw):
         """(index, dense int32 indices of raw): ids in sorted order."""
+        index, keys, table = cls.keyed(raw)
+        return index, (keys.astype(np.int32, copy=False) if table is None else table[keys])
+
+    @classmethod
+    def keyed(cls, raw):
+        """(index, keys, table): the dense index of raw[k] is table[keys[k]], or
+        keys[k] itself where table is None. Integer ids that a small table maps
+        are their own keys (raw itself, no copy: 10^8 ids are 0.4-0.8 GB), the
+        table int32 with -1 for absent ids; other ids become dense int32 keys."""
         raw = np.asarray(raw)
         if raw.size == 0:
             raise HogwildError("empty data: no ratings")
         if _table_fits(raw):
             present = np.zeros(int(raw.max()) + 1, bool)
             present[raw] = True
-            if present.all() and raw.dtype == np.int32:
-                return cls(np.arange(present.size)), raw  # already dense: no copy
-            table = (np.cumsum(present) - 1).astype(np.int32)
-            return cls(np.flatnonzero(present)), table[raw]
+            keys = raw if raw.dtype in (np.int32, np.int64) else raw.astype(np.int64)
+            if present.all():
+                return cls(np.arange(present.size)), keys, None  # already dense
+            table = np.cumsum(present, dtype=np.int32) - 1
+            table[~present] = -1
+            return cls(np.flatnonzero(present)), keys, table
         try:
             ids, dense = np.unique(raw, return_inverse=True)
         except TypeError:  # mixed types that do not sort
             ids = np.array(list(dict.fromkeys(raw.tolist())), dtype=object)
             lookup = {key: i for i, key in enumerate(ids.tolist())}
             dense = np.fromiter((lookup[key] for key in raw.tolist()), np.int64, raw.size)
-        return cls(ids), dense.astype(np.int32)
+        return cls(ids), dense.astype(np.int32), None
 
     def __len__(self):
         return self.ids.size

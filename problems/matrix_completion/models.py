@@ -9,6 +9,7 @@ import numpy as np
 
 from hogwild.errors import HogwildError, check_int, choose
 from hogwild.objective import Objective
+from hogwild.random_init import normal_array
 from hogwild.problems.matrix_completion.kernels import (biased_kernels, biased_warp_update,
                                                         paper_kernels, paper_warp_update,
                                                         squared_error_biased,
@@ -112,22 +113,26 @@ def mf_objective(users, items, values, *, rank=32, model="biased", reg=None, bia
     users = np.ascontiguousarray(users, np.int32)
     items = np.ascontiguousarray(items, np.int32)
     values = np.ascontiguousarray(values, np.float32)
+    if not users.size == items.size == values.size:
+        raise HogwildError(f"users, items and values must have the same length, got "
+                           f"{users.size}, {items.size} and {values.size}")
     n_users = int(users.max()) + 1 if n_users is None else check_int("n_users", n_users, 1)
     n_items = int(items.max()) + 1 if n_items is None else check_int("n_items", n_items, 1)
     reg = form.reg if reg is None else reg
     bias_reg = reg if bias_reg is None else bias_reg
     init_scale = form.init_scale if init_scale is None else init_scale
     choose(FACTOR_DTYPES, factor_dtype, "factor_dtype")
-    init = np.random.default_rng(seed)
-    L = init.standard_normal((n_users, rank), dtype=np.float32) * np.float32(init_scale)
-    R = init.standard_normal((n_items, rank), dtype=np.float32) * np.float32(init_scale)
-    L, R = L.astype(factor_dtype, copy=False), R.astype(factor_dtype, copy=False)
+    user_seed, item_seed = (seed if isinstance(seed, np.random.SeedSequence)
+                            else np.random.SeedSequence(seed)).spawn(2)
+    L = normal_array((n_users, rank), init_scale, user_seed).astype(factor_dtype, copy=False)
+    R = normal_array((n_items, rank), init_scale, item_seed).astype(factor_dtype, copy=False)
     mean = float(np.mean(values, dtype=np.float64))
     update, loss = form.kernels(rank)
     return Objective(update, loss, form.params(L, R),
                      form.data(users, items, values, reg, bias_reg, mean, n_users, n_items),
                      values.size, name=f"mf-{form.name}-rank{rank}", blocks=blocks,
                      supports=functools.partial(Supports.from_keys, users, items),
-                     fastmath=True, id_arrays=form.id_arrays(),
+                     fastmath=True, id_arrays=form.id_arrays(), train_in_place=True,
+                     indices_checked=True,
                      warp_update=form.warp_update(rank) if warp_update and rank >= WARP_RANK
                      else None)

@@ -1,0 +1,36 @@
+"""Initial parameter values drawn on every core, the same for any number of them.
+
+10^7 x 32 factors are 3.2 x 10^8 normal draws: 4 s on one thread, a large part
+of a run's set-up. Each fixed-size chunk of the array gets its own stream
+spawned from the seed, so the values depend on the seed alone, and the chunks
+are filled by a thread pool (numpy's generators release the GIL while filling).
+"""
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from hogwild.backends.host import aligned_empty
+from hogwild.limits import usable_cores
+
+DRAWS_PER_STREAM = 1 << 18  # 1 MiB: each chunk is scaled while it is still in cache
+
+
+def normal_array(shape, scale, seed):
+    """A 64-byte aligned float32 array of N(0, scale^2) draws from ``seed`` (an int,
+    None or a numpy SeedSequence)."""
+    out = aligned_empty(shape, np.float32)
+    flat = out.reshape(-1)
+    starts = range(0, flat.size, DRAWS_PER_STREAM)
+    sequence = seed if isinstance(seed, np.random.SeedSequence) \
+        else np.random.SeedSequence(seed)
+    streams = sequence.spawn(len(starts))
+    scale = np.float32(scale)
+
+    def fill(chunk):
+        part = flat[starts[chunk]:starts[chunk] + DRAWS_PER_STREAM]
+        np.random.default_rng(streams[chunk]).standard_normal(out=part, dtype=np.float32)
+        part *= scale
+
+    with ThreadPoolExecutor(min(usable_cores(), max(len(starts), 1))) as pool:
+        list(pool.map(fill, range(len(starts))))
+    return out
