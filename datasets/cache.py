@@ -18,17 +18,24 @@ from pathlib import Path
 
 import numpy as np
 
+from hogwild.disk_arrays import pieces
+from hogwild.errors import HogwildError
 from hogwild.limits import usable_cores
 
-CHUNK = 64 << 20  # bytes checksummed at a time
+CHUNK = 64 << 20  # bytes of a file checksummed at a time
 
 
 def crc32(array):
-    """The CRC-32 of an array's bytes (a memory map is read chunk by chunk)."""
-    flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    """The CRC-32 of an array's bytes (a read-only memory map is read from its file,
+    not through the map: see hogwild.disk_arrays.pieces); Damaged if its file ends
+    early."""
     value = 0
-    for start in range(0, flat.size, CHUNK):
-        value = zlib.crc32(flat[start:start + CHUNK], value)
+    try:
+        for piece in pieces(array.reshape(-1) if not isinstance(array, np.memmap)
+                            else array):
+            value = zlib.crc32(np.ascontiguousarray(piece).reshape(-1).view(np.uint8), value)
+    except HogwildError as error:
+        raise Damaged(str(error)) from None
     return value
 
 

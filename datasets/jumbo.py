@@ -6,27 +6,32 @@ Gaussian noise of standard deviation ``noise``:
 
     z_uv = A_u . B_v + noise * eps,    eps ~ N(0, 1)
 
-so the best achievable test RMSE is ``noise`` itself. Ratings are written in
-chunks to memory-mapped .npy files (12 bytes per rating), in random order, so
-that 100 million of them take 1.2 GB on disk and little memory to make, and
-models can train on them without a copy.
+so the best achievable test RMSE is ``noise`` itself. Ratings are drawn in
+chunks on every core and written to .npy files (12 bytes per rating), in random
+order, so that 100 million of them take 1.2 GB on disk and the memory of a few
+chunks to make: data larger than memory is made as easily (2.5 x 10^9 ratings,
+30 GB), and models can read it back memory-mapped.
 """
 import json
 import os
 import shutil
 import tempfile
 import warnings
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
-from hogwild.datasets.cache import Damaged, describe, open_arrays, read_header
+from hogwild.datasets.cache import Damaged, open_arrays, read_header
 from hogwild.datasets.ratings import Ratings
 from hogwild.errors import HogwildError, check_int
-from hogwild.limits import physical_memory
+from hogwild.limits import physical_memory, usable_cores
 from hogwild.paths import data_cache_folder
+from hogwild.random_init import normal_array
 
-_VERSION = 2
+_VERSION = 3  # 3: chunks drawn in compiled code, each from a seed of its own
 CHUNK = 1 << 22
 FIELDS = (("users", np.int32), ("items", np.int32), ("values", np.float32))
 RATING_BYTES = 12  # int32 user, int32 item, float32 value
@@ -44,18 +49,40 @@ def parse_jumbo_spec(text):
     return rows, cols, nnz
 
 
-def _write_chunks(arrays, A, B, noise, rng, progress):
-    users, items, values = arrays
-    n = values.shape[0]
-    for start in range(0, n, CHUNK):
-        stop = min(start + CHUNK, n)
-        u = rng.integers(0, A.shape[0], stop - start, dtype=np.int32)
-        v = rng.integers(0, B.shape[0], stop - start, dtype=np.int32)
-        z = np.einsum("ij,ij->i", A[u], B[v])
-        z += noise * rng.standard_normal(stop - start, dtype=np.float32)
-        users[start:stop], items[start:stop], values[start:stop] = u, v, z
-        if progress is not None:
-            progress.update(stop - start)
+@njit(nogil=True, cache=True)
+def _draw(A, B, noise, seed, users, items, values):
+    """One chunk of ratings from its own seed (numba's generator of the calling
+    thread, seeded here: the chunk depends on its seed alone, not on which thread
+    draws it)."""
+    np.random.seed(seed)
+    for k in range(values.size):
+        u = np.random.randint(0, A.shape[0])
+        v = np.random.randint(0, B.shape[0])
+        z = np.float32(0.0)
+        for j in range(A.shape[1]):
+            z += A[u, j] * B[v, j]
+        users[k], items[k] = u, v
+        values[k] = z + noise * np.float32(np.random.standard_normal())
+
+
+def _chunks(n, A, B, noise, seeds):
+    """Yield (start, (users, items, values)) chunk by chunk, in order, drawn on every
+    core with at most two chunks a core in memory at once."""
+    def draw(index):
+        size = min(CHUNK, n - index * CHUNK)
+        arrays = tuple(np.empty(size, dtype) for _, dtype in FIELDS)
+        _draw(A, B, noise, seeds[index], *arrays)
+        return index * CHUNK, arrays
+
+    count = -(-n // CHUNK)
+    cores = usable_cores()
+    with ThreadPoolExecutor(cores) as pool:
+        pending = [pool.submit(draw, i) for i in range(min(count, 2 * cores))]
+        for index in range(count):
+            yield pending[index].result()
+            pending[index] = None
+            if index + 2 * cores < count:
+                pending.append(pool.submit(draw, index + 2 * cores))
 
 
 def make_jumbo(n_rows, n_cols, n_ratings, rank=10, noise=0.5, test_ratings=None, seed=0,
@@ -79,12 +106,9 @@ def make_jumbo(n_rows, n_cols, n_ratings, rank=10, noise=0.5, test_ratings=None,
     if test_ratings is None:
         test_ratings = int(min(max(n_ratings // 100, 1000), 1_000_000))
     test_ratings = check_int("test_ratings", test_ratings, 1)
-    needed = (n_ratings + test_ratings) * RATING_BYTES + (n_rows + n_cols) * rank * 4
-    memory = physical_memory()
-    if memory is not None and needed > memory:
-        raise HogwildError(f"jumbo:{n_rows}x{n_cols}x{n_ratings} needs {needed / 2**30:,.1f} "
-                           f"GiB for its ratings and planted factors, more than this "
-                           f"machine's {memory / 2**30:.1f} GiB of memory")
+    spec = f"jumbo:{n_rows}x{n_cols}x{n_ratings}"
+    ratings_bytes = (n_ratings + test_ratings) * RATING_BYTES
+    _check_room(spec, "its planted factors", (n_rows + n_cols) * rank * 4, 0)
     info = {"version": _VERSION, "rows": n_rows, "cols": n_cols, "ratings": n_ratings,
             "test_ratings": test_ratings, "rank": rank, "noise": float(noise), "seed": seed}
     automatic = folder == "auto"
@@ -96,11 +120,17 @@ def make_jumbo(n_rows, n_cols, n_ratings, rank=10, noise=0.5, test_ratings=None,
         opened = _open(Path(folder))
         if opened is not None:
             return opened + (info,)
+    if folder is None:
+        _check_room(spec, "its ratings and planted factors in memory (no cache folder)",
+                    (n_rows + n_cols) * rank * 4, ratings_bytes)
+    else:
+        _check_disk(spec, ratings_bytes, Path(folder).parent)
 
-    rng = np.random.default_rng(seed)
-    scale = np.float32(rank ** -0.25)
-    A = (rng.standard_normal((n_rows, rank), dtype=np.float32) * scale)
-    B = (rng.standard_normal((n_cols, rank), dtype=np.float32) * scale)
+    factor_seeds = np.random.SeedSequence(seed).spawn(4)
+    scale = rank ** -0.25
+    A = normal_array((n_rows, rank), scale, factor_seeds[0])
+    B = normal_array((n_cols, rank), scale, factor_seeds[1])
+    sizes = (("train", n_ratings, factor_seeds[2]), ("test", test_ratings, factor_seeds[3]))
     bar = None
     if progress:
         try:
@@ -109,26 +139,30 @@ def make_jumbo(n_rows, n_cols, n_ratings, rank=10, noise=0.5, test_ratings=None,
                        desc="jumbo", disable=None)
         except ImportError:
             pass
-    sizes = (("train", n_ratings), ("test", test_ratings))
+    noise = np.float32(noise)
     try:
         if folder is not None:
-            state = rng.bit_generator.state
             try:
-                return _write(Path(folder), sizes, A, B, np.float32(noise), rng, bar, info) \
-                    + (info,)
+                return _write(Path(folder), sizes, A, B, noise, bar, info) + (info,)
             except OSError as error:  # a full or read-only disk: the run goes on in memory
                 if not automatic:
                     raise HogwildError(f"cannot write the Jumbo matrix to {folder}: "
                                        f"{error.strerror or error}") from None
+                _check_room(spec, f"its ratings in memory, since they cannot be cached in "
+                            f"{folder} ({error.strerror or error})",
+                            (n_rows + n_cols) * rank * 4, ratings_bytes)
                 warnings.warn(f"cannot cache the Jumbo matrix in {folder} "
                               f"({error.strerror or error}); it is made in memory", stacklevel=2)
-                rng.bit_generator.state = state
                 if bar is not None:
                     bar.reset()
         sets = []
-        for _, n in sizes:
+        for _, n, chunk_seed in sizes:
             arrays = tuple(np.empty(n, dtype) for _, dtype in FIELDS)
-            _write_chunks(arrays, A, B, np.float32(noise), rng, bar)
+            for start, chunk in _chunks(n, A, B, noise, _chunk_seeds(chunk_seed, n)):
+                for whole, part in zip(arrays, chunk):
+                    whole[start:start + part.size] = part
+                if bar is not None:
+                    bar.update(chunk[0].size)
             sets.append(Ratings(*arrays, source="jumbo"))
         return sets[0], sets[1], info
     finally:
@@ -136,24 +170,61 @@ def make_jumbo(n_rows, n_cols, n_ratings, rank=10, noise=0.5, test_ratings=None,
             bar.close()
 
 
-def _write(folder, sizes, A, B, noise, rng, bar, info):
-    """Write the ratings into ``folder`` (a temporary folder beside it, renamed when
-    whole, its header last) and return them memory-mapped, as _open does."""
+def _chunk_seeds(sequence, n):
+    """A 32-bit seed for each chunk of n ratings (numba's generator takes one)."""
+    return sequence.generate_state(max(-(-n // CHUNK), 1), np.uint32).astype(np.int64)
+
+
+def _check_room(spec, what, factor_bytes, ratings_bytes):
+    memory = physical_memory()
+    needed = factor_bytes + ratings_bytes
+    if memory is not None and needed > memory:
+        raise HogwildError(f"{spec} needs {needed / 2**30:,.1f} GiB for {what}, more than "
+                           f"this machine's {memory / 2**30:.1f} GiB of memory")
+
+
+def _check_disk(spec, ratings_bytes, folder):
+    """A clear error before a byte is written when the ratings cannot fit on the disk
+    of the cache folder (the first existing folder up its path)."""
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    if ratings_bytes > free:
+        raise HogwildError(f"{spec} needs {ratings_bytes / 2**30:,.1f} GiB on disk for its "
+                           f"ratings, more than the {free / 2**30:,.1f} GiB free in {folder}")
+
+
+def _write(folder, sizes, A, B, noise, bar, info):
+    """Write the ratings chunk by chunk into .npy files in ``folder`` (a temporary
+    folder beside it, renamed when whole, its header last) and return them
+    memory-mapped, as _open does. Chunks are written with plain file writes, not
+    through a memory map, so that data larger than memory is made at the memory
+    of a few chunks; their CRC-32s are taken on the way."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-jumbo-"))
     try:
-        written = {}
-        for name, n in sizes:
-            arrays = tuple(np.lib.format.open_memmap(tmp / f"{name}_{field}.npy", "w+",
-                                                     dtype, (n,))
-                           for field, dtype in FIELDS)
-            _write_chunks(arrays, A, B, noise, rng, bar)
-            for (field, _), array in zip(FIELDS, arrays):
-                array.flush()
-                written[f"{name}_{field}"] = array
-            del arrays
-        (tmp / "info.json").write_text(json.dumps({**info, "arrays": describe(written)}))
-        del written
+        records = {}
+        for name, n, chunk_seed in sizes:
+            files = {field: open(tmp / f"{name}_{field}.npy", "wb") for field, _ in FIELDS}
+            try:
+                for (field, dtype), f in zip(FIELDS, files.values()):
+                    np.lib.format.write_array_header_1_0(
+                        f, {"descr": np.dtype(dtype).str, "fortran_order": False,
+                            "shape": (n,)})
+                crcs = dict.fromkeys(files, 0)
+                for _, chunk in _chunks(n, A, B, noise, _chunk_seeds(chunk_seed, n)):
+                    for (field, f), part in zip(files.items(), chunk):
+                        f.write(part.data)
+                        crcs[field] = zlib.crc32(part.data, crcs[field])
+                    if bar is not None:
+                        bar.update(chunk[0].size)
+            finally:
+                for f in files.values():
+                    f.close()
+            for field, dtype in FIELDS:
+                records[f"{name}_{field}"] = {"dtype": np.dtype(dtype).str, "shape": [n],
+                                              "crc32": crcs[field]}
+        (tmp / "info.json").write_text(json.dumps({**info, "arrays": records}))
         shutil.rmtree(folder, ignore_errors=True)  # an interrupted earlier attempt
         os.replace(tmp, folder)
     except BaseException:

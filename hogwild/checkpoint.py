@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from hogwild.atomic import atomic_file
+from hogwild.disk_arrays import pieces
 from hogwild.errors import HogwildError
 from hogwild.paths import check_regular
 
@@ -60,9 +61,9 @@ def data_fingerprint(arrays):
     """SHA-256 of data arrays: their dtypes, shapes and bytes, in order."""
     digest = hashlib.sha256()
     for array in arrays:
-        array = np.ascontiguousarray(array)
         digest.update(f"{array.dtype.str}{array.shape}".encode())
-        digest.update(memoryview(array.reshape(-1).view(np.uint8)))
+        for piece in pieces(array if array.ndim else array.reshape(1)):
+            digest.update(memoryview(np.ascontiguousarray(piece).reshape(-1).view(np.uint8)))
     return digest.hexdigest()
 
 

@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 from hogwild.backends import BACKEND_NAMES, distributed_settings
 from hogwild.backends.replicas import MERGE_RULES
 from hogwild.errors import HogwildError, check_int, check_seed, choose
-from hogwild.limits import MAX_EPOCHS
+from hogwild.limits import MAX_EPOCHS, parse_size
 from hogwild.schedulers import SCHEDULERS
 from hogwild.steps import StepSchedule
 
@@ -44,6 +44,12 @@ class TrainingConfig:
     coordinate one worker changed taking its value exactly (see
     hogwild.backends.replicas). With one worker every mode is bitwise the serial
     run; with more, runs are reproducible in distribution, as "shared"'s.
+
+    ``memory``: the most memory the run may hold for its parameters and samples,
+    in bytes or as a size ("8GB", "512MiB"; None: what the machine has available).
+    Samples on disk (read-only memory maps, e.g. a Jumbo matrix or a binary cache)
+    that do not fit beside the parameters are streamed from disk chunk by chunk
+    (hogwild.streaming), with a warning saying so.
     """
 
     epochs: int = 10
@@ -61,6 +67,7 @@ class TrainingConfig:
     merge_every: Optional[int] = None
     merge: str = "mean"
     hot_fraction: float = 0.01
+    memory: Any = None
 
     def __post_init__(self):
         check_int("epochs", self.epochs, 1, MAX_EPOCHS)
@@ -83,6 +90,10 @@ class TrainingConfig:
             raise HogwildError(f"replication={self.replication!r} runs lock-free plans "
                                f"(scheduler hogwild or serial); scheduler "
                                f"{self.scheduler!r} keeps its workers apart already")
+        if self.memory is not None:
+            object.__setattr__(self, "memory", self.memory if isinstance(self.memory, int)
+                               and not isinstance(self.memory, bool) and self.memory >= 1
+                               else parse_size(self.memory))
         if not isinstance(self.oversubscribe, bool):
             raise HogwildError(f"oversubscribe must be True or False, got "
                                f"{self.oversubscribe!r}")

@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from dataclasses import asdict
 from typing import Optional
 
@@ -27,11 +28,31 @@ from hogwild.config import RunControls, TrainingConfig, settle
 from hogwild.errors import DivergenceError, HogwildError, Interrupted, WorkerLost
 from hogwild.evaluation import evaluator
 from hogwild.kernels.compiler import compile_loops, slp_vectorizer
-from hogwild.limits import check_workers
+from hogwild.limits import available_memory, check_workers, size_text
 from hogwild.objective import Objective
 from hogwild.phases import phase, training_starts
 from hogwild.results import EpochRecord, FitResult
 from hogwild.schedulers import get_scheduler
+from hogwild.streaming import plan_stream
+
+
+def _stream(objective, params, config, scheduler, backend_cls):
+    """The run's hogwild.streaming.SampleStream when its samples on disk do not fit
+    in config.memory (default: the memory available) beside the parameters, with a
+    warning saying so; None when they fit."""
+    memory = config.memory
+    if memory is None:
+        memory = available_memory()
+        if memory is None:
+            return None
+    stream = plan_stream(objective.data, objective.n_samples, sum(p.nbytes for p in params),
+                         memory, scheduler.kind, config.shuffle_block, backend_cls)
+    if stream is not None:
+        on_disk = sum(objective.data[i].nbytes for i in stream.streamed)
+        warnings.warn(f"the samples ({size_text(on_disk)}) do not fit in memory "
+                      f"{size_text(memory)} beside the parameters: they are read from disk "
+                      f"chunk by chunk, {stream.capacity:,} samples a chunk", stacklevel=3)
+    return stream
 
 
 def _diverged(what, epoch, step):
@@ -247,16 +268,25 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
             _check_indices(loops, objective, params)
     total_updates = epochs * n
     progress, every = controls.progress, controls.checkpoint_every
+    stream = _stream(objective, params, config, sched, backend_cls)
+    if stream is not None:
+        data = stream.data
     remove_stale_folders()  # shared memory of this user's killed runs (processes, MPI jobs)
     with backend_cls.open(n_workers, config, source) as runner, \
-            _stop_after_epoch(announce=runner.reports) as stop_requested:
+            _stop_after_epoch(announce=runner.reports) as stop_requested, \
+            contextlib.closing(stream) if stream is not None else contextlib.nullcontext():
         with phase("share"):
             params, data = runner.share(params, data, n)
         with phase("compile"):
             _compile(runner, loops, objective, params, data, sched)
             metrics = evaluator(controls.evaluate, objective, runner)
             sampled = min(n, START_SAMPLES)
-            start_value = runner.loss_sum(loops, params, data, sampled) / sampled
+            start_data = data
+            if stream is not None:
+                stream.attach(data)
+                sampled = min(sampled, stream.capacity)
+                start_data = stream.first_samples(sampled)
+            start_value = runner.loss_sum(loops, params, start_data, sampled) / sampled
         ceiling = start_value + DIVERGENCE_GROWTH * max(abs(start_value), 1.0)
         training_starts()
         last_end = None
@@ -273,7 +303,11 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
                 plan_seconds = time.perf_counter() - start
             start = time.perf_counter()
             try:
-                updates = runner.run_epoch(loops, plan, params, data, step_now, epoch)
+                if stream is None:
+                    updates = runner.run_epoch(loops, plan, params, data, step_now, epoch)
+                else:
+                    updates, streamed_loss = stream.run_epoch(runner, loops, plan, params,
+                                                              step_now, epoch, n_workers)
             except WorkerLost as lost:
                 if checkpoint is None:
                     raise HogwildError(f"{lost}; pass checkpoint=PATH to keep the parameters "
@@ -286,7 +320,8 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
             last_end = end
             if not runner.all_finite(params):
                 raise _diverged("parameters", epoch + 1, step_now)
-            value = runner.loss_sum(loops, params, data, n) / n
+            value = (streamed_loss if stream is not None
+                     else runner.loss_sum(loops, params, data, n)) / n
             if not math.isfinite(value):
                 raise _diverged("objective", epoch + 1, step_now)
             if value > ceiling:
@@ -320,4 +355,5 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
                      startup_seconds=getattr(runner, "startup_seconds", 0.0),
                      distributed=report, replication=runner.replication,
                      replicated=replicated, data_bytes=sum(a.nbytes for a in objective.data),
-                     params_bytes=sum(p.nbytes for p in objective.params))
+                     params_bytes=sum(p.nbytes for p in objective.params),
+                     streaming=None if stream is None else stream.report())

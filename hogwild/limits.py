@@ -1,5 +1,6 @@
 """Bounds on a run that every backend and problem applies the same way: the usable
 cores, the most workers per core, the most epochs, the memory data may take."""
+import math
 import os
 
 from hogwild.errors import HogwildError, check_int
@@ -89,3 +90,28 @@ def _control_group_left():
         if cap.isdigit() and int(cap) < 2**60:
             return max(int(cap) - used, 0)
     return None
+
+
+def size_text(nbytes):
+    """Bytes for a person: 8.0 GB, 512.0 MB (decimal units, as --memory takes them)."""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:,.1f} {unit}"
+    return f"{int(nbytes)} bytes"
+
+
+def parse_size(text):
+    """Bytes of a size such as 8GB, 512MB, 1.5GiB or 4096 (a HogwildError otherwise)."""
+    units = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "k": 1e3, "m": 1e6,
+             "g": 1e9, "t": 1e12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+    raw = str(text).strip().lower().replace(" ", "").replace("_", "")
+    number = raw.rstrip("kmgtib")
+    unit = raw[len(number):]
+    try:
+        value = float(number) * units[unit]
+    except (ValueError, KeyError):
+        value = math.nan
+    if not (math.isfinite(value) and value >= 1):
+        raise HogwildError(f"memory {text!r}: expected a size such as 8GB, 512MB, 1.5GiB or a "
+                           "number of bytes")
+    return int(value)

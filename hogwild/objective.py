@@ -59,6 +59,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from hogwild.disk_arrays import extremes
 from hogwild.errors import HogwildError
 from hogwild.kernels.compiler import python_function
 from hogwild.structure import BlockLayout, Graph, IdArray, Supports
@@ -102,11 +103,12 @@ def _check_ids(ids, params, data):
     values = data[ids.ids]
     if not values.size:
         return
+    low, high = extremes(values)
     indexed = [(held[i].shape[0] if held[i].ndim else 0, f"{kind}[{i}]")
                for kind, held, positions in (("params", params, ids.params),
                                              ("data", data, ids.data)) for i in positions]
     rows, name = min(indexed, key=lambda item: item[0])  # the first of the shortest
-    if values.min() < 0 or values.max() >= rows:
+    if low < 0 or high >= rows:
         where = int(np.flatnonzero((values < 0) | (values >= rows))[0])
         raise HogwildError(f"data[{ids.ids}][{where}] = {values[where]} is not a row of "
                            f"{name}, which has {rows} rows (declared by an IdArray)")

@@ -34,6 +34,7 @@ class FitResult:
     replicated: Optional[dict] = None  # what "worker"/"hot" replicated (Backend.replicated)
     data_bytes: int = 0  # the objective's data and parameters: the least memory a run
     params_bytes: int = 0  # of it can hold (peak RSS is reported against their sum)
+    streaming: Optional[dict] = None  # samples read from disk: the chunking (SampleStream)
 
     @property
     def objective(self):

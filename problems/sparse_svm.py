@@ -373,6 +373,8 @@ class SparseSVM(Params):
         hogwild.TrainingConfig).
     seed: with "serial", a seed makes the fit bitwise reproducible; "hogwild" and
         "locked" with several workers are reproducible only in distribution.
+    memory: the most memory the fit holds for weights and samples (bytes or "8GB";
+        None: what is available; see hogwild.TrainingConfig).
 
     A score > 0 predicts classes_[1], else classes_[0] (see predicts_positive);
     the recorded test error counts exactly the mistakes of predict().
@@ -389,7 +391,8 @@ class SparseSVM(Params):
                  decay=0.9, step_schedule="geometric", workers=None, scheduler="hogwild",
                  backend="threads", shuffle_block=16, seed=None, distributed=None,
                  oversubscribe=False, replication="shared", merge_every=None, merge="mean",
-                 hot_fraction=0.01):
+                 hot_fraction=0.01,
+                 memory=None):
         self.loss = loss
         self.reg = reg
         self.fit_intercept = fit_intercept
@@ -403,6 +406,7 @@ class SparseSVM(Params):
         self.merge_every = merge_every
         self.merge = merge
         self.hot_fraction = hot_fraction
+        self.memory = memory
         self.scheduler = scheduler
         self.backend = backend
         self.distributed = distributed

@@ -170,6 +170,15 @@ def test_run_mc_on_a_jumbo_matrix_json(capsys, tmp_path, monkeypatch):
     assert result["model"] == "paper" and len(result["history"]) == 15
     assert result["test_rmse"] < 1.10 * 0.5  # the noise is the best achievable RMSE
     assert result["ratings_per_s"] > 0 and result["peak_rss_bytes"] > 0
+    assert result["data_bytes"] == 200000 * 12 + 2 * 1000 * 4  # and per-row regularisation
+    assert result["params_bytes"] == 2 * 1000 * 3 * 4  # L and R of the paper model
+    assert result["minimum_bytes"] == result["data_bytes"] + result["params_bytes"]
+    assert result["peak_over_minimum"] == result["peak_rss_bytes"] / result["minimum_bytes"]
+    assert list(result["setup_phase_seconds"]) == [
+        "read data", "check ratings", "map ids", "block layout", "initial factors", "share",
+        "compile"]
+    assert 0 < sum(result["setup_phase_seconds"].values()) \
+        < result["first_epoch_after_launch_s"] < result["wall_seconds"] + 60
     assert (tmp_path / "m.npz").is_file()
 
 
@@ -509,8 +518,11 @@ def test_bench_bad_input_prints_one_line_before_any_work(capsys, tmp_path, argv,
     (["cuts", "--data", "{tmp}/text.png"], "cannot read image {tmp}/text.png: not an image "
                                            "Pillow can read (UnidentifiedImageError)"),
     (["mc", "--data", "jumbo:100000000x100000000x100000000000"],
-     "jumbo:100000000x100000000x100000000000 needs 1,125.0 GiB for its ratings and planted "
-     "factors, more than this machine's"),
+     "jumbo:100000000x100000000x100000000000 needs 1,117.6 GiB on disk for its ratings, more "
+     "than the "),
+    (["mc", "--data", "jumbo:1000000000x1000000000x1000"],
+     "jumbo:1000000000x1000000000x1000 needs 74.5 GiB for its planted factors, more than "
+     "this machine's "),
 ])
 def test_unusable_paths_and_impossible_data_are_one_line_before_training(capsys, tmp_path,
                                                                            argv, message):

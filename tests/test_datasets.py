@@ -198,3 +198,53 @@ def test_a_feature_index_too_large_for_memory_names_its_line(tmp_path, monkeypat
         load_svmlight(path, cache=False)
     path.write_text("1 1:1 5:2\n-1 2:1\n1 3:1 268435456:1\n")  # 2**28 hashed features: 5 GiB
     assert load_svmlight(path, cache=False).X.shape == (3, 2**28)
+
+
+# --- data at scale: the Jumbo generator, cache checksums, memory maps ------------------
+
+@pytest.mark.determinism
+def test_jumbo_chunks_depend_on_the_seed_alone(tmp_path, monkeypatch):
+    """The same ratings written to disk and made in memory, on 1 or 2 cores, in
+    chunks smaller than the data; a planted matrix whose noise is the residual."""
+    from hogwild.datasets import jumbo
+
+    monkeypatch.setattr(jumbo, "CHUNK", 7_000)
+    made = []
+    for cores, folder in ((1, tmp_path / "one"), (2, tmp_path / "two"), (2, None)):
+        monkeypatch.setattr(jumbo, "usable_cores", lambda cores=cores: cores)
+        train, test, _ = jumbo.make_jumbo(300, 200, 50_000, rank=3, noise=0.25, seed=4,
+                                          folder=folder)
+        made.append(tuple(np.array(a) for a in (train.users, train.items, train.values,
+                                                test.values)))
+    for other in made[1:]:
+        for a, b in zip(made[0], other):
+            np.testing.assert_array_equal(a, b)
+    users, items = made[0][0], made[0][1]
+    assert users.min() >= 0 and users.max() < 300 and items.max() < 200
+    assert len(np.unique(users)) == 300  # uniform cells: every row drawn
+    assert 0.9 < np.std(made[0][2]) < 1.2  # unit-variance entries plus 0.25 noise
+
+
+def test_a_cached_memory_map_is_checksummed_from_its_file_and_its_pages_released(tmp_path):
+    from hogwild.datasets.cache import Damaged, crc32, open_arrays, release_pages
+
+    values = np.arange(16 << 20, dtype=np.float32)  # 64 MiB
+    np.save(tmp_path / "v.npy", values)
+    mapped = np.load(tmp_path / "v.npy", mmap_mode="r")
+    assert crc32(mapped) == crc32(values)
+
+    def resident_file_kib():
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("RssFile"))
+
+    before = resident_file_kib()
+    assert float(mapped.sum(dtype=np.float64)) == float(values.sum(dtype=np.float64))
+    touched = resident_file_kib()
+    release_pages(mapped, values)  # a plain array is left alone
+    assert touched - before > 48 << 10 and touched - resident_file_kib() > 48 << 10
+    assert mapped[-1] == values[-1] and values[-1] == (16 << 20) - 1  # read back intact
+    record = {"dtype": values.dtype.str, "shape": [values.size], "crc32": crc32(values)}
+    assert open_arrays(tmp_path, {"v": record})["v"].shape == values.shape
+    os.truncate(tmp_path / "v.npy", 1 << 20)
+    with pytest.raises(Damaged, match="v.npy cannot be read"):
+        open_arrays(tmp_path, {"v": record})

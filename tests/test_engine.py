@@ -682,3 +682,32 @@ def test_supports_declared_as_a_function_are_built_only_when_a_scheduler_needs_t
     with pytest.raises(HogwildError, match="its supports function must return a "
                                            "hogwild.structure.Supports of 39 samples"):
         fit(wrong, epochs=1, scheduler="colored", workers=1)
+
+
+def test_all_finite_finds_one_nan_or_inf_anywhere():
+    from hogwild.backends.host import all_finite
+
+    for dtype in (np.float32, np.float64, np.float16):
+        params = (np.zeros((1000, 7), dtype), np.ones(10_001, dtype), np.arange(5))
+        assert all_finite(params)
+        for bad in (np.nan, np.inf, -np.inf):
+            for where in (0, 4095, 4096, 10_000):
+                params[1][where] = bad
+                assert not all_finite(params), (dtype, bad, where)
+                params[1][where] = 1
+
+
+@pytest.mark.determinism
+def test_initial_values_depend_on_the_seed_alone(monkeypatch):
+    import hogwild.random_init as random_init
+
+    monkeypatch.setattr(random_init, "DRAWS_PER_STREAM", 1000)
+    drawn = []
+    for cores in (1, 2, 3):
+        monkeypatch.setattr(random_init, "usable_cores", lambda cores=cores: cores)
+        drawn.append(random_init.normal_array((700, 9), 0.5, np.random.SeedSequence(3)))
+    assert drawn[0].dtype == np.float32 and drawn[0].ctypes.data % 64 == 0
+    for other in drawn[1:]:
+        np.testing.assert_array_equal(drawn[0], other)
+    assert abs(drawn[0].std() - 0.5) < 0.02 and abs(drawn[0].mean()) < 0.02
+    assert not np.array_equal(drawn[0], random_init.normal_array((700, 9), 0.5, 4))

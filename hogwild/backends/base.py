@@ -37,6 +37,8 @@ class Backend(ABC):
     on_progress = None          # set by the engine: on_progress(updates done this epoch)
     reports = True              # this process reports: progress, callbacks, metrics and
     # checkpoints (False on MPI ranks other than 0, which train alongside)
+    streams_samples = False     # True: run_epoch and loss_sum take any data tuple the
+    # engine gives (hogwild.streaming's slots, refilled between calls)
 
     accepts_sources = False     # True: the objective may be a callable that each worker
     # calls to build it (to load its data itself)

@@ -84,6 +84,7 @@ def _dumps_functions(loops):
 
 class ProcessesBackend(HostBackend):
     name = "processes"
+    streams_samples = True
     workers_share_cores = True  # workers are CPU processes: bounded by check_workers
     replication_modes = ("shared", "worker", "hot", "auto")
 

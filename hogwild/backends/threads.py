@@ -93,6 +93,7 @@ class _Crew:
 
 class ThreadsBackend(HostBackend):
     name = "threads"
+    streams_samples = True
     workers_share_cores = True  # workers are CPU threads: bounded by check_workers
     replication_modes = ("shared", "worker", "hot", "auto")
 

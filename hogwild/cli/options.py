@@ -147,6 +147,11 @@ def _add_training_options(parser, problem, cores):
     group.add_argument("--hot-fraction", type=number, default=0.01,
                        help="with --replication hot: a row is hot if its id is in more than "
                             "this fraction of the samples (default 0.01)")
+    group.add_argument("--memory",
+                       help="the most memory the run holds for its parameters and samples, "
+                            "e.g. 8GB or 512MiB (default: what the machine has available); "
+                            "samples on disk beyond it are read from disk chunk by chunk "
+                            "while the workers train")
     group.add_argument("--oversubscribe", action="store_true",
                        help="allow more than 4 workers per usable core (they mostly wait "
                             "for a core; refused without this flag)")

@@ -19,6 +19,7 @@ from hogwild.problems.matrix_completion.kernels import group_by_user, predict_in
 from hogwild.problems.matrix_completion.models import (FACTOR_DTYPES, check_rank, mf_objective,
                                                        rating_model)
 from hogwild.schedulers import get_scheduler
+from hogwild.disk_arrays import array_mean
 from hogwild.structure import blocked_copy
 
 SCHEDULERS = ("hogwild", "blocked", "fpsgd", "serial", "locked", "colored", "cyclades")
@@ -86,6 +87,11 @@ class MatrixFactorization(Params):
         updates by the mean, the sum or a mix of the workers' changes (see
         hogwild.TrainingConfig).
     seed: with "serial" or "blocked" the fit is bitwise reproducible.
+    memory: the most memory the fit holds for factors and ratings (bytes or "8GB";
+        None: what is available). Ratings on disk (a Jumbo matrix, read-only memory
+        maps) beyond it are read chunk by chunk while the workers train (see
+        hogwild.streaming); with shuffle_ratings=False and ids that are already
+        dense they stay on disk without a copy.
 
     Fitted attributes: user_factors_, item_factors_ (float32, one row per known id,
     in the order of user_ids_ / item_ids_), user_bias_, item_bias_ (zeros for
@@ -93,7 +99,8 @@ class MatrixFactorization(Params):
     eval_set is given), workers_, replication_ and replicated_ (the replication mode
     that ran and what it copied), setup_seconds_ (the scheduler's preparation,
     e.g. colouring), startup_seconds_ (starting worker processes), data_bytes_ and
-    params_bytes_ (the ratings and factors as trained: the least memory a fit takes).
+    params_bytes_ (the ratings and factors as trained: the least memory a fit takes),
+    streaming_ (None, or how ratings were read from disk: see hogwild.streaming).
     """
 
     def __init__(self, *, rank=32, model="biased", reg=None, bias_reg=None, epochs=20,
@@ -101,7 +108,8 @@ class MatrixFactorization(Params):
                  scheduler="hogwild", backend="threads", distributed=None, grid=None,
                  shuffle_block=256, shuffle_ratings=True, init_scale=None,
                  factor_dtype="float32", seed=None, oversubscribe=False, replication="shared",
-                 merge_every=None, merge="mean", hot_fraction=0.01):
+                 merge_every=None, merge="mean", hot_fraction=0.01,
+                 memory=None):
         self.rank = rank
         self.model = model
         self.reg = reg
@@ -116,6 +124,7 @@ class MatrixFactorization(Params):
         self.merge_every = merge_every
         self.merge = merge
         self.hot_fraction = hot_fraction
+        self.memory = memory
         self.scheduler = scheduler
         self.backend = backend
         self.distributed = distributed
@@ -196,7 +205,7 @@ class MatrixFactorization(Params):
                 order = np.random.default_rng(seeds[0]).permutation(values.size)
                 users, items, values = users[order], items[order], values[order]
         with phase("initial factors"):
-            mean = float(np.mean(values, dtype=np.float64))
+            mean = array_mean(values)
             objective = mf_objective(
                 users, items, values, rank=rank, model=self.model, reg=reg,
                 bias_reg=bias_reg, init_scale=init_scale, seed=seeds[1], n_users=n_users,
@@ -220,7 +229,10 @@ class MatrixFactorization(Params):
                             run_controls(evaluate, controls))
         del objective, values  # before the items each user rated are grouped
         self._set_factors(result.params)
-        self._seen = group_by_user(users, items, n_users)
+        # ratings streamed from disk are not held: nor are the items each user rated
+        self._seen = group_by_user(users, items, n_users) if result.streaming is None \
+            else None
+        self.streaming_ = result.streaming
         self.history_ = result.history
         self.workers_ = result.workers
         self.distributed_ = result.distributed
@@ -292,6 +304,10 @@ class MatrixFactorization(Params):
         scores = scores.astype(np.float64) + self.user_bias_[u] + \
             rating_model(self.model).offset(self.global_mean_)
         if exclude_seen:
+            if self._seen is None:
+                raise HogwildError("this model was trained on ratings streamed from disk and "
+                                   "keeps no list of the items each user rated; pass "
+                                   "exclude_seen=False")
             indptr, grouped = self._seen
             scores[grouped[indptr[u]:indptr[u + 1]]] = -np.inf
         n = min(n, int(np.isfinite(scores).sum()))
@@ -305,7 +321,8 @@ class MatrixFactorization(Params):
         """Write the fitted model to an .npz file (hogwild.model_file: arrays and
         JSON metadata, no pickle, renamed into place when complete)."""
         self._check_fitted()
-        indptr, grouped = self._seen
+        indptr, grouped = self._seen if self._seen is not None else (
+            np.zeros(0, np.int64), np.zeros(0, np.int32))  # streamed: none kept
         write_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
                     {"params": self.get_params(), "global_mean": self.global_mean_,
                      "workers": self.workers_, "step": self.step_},
@@ -329,7 +346,8 @@ class MatrixFactorization(Params):
             model.item_bias_ = arrays["item_bias"]
             model.user_ids_ = arrays["user_ids"]
             model.item_ids_ = arrays["item_ids"]
-            model._seen = (arrays["seen_indptr"], arrays["seen_items"])
+            model._seen = (arrays["seen_indptr"], arrays["seen_items"]) \
+                if arrays["seen_indptr"].size else None  # trained on streamed ratings
             model.global_mean_ = float(meta["global_mean"])
             model.workers_ = meta["workers"]
             model.step_ = meta["step"]
@@ -346,7 +364,8 @@ def _check_shapes(model):
     """A loaded model's arrays fit each other (a ValueError naming the first that does
     not: an edited file would index past them in predict or recommend)."""
     users, items = model.user_ids_.size, model.item_ids_.size
-    indptr, grouped = model._seen
+    indptr, grouped = model._seen if model._seen is not None else (
+        np.zeros(users + 1, np.int64), np.zeros(0, np.int32))
     for name, array, shape in (("user_factors", model.user_factors_, (users, model.rank)),
                                ("item_factors", model.item_factors_, (items, model.rank)),
                                ("user_bias", model.user_bias_, (users,)),

@@ -7,6 +7,7 @@ import scipy.sparse as sp
 
 from hogwild.datasets.ratings import Ratings
 from hogwild.errors import HogwildError
+from hogwild.disk_arrays import extremes, pieces
 
 
 def ratings_arrays(ratings):
@@ -34,27 +35,30 @@ def check_values(values, what="ratings"):
     """float32 ratings; NaN, Inf or a value float32 cannot hold is an error that
     names the first bad position. Checked in chunks, so that 100 million ratings
     need no large temporaries."""
-    given = np.asarray(values)
+    given = np.asanyarray(values)  # a memory map stays one (see hogwild.streaming)
     if given.dtype.kind not in "fiu":
         raise HogwildError(f"{what} must be numbers, got dtype {given.dtype}")
     with np.errstate(over="ignore"):  # beyond float32's range becomes inf: refused below
         values = given.astype(np.float32, copy=False)
-    chunk = 1 << 22
-    for start in range(0, values.size, chunk):
-        bad = ~np.isfinite(values[start:start + chunk])
+    start = 0
+    for piece in pieces(values):
+        bad = ~np.isfinite(piece)
         if bad.any():
             k = start + int(np.argmax(bad))
-            total = int(np.count_nonzero(~np.isfinite(values)))
+            total = sum(int(np.count_nonzero(~np.isfinite(p))) for p in pieces(values))
             raise HogwildError(f"{what} hold {total} NaN, Inf or values beyond float32's "
                                f"range (the first at position {k}: {given[k]})")
+        start += piece.size
     return values
 
 
 def _table_fits(ids):
     """A lookup table indexed by id (max id + 1 entries) only when it is small
     against the data: one hostile id of 10**12 must not ask for terabytes."""
-    return ids.dtype.kind in "iu" and ids.size > 0 and ids.min() >= 0 \
-        and ids.max() < 4 * ids.size + (1 << 20)
+    if ids.dtype.kind not in "iu" or ids.size == 0:
+        return False
+    low, high = extremes(ids)
+    return low >= 0 and high < 4 * ids.size + (1 << 20)
 
 
 class IdIndex:
@@ -90,12 +94,13 @@ class IdIndex:
         keys[k] itself where table is None. Integer ids that a small table maps
         are their own keys (raw itself, no copy: 10^8 ids are 0.4-0.8 GB), the
         table int32 with -1 for absent ids; other ids become dense int32 keys."""
-        raw = np.asarray(raw)
+        raw = np.asanyarray(raw)  # a memory map stays one (see hogwild.streaming)
         if raw.size == 0:
             raise HogwildError("empty data: no ratings")
         if _table_fits(raw):
-            present = np.zeros(int(raw.max()) + 1, bool)
-            present[raw] = True
+            present = np.zeros(int(extremes(raw)[1]) + 1, bool)
+            for piece in pieces(raw):
+                present[piece] = True
             keys = raw if raw.dtype in (np.int32, np.int64) else raw.astype(np.int64)
             if present.all():
                 return cls(np.arange(present.size)), keys, None  # already dense

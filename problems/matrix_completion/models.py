@@ -14,6 +14,7 @@ from hogwild.problems.matrix_completion.kernels import (biased_kernels, biased_w
                                                         paper_kernels, paper_warp_update,
                                                         squared_error_biased,
                                                         squared_error_paper)
+from hogwild.disk_arrays import array_mean, extremes
 from hogwild.structure import IdArray, Supports
 
 MAX_RANK = 512
@@ -96,6 +97,15 @@ def check_rank(rank):
     return int(rank)
 
 
+def _contiguous(array, dtype):
+    """``array`` itself when it already is C-contiguous ``dtype`` (a memory map stays
+    one, so that ratings on disk can stream), else a contiguous copy."""
+    array = np.asanyarray(array)
+    if array.dtype == dtype and array.flags.c_contiguous:
+        return array
+    return np.ascontiguousarray(array, dtype)
+
+
 def mf_objective(users, items, values, *, rank=32, model="biased", reg=None, bias_reg=None,
                  init_scale=None, seed=None, n_users=None, n_items=None, blocks=None,
                  factor_dtype="float32", warp_update=False):
@@ -110,14 +120,15 @@ def mf_objective(users, items, values, *, rank=32, model="biased", reg=None, bia
     """
     form = rating_model(model)
     rank = check_rank(rank)
-    users = np.ascontiguousarray(users, np.int32)
-    items = np.ascontiguousarray(items, np.int32)
-    values = np.ascontiguousarray(values, np.float32)
+    users, items = _contiguous(users, np.int32), _contiguous(items, np.int32)
+    values = _contiguous(values, np.float32)
     if not users.size == items.size == values.size:
         raise HogwildError(f"users, items and values must have the same length, got "
                            f"{users.size}, {items.size} and {values.size}")
-    n_users = int(users.max()) + 1 if n_users is None else check_int("n_users", n_users, 1)
-    n_items = int(items.max()) + 1 if n_items is None else check_int("n_items", n_items, 1)
+    n_users = int(extremes(users)[1]) + 1 if n_users is None \
+        else check_int("n_users", n_users, 1)
+    n_items = int(extremes(items)[1]) + 1 if n_items is None \
+        else check_int("n_items", n_items, 1)
     reg = form.reg if reg is None else reg
     bias_reg = reg if bias_reg is None else bias_reg
     init_scale = form.init_scale if init_scale is None else init_scale
@@ -126,7 +137,7 @@ def mf_objective(users, items, values, *, rank=32, model="biased", reg=None, bia
                             else np.random.SeedSequence(seed)).spawn(2)
     L = normal_array((n_users, rank), init_scale, user_seed).astype(factor_dtype, copy=False)
     R = normal_array((n_items, rank), init_scale, item_seed).astype(factor_dtype, copy=False)
-    mean = float(np.mean(values, dtype=np.float64))
+    mean = array_mean(values)
     update, loss = form.kernels(rank)
     return Objective(update, loss, form.params(L, R),
                      form.data(users, items, values, reg, bias_reg, mean, n_users, n_items),

@@ -1,0 +1,69 @@
+"""Arrays in files: read-only memory maps of .npy files (the binary caches, a Jumbo
+matrix) and passes over them that read the file instead of the map, so that a
+pass over 30 GB of samples on disk (a check, a minimum, a mean, a fingerprint)
+leaves none of them in this process's resident memory. hogwild.streaming trains
+on such arrays chunk by chunk."""
+import os
+
+import numpy as np
+
+from hogwild.errors import HogwildError
+
+
+def on_disk(array):
+    """Whether ``array`` is a read-only memory map of a file (samples a run can stream)."""
+    return isinstance(array, np.memmap) and array.mode == "r" and array.filename is not None
+
+
+READ_BYTES = 64 << 20  # what pieces() reads at a time
+
+
+def pieces(array):
+    """``array`` in consecutive pieces of about READ_BYTES, for a pass over it (a
+    check, a minimum, a mean). A read-only memory map is read with file reads into
+    one reused buffer, not through the map, so that a pass over 30 GB of samples
+    on disk leaves none of them in this process's memory; other arrays are sliced.
+    Each piece is valid until the next is taken."""
+    rows = max(1, READ_BYTES // max(array.itemsize * int(np.prod(array.shape[1:])), 1))
+    if not on_disk(array):
+        for start in range(0, array.shape[0], rows):
+            yield array[start:start + rows]
+        return
+    buffer = np.empty((rows,) + array.shape[1:], array.dtype)
+    row_bytes = array.nbytes // array.shape[0]
+    with open(array.filename, "rb", buffering=0) as f:
+        for start in range(0, array.shape[0], rows):
+            count = min(rows, array.shape[0] - start)
+            if not read_rows(f.fileno(), buffer, 0, count,
+                              int(array.offset) + start * row_bytes):
+                raise HogwildError(f"{array.filename} ends before its "
+                                   f"{array.shape[0]:,} rows: it was truncated")
+            yield buffer[:count]
+
+
+def read_rows(fd, array, at, count, offset):
+    """Read rows at..at+count-1 of ``array`` from file offset ``offset`` (False at the
+    file's end). preadv releases the GIL and may return less than asked."""
+    rows = array.reshape(array.shape[0], -1).view(np.uint8)
+    target = memoryview(rows[at:at + count]).cast("B")
+    done = 0
+    while done < len(target):
+        got = os.preadv(fd, [target[done:]], offset + done)
+        if got == 0:
+            return False
+        done += got
+    return True
+
+
+def extremes(array):
+    """(min, max) of a non-empty array, a piece at a time (see pieces)."""
+    low = high = None
+    for piece in pieces(array):
+        low = piece.min() if low is None else min(low, piece.min())
+        high = piece.max() if high is None else max(high, piece.max())
+    return low, high
+
+
+def array_mean(array):
+    """The float64 mean of a non-empty array, a piece at a time (see pieces)."""
+    return sum(float(piece.sum(dtype=np.float64)) for piece in pieces(array)) / array.size

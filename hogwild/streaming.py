@@ -1,0 +1,259 @@
+"""Training from disk: samples larger than the memory a run may use, read chunk by
+chunk while the workers train on the chunk before.
+
+An objective's per-sample arrays (one row per sample: a rating's user, item and
+value) that are read-only memory maps of .npy files (the binary caches of
+hogwild.datasets, a Jumbo matrix) stay on disk when they do not fit in the
+``memory`` a run may use beside its parameters. Each epoch then visits the
+samples a chunk at a time through two in-memory slots: while the workers run the
+chunk in one slot, a background thread reads the next one into the other (plain
+file reads, which release the GIL and leave the pages in the kernel's cache, not
+in this process). The parameters and every other array stay in memory. The GPU
+backend's SampleStream and LIBMF's on-disk mode are the models.
+
+The epoch's plan is drawn as for data in memory and cut into chunks:
+- shuffled plans (hogwild, serial, locked): a chunk is a range of consecutive
+  samples holding whole runs (shuffle_block); the chunks come in the order in
+  which the plan's runs first reach them, each chunk's runs in the plan's order,
+  dealt to the workers as in memory. With shuffle_block equal to the chunk, a
+  serial run is bitwise the in-memory serial run with that shuffle_block.
+- gated plans (blocked): a chunk is one round of the grid (blocks that share no
+  row or column), read block by block; the rounds come in the plan's order, so
+  the result is bitwise the in-memory blocked run (rounds meet gates in memory,
+  a barrier here: each block sees the same parameters either way).
+fpsgd, colored and cyclades plans have no such cut and are refused.
+
+The epoch's objective is the mean loss of each chunk just after its updates (a
+whole pass more would read the data from disk twice an epoch). A file that is
+truncated, replaced or modified while the run reads it is a HogwildError naming
+it, never a silently different sample.
+"""
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from hogwild.disk_arrays import on_disk, read_rows
+from hogwild.errors import HogwildError
+from hogwild.limits import size_text
+from hogwild.schedulers.plan import EpochPlan, even_spans
+
+STREAMED_KINDS = ("spans", "locked", "gated")
+SLOTS = 2  # one chunk trained while the next is read
+
+
+@dataclass(frozen=True)
+class _File:
+    """Where one per-sample array lies on disk, and what it was when the run began."""
+
+    path: str
+    offset: int
+    row_bytes: int
+    identity: tuple  # (device, inode, size, modification time)
+
+
+def _identity(stat):
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+def plan_stream(data, n_samples, params_bytes, memory, kind, run_length, backend):
+    """The SampleStream for a run, or None when its samples fit in ``memory``
+    (bytes, beside the parameters) or are not on disk. A HogwildError when the
+    parameters alone exceed ``memory``, or the data must stream but the scheduler
+    or backend cannot."""
+    resident = sum(a.nbytes for a in data if not (on_disk(a) and _per_sample(a, n_samples)))
+    streamable = [i for i, a in enumerate(data) if on_disk(a) and _per_sample(a, n_samples)]
+    if params_bytes + resident > memory:
+        raise HogwildError(
+            f"memory {size_text(memory)} is less than the parameters need "
+            f"({size_text(params_bytes)})" if params_bytes > memory else
+            f"memory {size_text(memory)} is less than the run holds in memory: parameters "
+            f"{size_text(params_bytes)} and data {size_text(resident)} (only samples in "
+            "files on disk, read-only memory maps, can be streamed)")
+    samples_bytes = sum(data[i].nbytes for i in streamable)
+    room = memory - params_bytes - resident
+    if samples_bytes <= room:
+        return None
+    if kind not in STREAMED_KINDS:
+        raise HogwildError(f"the samples ({size_text(samples_bytes)}) do not fit in memory "
+                           f"{size_text(memory)} beside the parameters; streaming them from "
+                           f"disk runs the schedulers hogwild, serial, locked and blocked, "
+                           f"not this one (plan kind {kind!r})")
+    if not backend.streams_samples:
+        raise HogwildError(f"the samples ({size_text(samples_bytes)}) do not fit in memory "
+                           f"{size_text(memory)} beside the parameters; streaming them from "
+                           f"disk runs on the backends threads and processes, not "
+                           f"{backend.name!r}")
+    row_bytes = samples_bytes // n_samples
+    capacity = room // (SLOTS * row_bytes)
+    needed = run_length if kind != "gated" else 1
+    needed = max(needed, 1)
+    if capacity < needed:
+        raise HogwildError(f"memory {size_text(memory)} leaves {size_text(room)} for samples "
+                           f"beside the parameters ({size_text(params_bytes)}): too little "
+                           f"for two chunks of {needed:,} sample{'s' if needed > 1 else ''} "
+                           f"({size_text(SLOTS * needed * row_bytes)})")
+    return SampleStream(data, n_samples, streamable, int(capacity), memory)
+
+
+def _per_sample(array, n_samples):
+    return array.ndim >= 1 and array.shape[0] == n_samples
+
+
+class SampleStream:
+    """Per-sample arrays on disk read into SLOTS slots of ``capacity`` samples each
+    (see the module docstring). ``data`` is the tuple the workers see: each
+    streamed array replaced by its slots, the rest as given; after the backend
+    shares it, ``attach`` names the arrays to fill (shared memory for processes)."""
+
+    def __init__(self, data, n_samples, streamed, capacity, memory):
+        self.n, self.capacity, self.memory = n_samples, capacity, memory
+        self.streamed = tuple(streamed)
+        self.files = {}
+        for i in self.streamed:
+            array = data[i]
+            with open(array.filename, "rb") as f:
+                identity = _identity(os.fstat(f.fileno()))
+            self.files[i] = _File(str(array.filename), int(array.offset),
+                                  array.nbytes // n_samples, identity)
+        self.data = tuple(np.empty((SLOTS * capacity,) + a.shape[1:], a.dtype)
+                          if i in self.files else a for i, a in enumerate(data))
+        self.buffers = self.data
+        self._handles = {i: open(f.path, "rb", buffering=0) for i, f in self.files.items()}
+        self._reader = ThreadPoolExecutor(1, thread_name_prefix="hogwild-reader")
+        self._lock = threading.Lock()
+        self.chunks_per_epoch = 0
+
+    def attach(self, shared):
+        """The data tuple as the backend shared it: slots are filled there."""
+        self.buffers = shared
+
+    def first_samples(self, count):
+        """The data with samples 0..count-1 (count <= capacity) read into slot 0, for
+        the objective's value before training."""
+        self._read(0, [(0, count)])
+        return tuple(a[:count] if i in self.files else a for i, a in enumerate(self.buffers))
+
+    def report(self):
+        """The chunking, for FitResult.streaming and the CLI's JSON."""
+        return {"memory_bytes": self.memory, "chunk_samples": self.capacity,
+                "slots": SLOTS, "chunks_per_epoch": self.chunks_per_epoch,
+                "slot_bytes": sum(self.data[i].nbytes for i in self.streamed) // SLOTS,
+                "files": [f.path for f in self.files.values()]}
+
+    def close(self):
+        self._reader.shutdown(wait=True)
+        for handle in self._handles.values():
+            handle.close()
+
+    # -- reading -------------------------------------------------------------------
+
+    def _read(self, slot, ranges):
+        """Fill ``slot`` with samples lo..hi-1 of each (lo, hi) of ``ranges``, one after
+        another."""
+        with self._lock:
+            for i, file in self.files.items():
+                self._check(i, file)
+                at = slot * self.capacity
+                for lo, hi in ranges:
+                    if not read_rows(self._handles[i].fileno(), self.buffers[i], at, hi - lo,
+                                      file.offset + lo * file.row_bytes):
+                        raise HogwildError(f"{file.path} was truncated while the run read "
+                                           f"it: samples {lo:,}..{hi - 1:,} are missing; the "
+                                           "run stops rather than train on part of its data")
+                    at += hi - lo
+                self._check(i, file)  # a write during the read changes the time
+
+    def _check(self, i, file):
+        try:
+            now = _identity(os.stat(file.path))
+        except OSError:
+            now = None
+        handle = _identity(os.fstat(self._handles[i].fileno()))
+        if now != file.identity or handle != file.identity:
+            what = "truncated" if handle[2] < file.identity[2] else \
+                "replaced or removed" if now is None or now[:2] != file.identity[:2] else \
+                "modified"
+            raise HogwildError(f"{file.path} was {what} while the run read it from disk; the "
+                               "run stops rather than train on data other than the data it "
+                               "started with (restart it, or resume from a checkpoint)")
+
+    # -- an epoch ------------------------------------------------------------------
+
+    def chunks(self, plan, workers):
+        """[(ranges, chunk plan)] of an epoch's plan (see the module docstring); slot
+        i % SLOTS holds chunk i, and each chunk plan indexes that slot."""
+        if plan.kind == "gated":
+            return self._rounds(plan)
+        return self._runs(plan, workers)
+
+    def _runs(self, plan, workers):
+        run_length = plan.run_length
+        chunk = max(1, self.capacity // run_length) * run_length
+        limit = self.n
+        runs_chunk = plan.runs // chunk
+        _, first = np.unique(runs_chunk, return_index=True)
+        order = runs_chunk[np.sort(first)]
+        position = np.empty(int(runs_chunk.max()) + 1 if runs_chunk.size else 0, np.int64)
+        position[order] = np.arange(order.size)
+        by_chunk = np.argsort(position[runs_chunk], kind="stable")
+        runs = plan.runs[by_chunk]
+        ends = np.cumsum(np.bincount(position[runs_chunk], minlength=order.size))
+        cut = []
+        for c, chunk_index in enumerate(order):
+            lo = int(chunk_index) * chunk
+            hi = min(lo + chunk, limit)
+            base = (c % SLOTS) * self.capacity
+            chunk_runs = runs[(ends[c - 1] if c else 0):ends[c]] - lo + base
+            phase = tuple(np.array([(a, b, base + hi - lo)], np.int64)
+                          for a, b in even_spans(chunk_runs.size, workers))
+            cut.append(([(lo, hi)], EpochPlan(plan.kind, chunk_runs, run_length, (phase,))))
+        return cut
+
+    def _rounds(self, plan):
+        (phase,) = plan.phases
+        ends = {int(row[0]): int(row[2]) for share in phase for row in share}
+        levels = sorted({int(row[5]) for share in phase for row in share})
+        cut = []
+        for c, level in enumerate(levels):
+            base = (c % SLOTS) * self.capacity
+            at, ranges, runs, shares = base, [], [], []
+            for share in phase:
+                rows = []
+                for row in share[share[:, 5] == level]:
+                    lo, hi = int(plan.runs[row[0]]), ends[int(row[0])]
+                    if at + hi - lo > base + self.capacity:
+                        raise HogwildError(
+                            f"a round of the block grid holds more than the "
+                            f"{self.capacity:,} samples a slot of memory "
+                            f"{size_text(self.memory)} holds; use a larger --grid")
+                    rows.append((len(runs), len(runs) + 1, at + hi - lo, row[3], row[4], 0))
+                    runs.append(at)
+                    ranges.append((lo, hi))
+                    at += hi - lo
+                shares.append(np.array(rows, np.int64).reshape(-1, 6))
+            cut.append((ranges, EpochPlan("gated", np.array(runs, np.int64),
+                                          max(self.capacity, 1), (tuple(shares),),
+                                          gates=plan.gates)))
+        return cut
+
+    def run_epoch(self, runner, loops, plan, params, step, epoch, workers):
+        """Run ``plan`` chunk by chunk; returns (updates, summed loss of each chunk
+        just after its updates)."""
+        cut = self.chunks(plan, workers)
+        self.chunks_per_epoch = len(cut)
+        updates, loss = 0, 0.0
+        pending = self._reader.submit(self._read, 0, cut[0][0]) if cut else None
+        for c, (ranges, chunk_plan) in enumerate(cut):
+            pending.result()
+            if c + 1 < len(cut):
+                pending = self._reader.submit(self._read, (c + 1) % SLOTS, cut[c + 1][0])
+            updates += runner.run_epoch(loops, chunk_plan, params, self.buffers, step, epoch)
+            base = (c % SLOTS) * self.capacity
+            length = sum(hi - lo for lo, hi in ranges)
+            view = tuple(a[base:base + length] if i in self.files else a
+                         for i, a in enumerate(self.buffers))
+            loss += runner.loss_sum(loops, params, view, length)
+        return updates, loss

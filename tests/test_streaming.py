@@ -1,0 +1,193 @@
+"""Training from disk (hogwild.streaming): samples beyond ``memory`` are read chunk by
+chunk and give the in-memory result; files changed under a run are errors."""
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import hogwild
+from hogwild import HogwildError
+from hogwild.limits import parse_size
+from hogwild.problems.matrix_completion.models import mf_objective
+from hogwild.structure import blocked_copy
+
+RANK = 4
+
+
+def ratings_on_disk(folder, n=6000, n_users=120, n_items=90, grid=None, seed=0):
+    """(users, items, values) as read-only memory maps of .npy files, in a block
+    layout when ``grid`` is given (then also the layout)."""
+    rng = np.random.default_rng(seed)
+    users = rng.integers(0, n_users, n).astype(np.int32)
+    items = rng.integers(0, n_items, n).astype(np.int32)
+    planted_users, planted_items = rng.standard_normal((2, max(n_users, n_items), 2))
+    values = (3 + np.einsum("ij,ij->i", planted_users[users], planted_items[items])
+              + 0.1 * rng.standard_normal(n)).astype(np.float32)
+    layout = None
+    if grid is not None:
+        users, items, values, _, _, layout = blocked_copy(users, items, values, grid,
+                                                          np.random.default_rng(seed))
+    maps = []
+    for name, array in (("users", users), ("items", items), ("values", values)):
+        np.save(folder / f"{name}.npy", array)
+        maps.append(np.load(folder / f"{name}.npy", mmap_mode="r"))
+    return maps, layout
+
+
+def objective(maps, layout=None):
+    return mf_objective(*maps, rank=RANK, seed=1, n_users=120, n_items=90, blocks=layout)
+
+
+def params_bytes():
+    return (120 + 90) * (RANK + 1) * 4  # factors and biases, float32
+
+
+def test_sizes_people_write():
+    assert parse_size("8GB") == 8 * 10**9 and parse_size("512MiB") == 512 * 2**20
+    assert parse_size(" 1.5 gib") == int(1.5 * 2**30) and parse_size("4096") == 4096
+    for bad in ("", "eight", "8XB", "-1GB", "nan", "0"):
+        with pytest.raises(HogwildError, match="expected a size such as 8GB"):
+            parse_size(bad)
+
+
+@pytest.mark.determinism
+@pytest.mark.parametrize("backend,workers", [("threads", 1), ("threads", 2),
+                                             ("processes", 2)])
+def test_blocked_streamed_by_rounds_is_bitwise_the_in_memory_run(tmp_path, backend, workers):
+    maps, layout = ratings_on_disk(tmp_path, grid=4)
+    options = dict(epochs=3, step=0.02, scheduler="blocked", seed=5, workers=workers)
+    in_memory = hogwild.fit(objective([np.array(a) for a in maps], layout), **options)
+    room = params_bytes() + 16 + 2 * 12 * 1600  # two slots of 1600 ratings: a round is ~1500
+    with pytest.warns(UserWarning, match=r"the samples \(72.0 kB\) do not fit in memory .* "
+                                         r"read from disk chunk by chunk, 1,600 samples a chunk"):
+        streamed = hogwild.fit(objective(maps, layout), memory=room, backend=backend,
+                               **options)
+    assert streamed.streaming["chunks_per_epoch"] == 4  # the grid's rounds
+    assert streamed.streaming["chunk_samples"] == 1600 and in_memory.streaming is None
+    for a, b in zip(in_memory.params, streamed.params):
+        np.testing.assert_array_equal(a, b)
+    assert [r.updates for r in streamed.history] == [6000] * 3
+
+
+@pytest.mark.determinism
+def test_serial_streamed_in_chunks_of_a_run_is_bitwise_the_in_memory_run(tmp_path):
+    """With shuffle_block equal to the chunk, each run is a chunk: the streamed
+    epoch visits the samples in the in-memory serial order."""
+    maps, _ = ratings_on_disk(tmp_path)
+    options = dict(epochs=3, step=0.02, scheduler="serial", seed=2, shuffle_block=1000)
+    in_memory = hogwild.fit(objective([np.array(a) for a in maps]), **options)
+    room = params_bytes() + 16 + 2 * 12 * 1400
+    with pytest.warns(UserWarning, match="1,400 samples a chunk"):
+        streamed = hogwild.fit(objective(maps), memory=room, **options)
+    assert streamed.streaming["chunks_per_epoch"] == 6
+    for a, b in zip(in_memory.params, streamed.params):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_hogwild_streamed_trains_as_well_as_in_memory(tmp_path):
+    maps, _ = ratings_on_disk(tmp_path, n=20_000)
+    options = dict(epochs=8, step=0.03, scheduler="hogwild", seed=3, workers=2,
+                   shuffle_block=64)
+    in_memory = hogwild.fit(objective([np.array(a) for a in maps]), **options)
+    with pytest.warns(UserWarning, match="read from disk chunk by chunk"):
+        streamed = hogwild.fit(objective(maps), memory=params_bytes() + 16 + 2 * 12 * 3000,
+                               **options)
+    assert streamed.streaming["chunks_per_epoch"] == 7
+
+    def mean_squared_error(params):
+        L, R, user_bias, item_bias = params
+        users, items, values = (np.array(a) for a in maps)
+        mean = values.mean(dtype=np.float64)
+        predicted = mean + user_bias[users] + item_bias[items] + \
+            np.einsum("ij,ij->i", L[users], R[items])
+        return float(np.mean((predicted - values) ** 2))
+
+    start = mean_squared_error(objective(maps).params)
+    assert mean_squared_error(streamed.params) < 0.5 * start
+    assert mean_squared_error(streamed.params) == pytest.approx(
+        mean_squared_error(in_memory.params), rel=0.1)
+
+
+@pytest.mark.parametrize("change,word", [("truncate", "truncated"), ("rewrite", "modified"),
+                                         ("replace", "replaced or removed")])
+def test_a_file_changed_during_a_streamed_run_stops_it(tmp_path, change, word):
+    maps, layout = ratings_on_disk(tmp_path, grid=4)
+    path = tmp_path / "values.npy"
+
+    def after_first_epoch(record):
+        if record.epoch != 1:
+            return
+        if change == "truncate":
+            os.truncate(path, path.stat().st_size - 400)
+        elif change == "rewrite":
+            with open(path, "r+b") as f:
+                f.seek(-4, os.SEEK_END)
+                f.write(b"\0\0\0\0")
+            os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+        else:  # another file of the same size renamed over it
+            shutil.copy(tmp_path / "items.npy", tmp_path / "other.npy")
+            os.replace(tmp_path / "other.npy", path)
+
+    with pytest.warns(UserWarning, match="chunk by chunk"), \
+            pytest.raises(HogwildError, match=f"{path} was {word} while the run read it"):
+        hogwild.fit(objective(maps, layout), epochs=3, scheduler="blocked", seed=0,
+                    memory=params_bytes() + 16 + 2 * 12 * 1600, callback=after_first_epoch)
+
+
+def test_memory_below_the_parameters_or_a_chunk_is_one_clear_error(tmp_path):
+    maps, layout = ratings_on_disk(tmp_path, grid=4)
+    with pytest.raises(HogwildError) as error:
+        hogwild.fit(objective(maps, layout), epochs=1, scheduler="blocked", memory="1kB")
+    assert str(error.value) == "memory 1.0 kB is less than the parameters need (4.2 kB)"
+    with pytest.raises(HogwildError) as error:
+        hogwild.fit(objective(maps, layout), epochs=1, scheduler="blocked", memory=4220)
+    assert str(error.value) == ("memory 4.2 kB leaves 8 bytes for samples beside the "
+                                "parameters (4.2 kB): too little for two chunks of 1 sample "
+                                "(24 bytes)")
+    with pytest.warns(UserWarning), pytest.raises(
+            HogwildError, match="a round of the block grid holds more than the 100 samples a "
+                                "slot of memory .* holds; use a larger --grid"):
+        hogwild.fit(objective(maps, layout), epochs=1, scheduler="blocked",
+                    memory=params_bytes() + 16 + 2 * 12 * 100)
+    with pytest.raises(HogwildError, match="streaming them from disk runs the schedulers "
+                                           "hogwild, serial, locked and blocked, not this one"):
+        hogwild.fit(objective(maps, layout), epochs=1, scheduler="fpsgd", memory=20_000)
+    in_memory = [np.array(a) for a in maps]
+    with pytest.raises(HogwildError, match="only samples in files on disk, read-only memory "
+                                           "maps, can be streamed"):
+        hogwild.fit(objective(in_memory, layout), epochs=1, scheduler="blocked",
+                    memory=20_000)
+
+
+@pytest.mark.determinism
+def test_a_streamed_run_resumes_from_its_checkpoint_bitwise(tmp_path):
+    maps, layout = ratings_on_disk(tmp_path, grid=4)
+    options = dict(scheduler="blocked", seed=4, step=0.02, memory=params_bytes() + 16 +
+                   2 * 12 * 1600)
+    with pytest.warns(UserWarning):
+        whole = hogwild.fit(objective(maps, layout), epochs=3, **options)
+        hogwild.fit(objective(maps, layout), epochs=1, checkpoint=tmp_path / "c.npz",
+                    **options)
+        resumed = hogwild.fit(objective(maps, layout), epochs=3, resume=tmp_path / "c.npz",
+                              **options)
+    for a, b in zip(whole.params, resumed.params):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_pass_over_a_file_leaves_no_pages_in_this_process(tmp_path):
+    from hogwild.disk_arrays import array_mean, extremes, pieces
+
+    values = np.arange(24 << 20, dtype=np.float32)  # 96 MiB
+    np.save(tmp_path / "v.npy", values)
+    mapped = np.load(tmp_path / "v.npy", mmap_mode="r")
+
+    def resident_file_kib():
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("RssFile"))
+
+    before = resident_file_kib()
+    assert extremes(mapped) == (0, (24 << 20) - 1)
+    assert array_mean(mapped) == pytest.approx(values.mean(dtype=np.float64))
+    assert sum(piece.size for piece in pieces(mapped)) == values.size
+    assert resident_file_kib() - before < 16 << 10
