@@ -55,14 +55,16 @@ def _draw(A, B, noise, seed, users, items, values):
     thread, seeded here: the chunk depends on its seed alone, not on which thread
     draws it)."""
     np.random.seed(seed)
+    for k in range(values.size):  # the draws first: then the reads of random rows
+        users[k] = np.random.randint(0, A.shape[0])  # below have no dependency between
+        items[k] = np.random.randint(0, B.shape[0])  # them and overlap in the core
+        values[k] = noise * np.float32(np.random.standard_normal())
     for k in range(values.size):
-        u = np.random.randint(0, A.shape[0])
-        v = np.random.randint(0, B.shape[0])
+        u, v = users[k], items[k]
         z = np.float32(0.0)
         for j in range(A.shape[1]):
             z += A[u, j] * B[v, j]
-        users[k], items[k] = u, v
-        values[k] = z + noise * np.float32(np.random.standard_normal())
+        values[k] += z
 
 
 def _chunks(n, A, B, noise, seeds):

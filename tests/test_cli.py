@@ -175,8 +175,8 @@ def test_run_mc_on_a_jumbo_matrix_json(capsys, tmp_path, monkeypatch):
     assert result["minimum_bytes"] == result["data_bytes"] + result["params_bytes"]
     assert result["peak_over_minimum"] == result["peak_rss_bytes"] / result["minimum_bytes"]
     assert list(result["setup_phase_seconds"]) == [
-        "read data", "check ratings", "map ids", "block layout", "initial factors", "share",
-        "compile"]
+        "read data", "check ratings", "read cached layout", "map ids", "block layout",
+        "initial factors", "share", "compile"]
     assert 0 < sum(result["setup_phase_seconds"].values()) \
         < result["first_epoch_after_launch_s"] < result["wall_seconds"] + 60
     assert (tmp_path / "m.npz").is_file()

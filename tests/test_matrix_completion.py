@@ -1,5 +1,6 @@
 """Matrix completion: kernels against a NumPy reference, planted low-rank recovery,
 blocked reproducibility, MovieLens accuracy, the estimator's API and its errors."""
+import os
 import warnings
 
 import numpy as np
@@ -381,3 +382,35 @@ def test_mf_objective_builds_what_the_estimator_trains_for_users_and_benchmarks(
     with pytest.raises(HogwildError, match="unknown model 'plain'; choose one of: biased, "
                                            "paper"):
         mf_objective(users, items, values, model="plain")
+
+
+def test_a_blocked_layout_of_ratings_on_disk_is_cached_for_the_next_fit(tmp_path, monkeypatch):
+    """The second fit with the same seed and grid reads the layout instead of making
+    it, and trains bitwise as the first; a damaged entry is made again."""
+    from hogwild.datasets.jumbo import make_jumbo
+    from hogwild.phases import PhaseLog, recording
+
+    monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path))
+    train, test, _ = make_jumbo(400, 300, 30_000, rank=3, seed=1)
+    fits = []
+    for _ in range(2):
+        with recording(PhaseLog()) as log:
+            model = MatrixFactorization(rank=3, epochs=3, scheduler="blocked", seed=7,
+                                        workers=2, shuffle_ratings=False).fit(train, test)
+        fits.append((model, list(log.seconds)))
+    assert "block layout" in fits[0][1] and "block layout" not in fits[1][1]
+    assert "read cached layout" in fits[1][1]
+    (entry,) = (tmp_path / "layouts").iterdir()
+    for a, b in ((fits[0][0].user_factors_, fits[1][0].user_factors_),
+                 (fits[0][0].item_bias_, fits[1][0].item_bias_),
+                 (fits[0][0].user_ids_, fits[1][0].user_ids_)):
+        np.testing.assert_array_equal(a, b)
+    os.truncate(entry / "values.npy", 1000)
+    with pytest.warns(UserWarning, match=r"the block layout cached in .* is damaged"):
+        again = MatrixFactorization(rank=3, epochs=3, scheduler="blocked", seed=7, workers=2,
+                                    shuffle_ratings=False).fit(train, test)
+    np.testing.assert_array_equal(again.user_factors_, fits[0][0].user_factors_)
+    other = MatrixFactorization(rank=3, epochs=1, scheduler="blocked", seed=8, workers=2,
+                                shuffle_ratings=False).fit(train)
+    assert [p.name for p in (tmp_path / "layouts").iterdir()] == [entry.name]  # replaced
+    assert other.history_[0].objective != fits[0][0].history_[0].objective

@@ -1,6 +1,7 @@
 """MatrixFactorization: the scikit-learn style estimator (fit, predict, recommend,
 save, load) and the test RMSE."""
 import math
+import threading
 
 import numpy as np
 
@@ -16,11 +17,12 @@ from hogwild.phases import phase
 from hogwild.problems.matrix_completion.ids import (IdIndex, check_values, ratings_arrays,
                                                     relabelled, warn_unseen)
 from hogwild.problems.matrix_completion.kernels import group_by_user, predict_into
+from hogwild.problems.matrix_completion.layouts import layout_key, load_layout, store_layout
 from hogwild.problems.matrix_completion.models import (FACTOR_DTYPES, check_rank, mf_objective,
                                                        rating_model)
 from hogwild.schedulers import get_scheduler
 from hogwild.disk_arrays import array_mean
-from hogwild.structure import blocked_copy
+from hogwild.structure import BlockLayout, blocked_copy
 
 SCHEDULERS = ("hogwild", "blocked", "fpsgd", "serial", "locked", "colored", "cyclades")
 MODEL_FILE_KIND = "hogwild.MatrixFactorization"
@@ -179,22 +181,32 @@ class MatrixFactorization(Params):
             raise HogwildError("empty data: the training set has no ratings")
         seeds = np.random.SeedSequence(check_seed(self.seed)).spawn(3)
         workers = self.workers
-        layout = None
+        layout = storing = None
         if "blocks" in get_scheduler(self.scheduler).needs:
             grid = self.grid
             if grid is None:
                 grid = max(8, 2 * check_workers(workers, self.oversubscribe))
-            with phase("map ids"):
-                user_index, user_keys, user_table = IdIndex.keyed(raw_users)
-                item_index, item_keys, item_table = IdIndex.keyed(raw_items)
-            with phase("block layout"):
-                users, items, values, row_labels, col_labels, layout = blocked_copy(
-                    user_keys, item_keys, values, grid, np.random.default_rng(seeds[0]),
-                    user_table, item_table)
-                del user_keys, item_keys, user_table, item_table
-                release_pages(raw_users, raw_items, raw_values)  # read once: a cache's map
-                user_index = IdIndex(relabelled(user_index.ids, row_labels))
-                item_index = IdIndex(relabelled(item_index.ids, col_labels))
+            key = layout_key((raw_users, raw_items, raw_values), grid,
+                             None if self.seed is None else seeds[0])
+            cached = None
+            if key is not None:
+                with phase("read cached layout"):
+                    cached = load_layout(key)
+            if cached is not None:
+                users, items, values = cached["users"], cached["items"], cached["values"]
+                layout = BlockLayout(grid, np.array(cached["offsets"]))
+                user_index = IdIndex(np.array(cached["user_ids"]))
+                item_index = IdIndex(np.array(cached["item_ids"]))
+                del cached  # the maps of the ratings go with the objective
+            else:
+                users, items, values, user_index, item_index, layout = _lay_out(
+                    raw_users, raw_items, values, grid, np.random.default_rng(seeds[0]))
+                if key is not None:  # written while the first epochs run
+                    storing = threading.Thread(target=store_layout, name="hogwild-layout", args=(
+                        key, {"users": users, "items": items, "values": values,
+                              "offsets": layout.offsets, "user_ids": user_index.ids,
+                              "item_ids": item_index.ids}))
+                    storing.start()
         else:
             with phase("map ids"):
                 user_index, users = IdIndex.build(raw_users)
@@ -225,8 +237,12 @@ class MatrixFactorization(Params):
 
             evaluate = rmse_metric(self.model, rank, test_u, test_i, test_values, mean)
 
-        result = engine_fit(objective, self.training_config(step=step, seed=seeds[2]),
-                            run_controls(evaluate, controls))
+        try:
+            result = engine_fit(objective, self.training_config(step=step, seed=seeds[2]),
+                                run_controls(evaluate, controls))
+        finally:
+            if storing is not None:
+                storing.join()
         del objective, values  # before the items each user rated are grouped
         self._set_factors(result.params)
         # ratings streamed from disk are not held: nor are the items each user rated
@@ -358,6 +374,22 @@ class MatrixFactorization(Params):
             return model
         return read_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
                           "matrix-factorization model", build)
+
+
+def _lay_out(raw_users, raw_items, values, grid, rng):
+    """(users, items, values, user index, item index, layout): the ratings copied once
+    into the block layout (hogwild.structure.blocked_copy) straight from their raw
+    ids, whose pages are then dropped if they are a cache's memory map."""
+    with phase("map ids"):
+        user_index, user_keys, user_table = IdIndex.keyed(raw_users)
+        item_index, item_keys, item_table = IdIndex.keyed(raw_items)
+    with phase("block layout"):
+        users, items, laid_out, row_labels, col_labels, layout = blocked_copy(
+            user_keys, item_keys, values, grid, rng, user_table, item_table)
+        del user_keys, item_keys, user_table, item_table
+        release_pages(raw_users, raw_items, values)  # read once: a cache's map
+        return (users, items, laid_out, IdIndex(relabelled(user_index.ids, row_labels)),
+                IdIndex(relabelled(item_index.ids, col_labels)), layout)
 
 
 def _check_shapes(model):
