@@ -306,7 +306,7 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
                 if stream is None:
                     updates = runner.run_epoch(loops, plan, params, data, step_now, epoch)
                 else:
-                    updates, streamed_loss = stream.run_epoch(runner, loops, plan, params,
+                    updates, streamed_objective = stream.run_epoch(runner, loops, plan, params,
                                                               step_now, epoch, n_workers)
             except WorkerLost as lost:
                 if checkpoint is None:
@@ -320,8 +320,8 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
             last_end = end
             if not runner.all_finite(params):
                 raise _diverged("parameters", epoch + 1, step_now)
-            value = (streamed_loss if stream is not None
-                     else runner.loss_sum(loops, params, data, n)) / n
+            value = streamed_objective if stream is not None \
+                else runner.loss_sum(loops, params, data, n) / n
             if not math.isfinite(value):
                 raise _diverged("objective", epoch + 1, step_now)
             if value > ceiling:

@@ -23,8 +23,10 @@ The epoch's plan is drawn as for data in memory and cut into chunks:
   a barrier here: each block sees the same parameters either way).
 fpsgd, colored and cyclades plans have no such cut and are refused.
 
-The epoch's objective is the mean loss of each chunk just after its updates (a
-whole pass more would read the data from disk twice an epoch). A file that is
+The epoch's objective is estimated on its last chunk: the mean loss of that
+chunk's samples after the epoch's updates (a whole pass more would read the data
+from disk twice an epoch, and a loss pass over every chunk in memory costs as much
+as its updates). A file that is
 truncated, replaced or modified while the run reads it is a HogwildError naming
 it, never a silently different sample.
 """
@@ -240,20 +242,19 @@ class SampleStream:
         return cut
 
     def run_epoch(self, runner, loops, plan, params, step, epoch, workers):
-        """Run ``plan`` chunk by chunk; returns (updates, summed loss of each chunk
-        just after its updates)."""
+        """Run ``plan`` chunk by chunk; returns (updates, the mean loss of the last
+        chunk after them: the epoch's objective, estimated)."""
         cut = self.chunks(plan, workers)
         self.chunks_per_epoch = len(cut)
-        updates, loss = 0, 0.0
-        pending = self._reader.submit(self._read, 0, cut[0][0]) if cut else None
+        updates = 0
+        pending = self._reader.submit(self._read, 0, cut[0][0])
         for c, (ranges, chunk_plan) in enumerate(cut):
             pending.result()
             if c + 1 < len(cut):
                 pending = self._reader.submit(self._read, (c + 1) % SLOTS, cut[c + 1][0])
             updates += runner.run_epoch(loops, chunk_plan, params, self.buffers, step, epoch)
-            base = (c % SLOTS) * self.capacity
-            length = sum(hi - lo for lo, hi in ranges)
-            view = tuple(a[base:base + length] if i in self.files else a
-                         for i, a in enumerate(self.buffers))
-            loss += runner.loss_sum(loops, params, view, length)
-        return updates, loss
+        base = ((len(cut) - 1) % SLOTS) * self.capacity
+        length = sum(hi - lo for lo, hi in cut[-1][0])
+        view = tuple(a[base:base + length] if i in self.files else a
+                     for i, a in enumerate(self.buffers))
+        return updates, runner.loss_sum(loops, params, view, length) / max(length, 1)

@@ -178,7 +178,7 @@ def test_run_mc_on_a_jumbo_matrix_json(capsys, tmp_path, monkeypatch):
         "read data", "check ratings", "read cached layout", "map ids", "block layout",
         "initial factors", "share", "compile"]
     assert 0 < sum(result["setup_phase_seconds"].values()) \
-        < result["first_epoch_after_launch_s"] < result["wall_seconds"] + 60
+        < result["first_epoch_after_launch_s"]  # from this process's start (pytest's here)
     assert (tmp_path / "m.npz").is_file()
 
 
