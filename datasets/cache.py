@@ -12,6 +12,9 @@ the trust rule is for.
 """
 import json
 import mmap
+import os
+import shutil
+import tempfile
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,6 +24,7 @@ import numpy as np
 from hogwild.disk_arrays import pieces
 from hogwild.errors import HogwildError
 from hogwild.limits import usable_cores
+from hogwild.paths import pid_alive
 
 CHUNK = 64 << 20  # bytes of a file checksummed at a time
 
@@ -107,3 +111,18 @@ def release_pages(*arrays):
         if isinstance(array, np.memmap) and array.mode == "r" and region is not None \
                 and hasattr(region, "madvise"):
             region.madvise(mmap.MADV_DONTNEED)
+
+
+def entry_in_progress(root):
+    """A new temporary folder in ``root`` for an entry being written (renamed into
+    place when whole), named after this process. Those of processes that are gone
+    (killed while writing: up to 30 GB for a Jumbo matrix) are removed first."""
+    for folder in Path(root).glob(".tmp-*"):
+        pid = folder.name.split("-")[1]
+        try:
+            if pid.isdigit() and not pid_alive(int(pid)) and \
+                    folder.lstat().st_uid == os.getuid():
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
+    return Path(tempfile.mkdtemp(dir=root, prefix=f".tmp-{os.getpid()}-"))

@@ -15,7 +15,6 @@ chunks to make: data larger than memory is made as easily (2.5 x 10^9 ratings,
 import json
 import os
 import shutil
-import tempfile
 import warnings
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from hogwild.datasets.cache import Damaged, open_arrays, read_header
+from hogwild.datasets.cache import Damaged, entry_in_progress, open_arrays, read_header
 from hogwild.datasets.ratings import Ratings
 from hogwild.errors import HogwildError, check_int
 from hogwild.limits import physical_memory, usable_cores
@@ -203,7 +202,7 @@ def _write(folder, sizes, A, B, noise, bar, info):
     through a memory map, so that data larger than memory is made at the memory
     of a few chunks; their CRC-32s are taken on the way."""
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-jumbo-"))
+    tmp = entry_in_progress(folder.parent)
     try:
         records = {}
         for name, n, chunk_seed in sizes:

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from hogwild.datasets import svmlight_parser as P
-from hogwild.datasets.cache import Damaged, describe, open_arrays, read_header
+from hogwild.datasets.cache import Damaged, describe, entry_in_progress, open_arrays, read_header
 from hogwild.datasets.files import read_bytes
 from hogwild.errors import DataFormatError, HogwildError, check_int
 from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory
@@ -110,7 +109,7 @@ def _store_cached(root, folder, arrays, zero_based, source):
     only means the next load parses the file again. The entry appears whole or not
     at all (written in a temporary folder, then renamed), its header last."""
     try:
-        tmp = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
+        tmp = entry_in_progress(root)
     except OSError:
         return
     indices = arrays["indices"]

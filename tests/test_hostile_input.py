@@ -630,3 +630,25 @@ def test_a_kill_while_the_processes_backend_starts_leaves_no_shared_memory(tmp_p
             time.sleep(0.05)
         assert not any(pid_running(pid) for pid in children), "a worker outlived its parent"
         assert list(segments_root().glob(f"{PREFIX}{process.pid}-*")) == []
+
+
+def test_a_jumbo_matrix_killed_while_written_leaves_nothing_behind(tmp_path, monkeypatch):
+    """kill -9 while the generator writes: the next generation removes the dead
+    process's temporary folder and makes the matrix whole."""
+    env = {**os.environ, "HOGWILD_CACHE_DIR": str(tmp_path)}
+    script = ("from hogwild.datasets.jumbo import make_jumbo\n"
+              "make_jumbo(2000, 2000, 60_000_000, rank=2)\n")
+    child = subprocess.Popen([sys.executable, "-c", script], env=env)
+    root = tmp_path / "jumbo"
+    deadline = time.monotonic() + 120
+    while not list(root.glob(".tmp-*/train_users.npy")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child.kill()
+    child.wait()
+    (left,) = root.glob(".tmp-*")
+    assert left.name.startswith(f".tmp-{child.pid}-")
+    from hogwild.datasets.jumbo import make_jumbo
+
+    monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path))
+    train, _, _ = make_jumbo(50, 40, 3000, rank=2)
+    assert not list(root.glob(".tmp-*")) and len(train) == 3000

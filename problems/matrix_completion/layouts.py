@@ -14,13 +14,13 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from hogwild.datasets.cache import Damaged, describe, open_arrays, read_header
+from hogwild.datasets.cache import (Damaged, describe, entry_in_progress, open_arrays,
+                                    read_header)
 from hogwild.disk_arrays import on_disk
 from hogwild.paths import data_cache_folder
 
@@ -69,7 +69,7 @@ def store_layout(key, arrays):
     full or read-only disk costs the cache, not the run."""
     folder, settings = key
     try:
-        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-layout-"))
+        tmp = entry_in_progress(folder.parent)
         try:
             for name in _ARRAYS:
                 np.save(tmp / f"{name}.npy", arrays[name])
