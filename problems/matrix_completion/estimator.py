@@ -244,6 +244,7 @@ class MatrixFactorization(Params):
             if storing is not None:
                 storing.join()
         del objective, values  # before the items each user rated are grouped
+        release_pages(raw_users, raw_items, raw_values)  # trained on through their maps
         self._set_factors(result.params)
         # ratings streamed from disk are not held: nor are the items each user rated
         self._seen = group_by_user(users, items, n_users) if result.streaming is None \

@@ -86,7 +86,13 @@ class IdIndex:
     def build(cls, raw):
         """(index, dense int32 indices of raw): ids in sorted order."""
         index, keys, table = cls.keyed(raw)
-        return index, (keys.astype(np.int32, copy=False) if table is None else table[keys])
+        if table is None:
+            return index, keys.astype(np.int32, copy=False)
+        dense, start = np.empty(keys.size, np.int32), 0
+        for piece in pieces(keys):  # keys on disk are read, not mapped into memory
+            dense[start:start + piece.size] = table[piece]
+            start += piece.size
+        return index, dense
 
     @classmethod
     def keyed(cls, raw):
