@@ -31,7 +31,6 @@ truncated, replaced or modified while the run reads it is a HogwildError naming
 it, never a silently different sample.
 """
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -65,8 +64,8 @@ def plan_stream(data, n_samples, params_bytes, memory, kind, run_length, backend
     (bytes, beside the parameters) or are not on disk. A HogwildError when the
     parameters alone exceed ``memory``, or the data must stream but the scheduler
     or backend cannot."""
-    resident = sum(a.nbytes for a in data if not (on_disk(a) and _per_sample(a, n_samples)))
     streamable = [i for i, a in enumerate(data) if on_disk(a) and _per_sample(a, n_samples)]
+    resident = sum(a.nbytes for i, a in enumerate(data) if i not in streamable)
     if params_bytes + resident > memory:
         raise HogwildError(
             f"memory {size_text(memory)} is less than the parameters need "
@@ -125,7 +124,6 @@ class SampleStream:
         self.buffers = self.data
         self._handles = {i: open(f.path, "rb", buffering=0) for i, f in self.files.items()}
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="hogwild-reader")
-        self._lock = threading.Lock()
         self.chunks_per_epoch = 0
 
     def attach(self, shared):
@@ -154,19 +152,19 @@ class SampleStream:
 
     def _read(self, slot, ranges):
         """Fill ``slot`` with samples lo..hi-1 of each (lo, hi) of ``ranges``, one after
-        another."""
-        with self._lock:
-            for i, file in self.files.items():
-                self._check(i, file)
-                at = slot * self.capacity
-                for lo, hi in ranges:
-                    if not read_rows(self._handles[i].fileno(), self.buffers[i], at, hi - lo,
-                                      file.offset + lo * file.row_bytes):
-                        raise HogwildError(f"{file.path} was truncated while the run read "
-                                           f"it: samples {lo:,}..{hi - 1:,} are missing; the "
-                                           "run stops rather than train on part of its data")
-                    at += hi - lo
-                self._check(i, file)  # a write during the read changes the time
+        another (one read at a time: run_epoch waits for a read before it asks for the
+        next)."""
+        for i, file in self.files.items():
+            self._check(i, file)
+            at = slot * self.capacity
+            for lo, hi in ranges:
+                if not read_rows(self._handles[i].fileno(), self.buffers[i], at, hi - lo,
+                                 file.offset + lo * file.row_bytes):
+                    raise HogwildError(f"{file.path} was truncated while the run read it: "
+                                       f"samples {lo:,}..{hi - 1:,} are missing; the run "
+                                       "stops rather than train on part of its data")
+                at += hi - lo
+            self._check(i, file)  # a write during the read changes the time
 
     def _check(self, i, file):
         try:
