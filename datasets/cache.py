@@ -80,24 +80,30 @@ def open_arrays(folder, described):
     if not isinstance(described, dict):
         raise Damaged("its header does not describe its arrays")
 
-    def opened(name, record):
+    def opened(name):
         path = Path(folder) / f"{name}.npy"
         try:
-            array = np.load(path, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError, EOFError) as exc:
+            return np.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError, EOFError, SyntaxError) as exc:
             raise Damaged(f"{path.name} cannot be read ({type(exc).__name__})") from None
-        if not isinstance(record, dict) or array.dtype.str != record.get("dtype") \
-                or list(array.shape) != record.get("shape") \
-                or crc32(array) != record.get("crc32"):
-            raise Damaged(f"{path.name} does not match the checksum and shape recorded "
-                          "for it")
-        return array
 
-    # zlib releases the GIL while it checksums: the arrays are checked on every core
+    def matches(array, record):
+        return isinstance(record, dict) and array.dtype.str == record.get("dtype") \
+            and list(array.shape) == record.get("shape") \
+            and crc32(array) == record.get("crc32")
+
+    # Opened one at a time: np.load parses each header with ast, which CPython 3.11
+    # cannot do from several threads at once ("AST constructor recursion depth
+    # mismatch"). zlib releases the GIL while it checksums: those run on every core.
+    arrays = {name: opened(name) for name in described}
     with ThreadPoolExecutor(min(usable_cores(), max(len(described), 1))) as pool:
-        checked = {name: pool.submit(opened, name, record)
+        checked = {name: pool.submit(matches, arrays[name], record)
                    for name, record in described.items()}
-        return {name: future.result() for name, future in checked.items()}
+        for name, future in checked.items():
+            if not future.result():
+                raise Damaged(f"{name}.npy does not match the checksum and shape "
+                              "recorded for it")
+    return arrays
 
 
 def release_pages(*arrays):
