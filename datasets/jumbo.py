@@ -12,21 +12,17 @@ order, so that 100 million of them take 1.2 GB on disk and the memory of a few
 chunks to make: data larger than memory is made as easily (2.5 x 10^9 ratings,
 30 GB), and models can read it back memory-mapped.
 """
-import json
-import os
-import shutil
 import warnings
-import zlib
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 from numba import njit
 
-from hogwild.datasets.cache import Damaged, entry_in_progress, open_arrays, read_header
+from hogwild.datasets.generated import (check_disk, check_room, chunk_seeds, in_order,
+                                        open_entry, parse_sizes, progress_bar,
+                                        write_entry)
 from hogwild.datasets.ratings import Ratings
 from hogwild.errors import HogwildError, check_int
-from hogwild.limits import physical_memory, usable_cores
 from hogwild.paths import data_cache_folder
 from hogwild.random_init import normal_array
 
@@ -38,14 +34,8 @@ RATING_BYTES = 12  # int32 user, int32 item, float32 value
 
 def parse_jumbo_spec(text):
     """'jumbo:ROWSxCOLSxNNZ' (e.g. jumbo:1000000x100000x100000000) -> (rows, cols, nnz)."""
-    spec = text[len("jumbo:"):] if text.startswith("jumbo:") else text
-    parts = spec.lower().replace("_", "").split("x")
-    try:
-        rows, cols, nnz = (int(float(p)) for p in parts)
-    except ValueError:
-        raise HogwildError(f"bad Jumbo size {text!r}; expected jumbo:ROWSxCOLSxNNZ, e.g. "
-                           "jumbo:100000x20000x10000000") from None
-    return rows, cols, nnz
+    return parse_sizes(text, "jumbo", "Jumbo", "jumbo:ROWSxCOLSxNNZ, e.g. "
+                       "jumbo:100000x20000x10000000")
 
 
 @njit(nogil=True, cache=True)
@@ -67,23 +57,13 @@ def _draw(A, B, noise, seed, users, items, values):
 
 
 def _chunks(n, A, B, noise, seeds):
-    """Yield (start, (users, items, values)) chunk by chunk, in order, drawn on every
-    core with at most two chunks a core in memory at once."""
+    """Yield (users, items, values) chunk by chunk, in order, drawn on every core."""
     def draw(index):
-        size = min(CHUNK, n - index * CHUNK)
-        arrays = tuple(np.empty(size, dtype) for _, dtype in FIELDS)
+        arrays = tuple(np.empty(min(CHUNK, n - index * CHUNK), dtype) for _, dtype in FIELDS)
         _draw(A, B, noise, seeds[index], *arrays)
-        return index * CHUNK, arrays
+        return arrays
 
-    count = -(-n // CHUNK)
-    cores = usable_cores()
-    with ThreadPoolExecutor(cores) as pool:
-        pending = [pool.submit(draw, i) for i in range(min(count, 2 * cores))]
-        for index in range(count):
-            yield pending[index].result()
-            pending[index] = None
-            if index + 2 * cores < count:
-                pending.append(pool.submit(draw, index + 2 * cores))
+    return in_order(-(-n // CHUNK), draw)
 
 
 def make_jumbo(n_rows, n_cols, n_ratings, rank=10, noise=0.5, test_ratings=None, seed=0,
@@ -109,7 +89,8 @@ def make_jumbo(n_rows, n_cols, n_ratings, rank=10, noise=0.5, test_ratings=None,
     test_ratings = check_int("test_ratings", test_ratings, 1)
     spec = f"jumbo:{n_rows}x{n_cols}x{n_ratings}"
     ratings_bytes = (n_ratings + test_ratings) * RATING_BYTES
-    _check_room(spec, "its planted factors", (n_rows + n_cols) * rank * 4, 0)
+    factor_bytes = (n_rows + n_cols) * rank * 4
+    check_room(spec, "its planted factors", factor_bytes)
     info = {"version": _VERSION, "rows": n_rows, "cols": n_cols, "ratings": n_ratings,
             "test_ratings": test_ratings, "rank": rank, "noise": float(noise), "seed": seed}
     automatic = folder == "auto"
@@ -122,24 +103,17 @@ def make_jumbo(n_rows, n_cols, n_ratings, rank=10, noise=0.5, test_ratings=None,
         if opened is not None:
             return opened + (info,)
     if folder is None:
-        _check_room(spec, "its ratings and planted factors in memory (no cache folder)",
-                    (n_rows + n_cols) * rank * 4, ratings_bytes)
+        check_room(spec, "its ratings and planted factors in memory (no cache folder)",
+                   factor_bytes + ratings_bytes)
     else:
-        _check_disk(spec, ratings_bytes, Path(folder).parent)
+        check_disk(spec, "ratings", ratings_bytes, Path(folder).parent)
 
     factor_seeds = np.random.SeedSequence(seed).spawn(4)
     scale = rank ** -0.25
     A = normal_array((n_rows, rank), scale, factor_seeds[0])
     B = normal_array((n_cols, rank), scale, factor_seeds[1])
     sizes = (("train", n_ratings, factor_seeds[2]), ("test", test_ratings, factor_seeds[3]))
-    bar = None
-    if progress:
-        try:
-            from tqdm import tqdm
-            bar = tqdm(total=n_ratings + test_ratings, unit="ratings", unit_scale=True,
-                       desc="jumbo", disable=None)
-        except ImportError:
-            pass
+    bar = progress_bar(n_ratings + test_ratings, "ratings", "jumbo", progress)
     noise = np.float32(noise)
     try:
         if folder is not None:
@@ -149,9 +123,8 @@ def make_jumbo(n_rows, n_cols, n_ratings, rank=10, noise=0.5, test_ratings=None,
                 if not automatic:
                     raise HogwildError(f"cannot write the Jumbo matrix to {folder}: "
                                        f"{error.strerror or error}") from None
-                _check_room(spec, f"its ratings in memory, since they cannot be cached in "
-                            f"{folder} ({error.strerror or error})",
-                            (n_rows + n_cols) * rank * 4, ratings_bytes)
+                check_room(spec, f"its ratings in memory, since they cannot be cached in "
+                           f"{folder} ({error.strerror or error})", factor_bytes + ratings_bytes)
                 warnings.warn(f"cannot cache the Jumbo matrix in {folder} "
                               f"({error.strerror or error}); it is made in memory", stacklevel=2)
                 if bar is not None:
@@ -159,9 +132,11 @@ def make_jumbo(n_rows, n_cols, n_ratings, rank=10, noise=0.5, test_ratings=None,
         sets = []
         for _, n, chunk_seed in sizes:
             arrays = tuple(np.empty(n, dtype) for _, dtype in FIELDS)
-            for start, chunk in _chunks(n, A, B, noise, _chunk_seeds(chunk_seed, n)):
+            start = 0
+            for chunk in _chunks(n, A, B, noise, _chunk_seeds(chunk_seed, n)):
                 for whole, part in zip(arrays, chunk):
                     whole[start:start + part.size] = part
+                start += chunk[0].size
                 if bar is not None:
                     bar.update(chunk[0].size)
             sets.append(Ratings(*arrays, source="jumbo"))
@@ -172,65 +147,17 @@ def make_jumbo(n_rows, n_cols, n_ratings, rank=10, noise=0.5, test_ratings=None,
 
 
 def _chunk_seeds(sequence, n):
-    """A 32-bit seed for each chunk of n ratings (numba's generator takes one)."""
-    return sequence.generate_state(max(-(-n // CHUNK), 1), np.uint32).astype(np.int64)
-
-
-def _check_room(spec, what, factor_bytes, ratings_bytes):
-    memory = physical_memory()
-    needed = factor_bytes + ratings_bytes
-    if memory is not None and needed > memory:
-        raise HogwildError(f"{spec} needs {needed / 2**30:,.1f} GiB for {what}, more than "
-                           f"this machine's {memory / 2**30:.1f} GiB of memory")
-
-
-def _check_disk(spec, ratings_bytes, folder):
-    """A clear error before a byte is written when the ratings cannot fit on the disk
-    of the cache folder (the first existing folder up its path)."""
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    free = shutil.disk_usage(folder).free
-    if ratings_bytes > free:
-        raise HogwildError(f"{spec} needs {ratings_bytes / 2**30:,.1f} GiB on disk for its "
-                           f"ratings, more than the {free / 2**30:,.1f} GiB free in {folder}")
+    return chunk_seeds(sequence, -(-n // CHUNK))
 
 
 def _write(folder, sizes, A, B, noise, bar, info):
-    """Write the ratings chunk by chunk into .npy files in ``folder`` (a temporary
-    folder beside it, renamed when whole, its header last) and return them
-    memory-mapped, as _open does. Chunks are written with plain file writes, not
-    through a memory map, so that data larger than memory is made at the memory
-    of a few chunks; their CRC-32s are taken on the way."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = entry_in_progress(folder.parent)
-    try:
-        records = {}
-        for name, n, chunk_seed in sizes:
-            files = {field: open(tmp / f"{name}_{field}.npy", "wb") for field, _ in FIELDS}
-            try:
-                for (field, dtype), f in zip(FIELDS, files.values()):
-                    np.lib.format.write_array_header_1_0(
-                        f, {"descr": np.dtype(dtype).str, "fortran_order": False,
-                            "shape": (n,)})
-                crcs = dict.fromkeys(files, 0)
-                for _, chunk in _chunks(n, A, B, noise, _chunk_seeds(chunk_seed, n)):
-                    for (field, f), part in zip(files.items(), chunk):
-                        f.write(part.data)
-                        crcs[field] = zlib.crc32(part.data, crcs[field])
-                    if bar is not None:
-                        bar.update(chunk[0].size)
-            finally:
-                for f in files.values():
-                    f.close()
-            for field, dtype in FIELDS:
-                records[f"{name}_{field}"] = {"dtype": np.dtype(dtype).str, "shape": [n],
-                                              "crc32": crcs[field]}
-        (tmp / "info.json").write_text(json.dumps({**info, "arrays": records}))
-        shutil.rmtree(folder, ignore_errors=True)  # an interrupted earlier attempt
-        os.replace(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    """Write the ratings chunk by chunk into the cache entry ``folder`` (see
+    datasets.generated.write_entry: the memory of a few chunks, whatever the size)
+    and return them memory-mapped, as _open does."""
+    write_entry(folder, info, [
+        (name, {field: (dtype, n) for field, dtype in FIELDS},
+         _chunks(n, A, B, noise, _chunk_seeds(chunk_seed, n)))
+        for name, n, chunk_seed in sizes], bar)
     opened = _open(folder)
     if opened is None:
         raise HogwildError(f"the Jumbo matrix written to {folder} does not read back")
@@ -239,20 +166,10 @@ def _write(folder, sizes, A, B, noise, bar, info):
 
 def _open(folder):
     """(train, test) Ratings memory-mapped read-only from a Jumbo folder, or None
-    (with a warning, the folder removed) when it does not match its checksums, so
-    that the caller makes it again."""
-    try:
-        header = read_header(folder, "info.json")
-        if header.get("version") != _VERSION:  # made by another hogwild: made again
-            shutil.rmtree(folder, ignore_errors=True)
-            return None
-        arrays = open_arrays(folder, header["arrays"])
-        sets = tuple(Ratings(*(arrays[f"{name}_{field}"] for field, _ in FIELDS),
-                             source=str(folder)) for name in ("train", "test"))
-    except (Damaged, KeyError, HogwildError) as damage:
-        reason = f"it lacks {damage}" if isinstance(damage, KeyError) else damage
-        warnings.warn(f"the Jumbo matrix cached in {folder} is damaged: {reason}; making it "
-                      "again", stacklevel=3)
-        shutil.rmtree(folder, ignore_errors=True)
+    when it must be made again (see datasets.generated.open_entry)."""
+    names = [f"{name}_{field}" for name in ("train", "test") for field, _ in FIELDS]
+    arrays = open_entry(folder, _VERSION, names, "Jumbo matrix")
+    if arrays is None:
         return None
-    return sets
+    return tuple(Ratings(*(arrays[f"{name}_{field}"] for field, _ in FIELDS),
+                         source=str(folder)) for name in ("train", "test"))

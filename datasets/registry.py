@@ -50,13 +50,24 @@ SVM_DATASETS = {
 DEFAULT_SVM_DATASET = "a9a"
 
 
-def load_svm_data(data=DEFAULT_SVM_DATASET, test=None):
-    """(train, test) SvmlightData for a dataset name or an svmlight file path.
+def load_svm_data(data=DEFAULT_SVM_DATASET, test=None, progress=False):
+    """(train, test) SvmlightData for a dataset name, an svmlight file path or a
+    generated click log "clicks:ROWSxFEATURESxNNZ" (hogwild.datasets.clicks).
 
-    A named dataset brings its own test split unless ``test`` (a path) is given.
-    The test file is aligned to the training features: features beyond them are
-    dropped with one warning.
+    A named dataset or a click log brings its own test split unless ``test`` (a
+    path) is given. The test file is aligned to the training features: features
+    beyond them are dropped with one warning. ``progress``: a bar while a click
+    log is made.
     """
+    if isinstance(data, str) and data.startswith("clicks:"):
+        from hogwild.datasets.clicks import make_clicks, parse_clicks_spec
+
+        train, test_data, _ = make_clicks(*parse_clicks_spec(data), progress=progress)
+        train.random_order = True
+        if test is not None:
+            test_data = load_svmlight(test, n_features=train.X.shape[1], zero_based=True,
+                                      extra_features="drop")
+        return train, test_data
     if data in SVM_DATASETS:
         spec = SVM_DATASETS[data]
         if not spec.available():

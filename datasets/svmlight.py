@@ -37,7 +37,8 @@ class SvmlightData:
     y: np.ndarray
     zero_based: bool
     path: Path
-    row_lines: np.ndarray  # 1-based line number of each row, for error messages
+    row_lines: np.ndarray  # 1-based line number of each row, for error messages (or None)
+    random_order: bool = False  # rows stored in random order: no shuffle needed
 
 
 def _parse_bytes(raw, path):

@@ -28,7 +28,7 @@ from hogwild.config import RunControls, TrainingConfig, settle
 from hogwild.errors import DivergenceError, HogwildError, Interrupted, WorkerLost
 from hogwild.evaluation import evaluator
 from hogwild.kernels.compiler import compile_loops, slp_vectorizer
-from hogwild.limits import available_memory, check_workers, size_text
+from hogwild.limits import available_memory, check_workers, return_freed_memory, size_text
 from hogwild.objective import Objective
 from hogwild.phases import phase, training_starts
 from hogwild.results import EpochRecord, FitResult
@@ -303,6 +303,7 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
                 start_data = stream.first_samples(sampled)
             start_value = runner.loss_sum(loops, params, start_data, sampled) / sampled
         ceiling = start_value + DIVERGENCE_GROWTH * max(abs(start_value), 1.0)
+        return_freed_memory()  # what the set-up's temporaries left in the allocator
         training_starts()
         last_end = None
         for epoch in range(len(history), epochs):

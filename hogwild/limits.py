@@ -51,6 +51,20 @@ def physical_memory():
         return None
 
 
+def return_freed_memory():
+    """Hand memory that large freed temporaries left in the allocator back to the
+    kernel. glibc raises its mmap threshold (up to 32 MiB) after a large block is
+    freed, so later blocks below it come from per-thread arenas, which keep them
+    once freed: chunks made on every core by a generator then stay in the process's
+    resident memory for the whole run (measured: 60 MB of 800 MB of data). A no-op
+    without glibc."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def available_memory():
     """The memory a new allocation can have now without swapping or the OOM killer,
     in bytes: Linux's MemAvailable (free memory plus the page cache it can drop),

@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
+from hogwild.backends.host import all_finite
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_seed, choose
 from hogwild.estimator import Params, run_controls
@@ -205,7 +206,8 @@ def check_reg(reg):
 
 
 def as_csr(X, n_features=None):
-    """X as CSR with float32 values, int32 indices, int64 indptr and no duplicates.
+    """X as CSR with float32 values, no duplicates, and int32 indices and indptr where
+    they hold (int64 beyond 2^31 - 1 nonzeros: scipy's choice).
 
     Any scipy.sparse format or dense array is accepted and converted once. The
     caller's matrix is never modified.
@@ -231,14 +233,16 @@ def as_csr(X, n_features=None):
         raise HogwildError(f"X must hold numbers, got dtype {X.dtype}")
     with np.errstate(over="ignore"):  # beyond float32's range becomes inf: refused below
         csr = sp.csr_matrix(X, dtype=np.float32)
-    if not np.isfinite(csr.data).all():
+    if not all_finite([csr.data]):
         raise HogwildError("X contains NaN, Inf or values beyond float32's range "
                            "(|x| > 3.4e38)")
     if not csr.has_canonical_format:
         csr = csr.copy()
         csr.sum_duplicates()
-    return sp.csr_matrix((csr.data, csr.indices.astype(np.int32, copy=False),
-                          csr.indptr.astype(np.int64, copy=False)), shape=csr.shape)
+    if csr.indices.dtype == np.int32:
+        return csr
+    # rebuilt from its arrays, scipy keeps int32 indices (and indptr) where they hold
+    return sp.csr_matrix((csr.data, csr.indices, csr.indptr), shape=csr.shape)
 
 
 def binary_labels(y, n_samples, require_both=False):
@@ -261,12 +265,27 @@ def binary_labels(y, n_samples, require_both=False):
         raise HogwildError(f"labels must contain both classes; all {n_samples} are "
                            f"{classes[0].item()!r}")
     classes = np.array([0, 1]) if 0 in classes else np.array([-1, 1])
-    return np.where(y == classes[1], 1.0, -1.0).astype(np.float32), classes
+    return np.where(y == classes[1], np.float32(1.0), np.float32(-1.0)), classes
 
 
-def feature_degrees(X):
-    """d_u: the number of rows with a nonzero in each feature u."""
-    return np.bincount(X.indices, minlength=X.shape[1]).astype(np.int64)
+@njit(nogil=True, cache=True)
+def _reg_scale(indices, n_features, scale, out):
+    """out[u] = scale / d_u, d_u the number of rows with a nonzero in feature u (0
+    where d_u = 0). Counted in compiled code into ``out`` itself: np.bincount would
+    first copy int32 indices to int64, 8 bytes a nonzero."""
+    counts = np.zeros(n_features, np.int64)
+    for k in range(indices.size):
+        counts[indices[k]] += 1
+    for u in range(n_features):
+        out[u] = scale / counts[u] if counts[u] > 0 else 0.0
+
+
+@njit(nogil=True, cache=True)
+def _sum_of_squares(values):
+    total = 0.0
+    for k in range(values.size):
+        total += np.float64(values[k]) * values[k]
+    return total
 
 
 def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=True):
@@ -277,10 +296,8 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
     (schedulers colored and cyclades refuse it)."""
     update, sample_loss = _KERNELS[check_loss(loss)]
     n, d = X.shape
-    degree = feature_degrees(X)
-    reg_scale = np.zeros(d, dtype=np.float32)
-    seen = degree > 0
-    reg_scale[seen] = check_reg(reg) * n / degree[seen]
+    reg_scale = np.empty(d, dtype=np.float32)
+    _reg_scale(X.indices, d, check_reg(reg) * n, reg_scale)
     seed_seq = seed if isinstance(seed, np.random.SeedSequence) \
         else np.random.SeedSequence(seed)
     salt = seed_seq.generate_state(1, dtype=np.uint64)
@@ -329,8 +346,10 @@ def svm_file_objective(data, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
     train, _ = load_svm_data(data)
     X = as_csr(train.X)
     labels, _ = binary_labels(train.y, X.shape[0], require_both=True)
-    rows = np.random.default_rng(seed).permutation(X.shape[0])
-    return svm_objective(X[rows], labels[rows], loss, reg, seed, fit_intercept)
+    if not train.random_order:
+        rows = np.random.default_rng(seed).permutation(X.shape[0])
+        X, labels = X[rows], labels[rows]
+    return svm_objective(X, labels, loss, reg, seed, fit_intercept)
 
 
 # --- estimator --------------------------------------------------------------------
@@ -366,6 +385,9 @@ class SparseSVM(Params):
         in a random order of runs of this many rows, so that workers read memory
         sequentially (several times faster than one random row at a time); 1 gives
         a uniform permutation each epoch.
+    shuffle_rows: shuffle the rows once before training (a copy of X). False for
+        rows stored in random order already (a generated click log, a shuffled
+        file): no copy, and X may stay memory-mapped or stream from disk.
     replication, merge_every, merge, hot_fraction: "shared" (Hogwild!), "worker"
         (each worker its own copy of the weights) or "hot" (its own copies of the
         rows in more than hot_fraction of the samples), merged every merge_every
@@ -389,7 +411,8 @@ class SparseSVM(Params):
 
     def __init__(self, *, loss="hinge", reg=1e-4, fit_intercept=True, epochs=20, step="auto",
                  decay=0.9, step_schedule="geometric", workers=None, scheduler="hogwild",
-                 backend="threads", shuffle_block=16, seed=None, distributed=None,
+                 backend="threads", shuffle_block=16, shuffle_rows=True, seed=None,
+                 distributed=None,
                  oversubscribe=False, replication="shared", merge_every=None, merge="mean",
                  hot_fraction=0.01,
                  memory=None):
@@ -411,6 +434,7 @@ class SparseSVM(Params):
         self.backend = backend
         self.distributed = distributed
         self.shuffle_block = shuffle_block
+        self.shuffle_rows = shuffle_rows
         self.seed = seed
 
     def __sklearn_tags__(self):
@@ -449,7 +473,9 @@ class SparseSVM(Params):
 
             evaluate = error_rate_metric(X_test, test_labels)
 
-        if self.shuffle_block != 1:
+        if not isinstance(self.shuffle_rows, (bool, np.bool_)):
+            raise HogwildError(f"shuffle_rows must be True or False, got {self.shuffle_rows!r}")
+        if self.shuffle_block != 1 and self.shuffle_rows:
             with phase("shuffle"):
                 rows = np.random.default_rng(self.seed).permutation(X.shape[0])
                 X, labels = X[rows], labels[rows]
@@ -493,11 +519,15 @@ class SparseSVM(Params):
 
     def predict(self, X):
         positive = predicts_positive(self.decision_function(X))
-        return self.classes_[positive.astype(np.int64)]
+        return np.where(positive, self.classes_[1], self.classes_[0])
 
     def score(self, X, y):
-        """Mean accuracy."""
-        return float(np.mean(self.predict(X) == np.asarray(y)))
+        """Mean accuracy (with boolean temporaries only: it is run on training sets
+        of 10^7 rows and more)."""
+        positive = predicts_positive(self.decision_function(X))
+        y = np.asarray(y)
+        is_high = y == self.classes_[1]
+        return float(np.mean((positive == is_high) & (is_high | (y == self.classes_[0]))))
 
     def save(self, path):
         """Write the fitted model (coef_, intercept_, classes_ and the parameters)
@@ -537,5 +567,5 @@ def _float_vector(array, name, size=None):
 def auto_step(X):
     """0.2 / mean ||x_e||^2: a step that keeps each update's change of the margin
     about 0.2 whatever the feature scaling."""
-    mean_sq_norm = float(X.multiply(X).sum()) / X.shape[0]
+    mean_sq_norm = _sum_of_squares(X.data) / X.shape[0]  # X.multiply(X) would copy X
     return 0.2 / mean_sq_norm if mean_sq_norm > 0 else 0.2

@@ -206,12 +206,12 @@ def test_a_feature_index_too_large_for_memory_names_its_line(tmp_path, monkeypat
 def test_jumbo_chunks_depend_on_the_seed_alone(tmp_path, monkeypatch):
     """The same ratings written to disk and made in memory, on 1 or 2 cores, in
     chunks smaller than the data; a planted matrix whose noise is the residual."""
-    from hogwild.datasets import jumbo
+    from hogwild.datasets import generated, jumbo
 
     monkeypatch.setattr(jumbo, "CHUNK", 7_000)
     made = []
     for cores, folder in ((1, tmp_path / "one"), (2, tmp_path / "two"), (2, None)):
-        monkeypatch.setattr(jumbo, "usable_cores", lambda cores=cores: cores)
+        monkeypatch.setattr(generated, "usable_cores", lambda cores=cores: cores)
         train, test, _ = jumbo.make_jumbo(300, 200, 50_000, rank=3, noise=0.25, seed=4,
                                           folder=folder)
         made.append(tuple(np.array(a) for a in (train.users, train.items, train.values,
@@ -248,3 +248,52 @@ def test_a_cached_memory_map_is_checksummed_from_its_file_and_its_pages_released
     os.truncate(tmp_path / "v.npy", 1 << 20)
     with pytest.raises(Damaged, match="v.npy cannot be read"):
         open_arrays(tmp_path, {"v": record})
+
+
+def test_click_logs_depend_on_the_seed_alone_and_have_the_shape_asked(tmp_path, monkeypatch):
+    """The same rows on 1 or 2 cores and in chunks smaller than the data; exactly NNZ
+    nonzeros, sorted within rows, unit-norm rows, a power law of feature counts, and
+    labels a linear model learns (LIBLINEAR far below chance on held-out rows)."""
+    from sklearn.svm import LinearSVC
+
+    from hogwild.datasets import clicks, generated
+
+    monkeypatch.setattr(clicks, "CHUNK_NONZEROS", 5_000)
+    made = []
+    for cores, folder in ((1, tmp_path / "one"), (2, tmp_path / "two")):
+        monkeypatch.setattr(generated, "usable_cores", lambda cores=cores: cores)
+        train, test, info = clicks.make_clicks(3_000, 2_000, 60_007, noise=0.0, seed=3,
+                                               folder=folder)
+        made.append((train, test))
+    for a, b in zip(made[0], made[1]):
+        for x, y in ((a.X.indptr, b.X.indptr), (a.X.indices, b.X.indices),
+                     (a.X.data, b.X.data), (a.y, b.y)):
+            np.testing.assert_array_equal(x, y)
+    train, test = made[0]
+    X = train.X
+    assert X.shape == (3_000, 2_000) and X.nnz == 60_007 and X.has_canonical_format
+    lengths = np.diff(X.indptr)
+    assert lengths[:7].tolist() == [21] * 7 and set(lengths[7:].tolist()) == {20}
+    np.testing.assert_allclose(np.asarray(X.multiply(X).sum(axis=1)).ravel(), 1.0, rtol=1e-5)
+    field = X.indices[X.indptr[:-1] + 3] - 3 * (2_000 // 21)  # the fourth field's values
+    counts = np.sort(np.bincount(field, minlength=2_000 // 21))[::-1]
+    assert counts[0] > 8 * np.median(counts)  # a few values in many rows, most rare
+    assert 0.3 < np.mean(train.y > 0) < 0.7 and train.random_order is False
+    model = LinearSVC(C=1.0).fit(X, np.asarray(train.y))
+    assert 1 - model.score(test.X, np.asarray(test.y)) < 0.2
+
+
+def test_a_damaged_click_log_is_made_again(tmp_path, monkeypatch):
+    from hogwild.datasets.clicks import make_clicks
+
+    monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path))
+    train, _, _ = make_clicks(200, 100, 2_000)
+    want, folder = np.array(train.X.indices), train.path
+    del train
+    with open(folder / "train_indices.npy", "r+b") as f:
+        f.seek(200)
+        f.write(b"\x01")
+    with pytest.warns(UserWarning, match=r"the click log cached in .* is damaged: "
+                                         r"train_indices.npy does not match the checksum"):
+        again, _, _ = make_clicks(200, 100, 2_000)
+    np.testing.assert_array_equal(again.X.indices, want)

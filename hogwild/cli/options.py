@@ -44,8 +44,10 @@ def build_parser():
         "svm", help="sparse linear SVM / logistic regression",
         description="Train a sparse linear classifier with Hogwild! SGD.")
     svm.add_argument("--data", default=DEFAULT_SVM_DATASET,
-                     help=f"dataset name ({', '.join(SVM_DATASETS)}) or svmlight file "
-                          f"(default: {DEFAULT_SVM_DATASET}, shipped with hogwild)")
+                     help=f"dataset name ({', '.join(SVM_DATASETS)}), svmlight file, or "
+                          "clicks:ROWSxFEATURESxNNZ for a generated click log written to "
+                          "the data cache (power-law hashed features; any size the disk "
+                          f"holds) (default: {DEFAULT_SVM_DATASET}, shipped with hogwild)")
     svm.add_argument("--test", help="svmlight test file (default: the dataset's test split)")
     svm.add_argument("--reg", type=number, default=1e-4,
                      help="L2 strength: objective = mean loss + reg/2 ||w||^2 (default: 1e-4)")

@@ -131,9 +131,9 @@ def run_svm(args):
     started = time.perf_counter()
     with _progress(args) as (report, progress, log):
         with phase("read data"):
-            train, test = load_svm_data(args.data, args.test)
+            train, test = load_svm_data(args.data, args.test, progress=not args.json)
         model = SparseSVM(loss=args.loss, reg=args.reg, fit_intercept=args.fit_intercept,
-                          **training_fields(args))
+                          shuffle_rows=not train.random_order, **training_fields(args))
         model.fit(train.X, train.y, eval_set=(test.X, test.y) if test else None,
                   callback=report, progress=progress, **control_fields(args))
     if job_rank():  # in an MPI job, rank 0 alone writes and reports
