@@ -3,6 +3,7 @@ matrix) and passes over them that read the file instead of the map, so that a
 pass over 30 GB of samples on disk (a check, a minimum, a mean, a fingerprint)
 leaves none of them in this process's resident memory. hogwild.streaming trains
 on such arrays chunk by chunk."""
+import mmap
 import os
 
 import numpy as np
@@ -10,9 +11,25 @@ import numpy as np
 from hogwild.errors import HogwildError
 
 
+def file_of(array):
+    """(path, byte offset in it) when ``array`` is C-contiguous and a read-only
+    memory map of a file or a view of one (scipy's csr_matrix keeps a memory map's
+    arrays as plain ndarray views), else None."""
+    owner = array
+    while owner is not None and not (isinstance(owner, np.memmap) and
+                                     isinstance(owner.base, mmap.mmap)):
+        owner = getattr(owner, "base", None)
+    if owner is None or owner.mode != "r" or owner.filename is None \
+            or not array.flags.c_contiguous:
+        return None
+    start = array.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    return str(owner.filename), int(owner.offset) + start
+
+
 def on_disk(array):
-    """Whether ``array`` is a read-only memory map of a file (samples a run can stream)."""
-    return isinstance(array, np.memmap) and array.mode == "r" and array.filename is not None
+    """Whether ``array`` is (a view of) a read-only memory map of a file: samples a
+    run can stream, and passes over it read the file (see file_of)."""
+    return file_of(array) is not None
 
 
 READ_BYTES = 64 << 20  # what pieces() reads at a time
@@ -25,18 +42,19 @@ def pieces(array):
     on disk leaves none of them in this process's memory; other arrays are sliced.
     Each piece is valid until the next is taken."""
     rows = max(1, READ_BYTES // max(array.itemsize * int(np.prod(array.shape[1:])), 1))
-    if not on_disk(array):
+    where = file_of(array)
+    if where is None:
         for start in range(0, array.shape[0], rows):
             yield array[start:start + rows]
         return
     buffer = np.empty((rows,) + array.shape[1:], array.dtype)
     row_bytes = array.nbytes // array.shape[0]
-    with open(array.filename, "rb", buffering=0) as f:
+    path, offset = where
+    with open(path, "rb", buffering=0) as f:
         for start in range(0, array.shape[0], rows):
             count = min(rows, array.shape[0] - start)
-            if not read_rows(f.fileno(), buffer, 0, count,
-                              int(array.offset) + start * row_bytes):
-                raise HogwildError(f"{array.filename} ends before its "
+            if not read_rows(f.fileno(), buffer, 0, count, offset + start * row_bytes):
+                raise HogwildError(f"{path} ends before its "
                                    f"{array.shape[0]:,} rows: it was truncated")
             yield buffer[:count]
 

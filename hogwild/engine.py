@@ -46,7 +46,8 @@ def _stream(objective, params, config, scheduler, backend_cls):
         if memory is None:
             return None
     stream = plan_stream(objective.data, objective.n_samples, sum(p.nbytes for p in params),
-                         memory, scheduler.kind, config.shuffle_block, backend_cls)
+                         memory, scheduler.kind, config.shuffle_block, backend_cls,
+                         objective.sample_offsets)
     if stream is not None:
         on_disk = sum(objective.data[i].nbytes for i in stream.streamed)
         warnings.warn(f"the samples ({size_text(on_disk)}) do not fit in memory "
@@ -299,8 +300,7 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
             start_data = data
             if stream is not None:
                 stream.attach(data)
-                sampled = min(sampled, stream.capacity)
-                start_data = stream.first_samples(sampled)
+                start_data, sampled = stream.first_samples(sampled)
             start_value = runner.loss_sum(loops, params, start_data, sampled) / sampled
         ceiling = start_value + DIVERGENCE_GROWTH * max(abs(start_value), 1.0)
         return_freed_memory()  # what the set-up's temporaries left in the allocator

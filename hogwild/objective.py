@@ -45,7 +45,10 @@ write of memory another array owns. ``indices_checked=True`` says the
 objective's maker has checked that already (the built-in problems: every id
 declared by ``id_arrays`` and so checked here, every other per-sample array
 n_samples long), and the engine skips that pass (17 s of a 10^8-rating run's
-set-up).
+set-up). ``sample_offsets``: the index of a data array of n_samples + 1 offsets
+(a CSR matrix's indptr) into the per-nonzero arrays (those as long as its last
+offset), so that hogwild.streaming can read a chunk of samples with their
+nonzeros when those lie on disk beyond the run's memory.
 
 The engine compiles update and loss into its epoch loops (hogwild.kernels), so no
 Python runs per sample; the GPU backend compiles the same plain functions as CUDA
@@ -133,6 +136,7 @@ class Objective:
     integer_params: bool = False
     train_in_place: bool = False
     indices_checked: bool = False
+    sample_offsets: Optional[int] = None
 
     def __post_init__(self):
         object.__setattr__(self, "params", _as_array_tuple(self.params, "params"))

@@ -23,6 +23,15 @@ The epoch's plan is drawn as for data in memory and cut into chunks:
   a barrier here: each block sees the same parameters either way).
 fpsgd, colored and cyclades plans have no such cut and are refused.
 
+Rows of a sparse matrix (Objective.sample_offsets names its indptr) stream with
+their nonzeros: a slot holds a chunk's per-sample arrays and offsets (those kept
+in memory are copied in too, so that a sample is one index in the slot) and its
+nonzeros, read from their files, with the offsets rebased to where they lie in
+the slot; a chunk is cut at whole runs within both the slot's samples and its
+nonzeros. A serial run is then bitwise the in-memory one as above, for kernels
+that do not key draws by a sample's index (the SVM's thinned lazy draws are
+keyed so: streamed hinge or intercept runs are equal in distribution only).
+
 The epoch's objective is estimated on its last chunk: the mean loss of that
 chunk's samples after the epoch's updates (a whole pass more would read the data
 from disk twice an epoch, and a loss pass over every chunk in memory costs as much
@@ -36,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hogwild.disk_arrays import on_disk, read_rows
+from hogwild.disk_arrays import file_of, on_disk, read_rows
 from hogwild.errors import HogwildError
 from hogwild.limits import size_text
 from hogwild.schedulers.plan import EpochPlan, even_spans
@@ -59,12 +68,17 @@ def _identity(stat):
     return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
-def plan_stream(data, n_samples, params_bytes, memory, kind, run_length, backend):
+def plan_stream(data, n_samples, params_bytes, memory, kind, run_length, backend,
+                offsets=None):
     """The SampleStream for a run, or None when its samples fit in ``memory``
-    (bytes, beside the parameters) or are not on disk. A HogwildError when the
-    parameters alone exceed ``memory``, or the data must stream but the scheduler
-    or backend cannot."""
-    streamable = [i for i, a in enumerate(data) if on_disk(a) and _per_sample(a, n_samples)]
+    (bytes, beside the parameters) or are not on disk. ``offsets``: the index of
+    the data array of per-sample offsets into per-nonzero arrays (a CSR matrix's
+    indptr; Objective.sample_offsets), whose nonzeros then stream with their
+    samples. A HogwildError when the parameters alone exceed ``memory``, or the
+    data must stream but the scheduler or backend cannot."""
+    roles = _roles(data, n_samples, offsets)
+    streamable = [i for i, role in roles.items()
+                  if on_disk(data[i]) and role in ("sample", "nonzero")]
     resident = sum(a.nbytes for i, a in enumerate(data) if i not in streamable)
     if params_bytes + resident > memory:
         raise HogwildError(
@@ -77,7 +91,7 @@ def plan_stream(data, n_samples, params_bytes, memory, kind, run_length, backend
     room = memory - params_bytes - resident
     if samples_bytes <= room:
         return None
-    if kind not in STREAMED_KINDS:
+    if kind not in STREAMED_KINDS or (offsets is not None and kind == "gated"):
         raise HogwildError(f"the samples ({size_text(samples_bytes)}) do not fit in memory "
                            f"{size_text(memory)} beside the parameters; streaming them from "
                            f"disk runs the schedulers hogwild, serial, locked and blocked, "
@@ -87,60 +101,108 @@ def plan_stream(data, n_samples, params_bytes, memory, kind, run_length, backend
                            f"{size_text(memory)} beside the parameters; streaming them from "
                            f"disk runs on the backends threads and processes, not "
                            f"{backend.name!r}")
-    row_bytes = samples_bytes // n_samples
-    capacity = room // (SLOTS * row_bytes)
+    if offsets is None:
+        roles = {i: roles[i] for i in streamable}  # arrays in memory stay whole
+    sample_bytes = sum(_row_bytes(data[i]) for i, r in roles.items() if r != "nonzero")
+    nonzero_bytes = sum(_row_bytes(data[i]) for i, r in roles.items() if r == "nonzero")
+    per_sample = nonzero_bytes * (int(data[offsets][-1]) / n_samples if offsets is not None
+                                  else 0)
+    capacity = int(room // (SLOTS * (sample_bytes + per_sample)))
+    nonzeros = int(capacity * per_sample // nonzero_bytes) if nonzero_bytes else 0
     needed = run_length if kind != "gated" else 1
     needed = max(needed, 1)
     if capacity < needed:
         raise HogwildError(f"memory {size_text(memory)} leaves {size_text(room)} for samples "
                            f"beside the parameters ({size_text(params_bytes)}): too little "
                            f"for two chunks of {needed:,} sample{'s' if needed > 1 else ''} "
-                           f"({size_text(SLOTS * needed * row_bytes)})")
-    return SampleStream(data, n_samples, streamable, int(capacity), memory)
+                           f"({size_text(SLOTS * needed * (sample_bytes + per_sample))})")
+    return SampleStream(data, n_samples, roles, capacity, nonzeros, memory)
 
 
-def _per_sample(array, n_samples):
-    return array.ndim >= 1 and array.shape[0] == n_samples
+def _roles(data, n_samples, offsets):
+    """{index: "sample" | "offsets" | "nonzero"} of the data arrays that stream
+    with the samples: per-sample arrays (one row per sample), and with ``offsets``
+    that array and the per-nonzero arrays it indexes (those of its last offset's
+    length that are on disk)."""
+    roles = {}
+    total = int(data[offsets][-1]) if offsets is not None else None
+    for i, a in enumerate(data):
+        if i == offsets:
+            roles[i] = "offsets"
+        elif total is not None and a.ndim == 1 and a.shape[0] == total and on_disk(a):
+            roles[i] = "nonzero"
+        elif a.ndim >= 1 and a.shape[0] == n_samples:
+            roles[i] = "sample"
+    if offsets is not None and "nonzero" not in roles.values():
+        return {i: r for i, r in roles.items() if r == "sample"}  # nothing ragged on disk
+    return roles
+
+
+def _row_bytes(array):
+    return array.itemsize * int(np.prod(array.shape[1:]))
 
 
 class SampleStream:
-    """Per-sample arrays on disk read into SLOTS slots of ``capacity`` samples each
-    (see the module docstring). ``data`` is the tuple the workers see: each
-    streamed array replaced by its slots, the rest as given; after the backend
-    shares it, ``attach`` names the arrays to fill (shared memory for processes)."""
+    """Per-sample arrays read into SLOTS slots of ``capacity`` samples each (see the
+    module docstring); with per-nonzero arrays (``roles`` has "offsets"), each slot
+    also holds ``nonzeros`` of them, and the slot's offsets are rebased to point
+    into it. ``data`` is the tuple the workers see: each streamed array replaced by
+    its slots, the rest as given; after the backend shares it, ``attach`` names the
+    arrays to fill (shared memory for processes)."""
 
-    def __init__(self, data, n_samples, streamed, capacity, memory):
-        self.n, self.capacity, self.memory = n_samples, capacity, memory
-        self.streamed = tuple(streamed)
+    def __init__(self, data, n_samples, roles, capacity, nonzeros, memory):
+        self.n, self.capacity, self.nonzeros, self.memory = n_samples, capacity, nonzeros, memory
+        self.roles = roles
+        self.offsets = next((i for i, r in roles.items() if r == "offsets"), None)
+        # a ragged slot keeps one sample more: its last sample's end offset
+        self.stride = capacity + (self.offsets is not None)
+        self.streamed = tuple(i for i in roles if on_disk(data[i]))
+        self.sources = {i: data[i] for i in roles}
         self.files = {}
         for i in self.streamed:
-            array = data[i]
-            with open(array.filename, "rb") as f:
+            path, offset = file_of(data[i])
+            with open(path, "rb") as f:
                 identity = _identity(os.fstat(f.fileno()))
-            self.files[i] = _File(str(array.filename), int(array.offset),
-                                  array.nbytes // n_samples, identity)
-        self.data = tuple(np.empty((SLOTS * capacity,) + a.shape[1:], a.dtype)
-                          if i in self.files else a for i, a in enumerate(data))
+            self.files[i] = _File(path, offset, _row_bytes(data[i]), identity)
+        self.data = tuple(np.empty((SLOTS * (nonzeros if roles.get(i) == "nonzero" else
+                                             self.stride),) + a.shape[1:], a.dtype)
+                          if i in roles else a for i, a in enumerate(data))
         self.buffers = self.data
         self._handles = {i: open(f.path, "rb", buffering=0) for i, f in self.files.items()}
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="hogwild-reader")
         self.chunks_per_epoch = 0
+        self._starts = None
 
     def attach(self, shared):
         """The data tuple as the backend shared it: slots are filled there."""
         self.buffers = shared
 
     def first_samples(self, count):
-        """The data with samples 0..count-1 (count <= capacity) read into slot 0, for
-        the objective's value before training."""
+        """(data, k): samples 0..k-1 read into slot 0, k <= count as many as a slot
+        holds, for the objective's value before training."""
+        count = min(count, self.capacity)
+        if self.offsets is not None:
+            ends = self.sources[self.offsets]
+            while count > 1 and int(ends[count]) - int(ends[0]) > self.nonzeros:
+                count //= 2
         self._read(0, [(0, count)])
-        return tuple(a[:count] if i in self.files else a for i, a in enumerate(self.buffers))
+        return self._view(0, count), count
+
+    def _view(self, slot, length):
+        """The data with each per-sample array cut to ``slot``'s first ``length``
+        samples (per-nonzero arrays whole: the slot's offsets point into them)."""
+        base = slot * self.stride
+        extra = {"sample": 0, "offsets": 1}
+        return tuple(a[base:base + length + extra[self.roles[i]]]
+                     if self.roles.get(i) in extra else a
+                     for i, a in enumerate(self.buffers))
 
     def report(self):
         """The chunking, for FitResult.streaming and the CLI's JSON."""
         return {"memory_bytes": self.memory, "chunk_samples": self.capacity,
+                "chunk_nonzeros": self.nonzeros if self.offsets is not None else None,
                 "slots": SLOTS, "chunks_per_epoch": self.chunks_per_epoch,
-                "slot_bytes": sum(self.data[i].nbytes for i in self.streamed) // SLOTS,
+                "slot_bytes": sum(self.data[i].nbytes for i in self.roles) // SLOTS,
                 "files": [f.path for f in self.files.values()]}
 
     def close(self):
@@ -153,18 +215,41 @@ class SampleStream:
     def _read(self, slot, ranges):
         """Fill ``slot`` with samples lo..hi-1 of each (lo, hi) of ``ranges``, one after
         another (one read at a time: run_epoch waits for a read before it asks for the
-        next)."""
+        next); with per-nonzero arrays, their nonzeros too, and the slot's offsets
+        rebased to where they lie in it."""
         for i, file in self.files.items():
             self._check(i, file)
-            at = slot * self.capacity
-            for lo, hi in ranges:
-                if not read_rows(self._handles[i].fileno(), self.buffers[i], at, hi - lo,
-                                 file.offset + lo * file.row_bytes):
-                    raise HogwildError(f"{file.path} was truncated while the run read it: "
-                                       f"samples {lo:,}..{hi - 1:,} are missing; the run "
-                                       "stops rather than train on part of its data")
-                at += hi - lo
+        at = slot * self.stride
+        nonzero_at = slot * self.nonzeros
+        for lo, hi in ranges:
+            if self.offsets is not None:
+                ends = self.sources[self.offsets]
+                first, last = int(ends[lo]), int(ends[hi])
+                self._fill(self.offsets, at, lo, hi + 1)
+                target = self.buffers[self.offsets][at:at + hi - lo + 1]
+                target += target.dtype.type(nonzero_at - first)
+            for i, role in self.roles.items():
+                if role == "sample":
+                    self._fill(i, at, lo, hi)
+                elif role == "nonzero":
+                    self._fill(i, nonzero_at, first, last)
+            at += hi - lo
+            if self.offsets is not None:
+                nonzero_at += last - first
+        for i, file in self.files.items():
             self._check(i, file)  # a write during the read changes the time
+
+    def _fill(self, i, at, lo, hi):
+        """Rows lo..hi-1 of data array i into its slots' buffer from position ``at``."""
+        if i not in self.files:
+            self.buffers[i][at:at + hi - lo] = self.sources[i][lo:hi]
+            return
+        file = self.files[i]
+        if not read_rows(self._handles[i].fileno(), self.buffers[i], at, hi - lo,
+                         file.offset + lo * file.row_bytes):
+            raise HogwildError(f"{file.path} was truncated while the run read it: "
+                               f"rows {lo:,}..{hi - 1:,} are missing; the run "
+                               "stops rather than train on part of its data")
 
     def _check(self, i, file):
         try:
@@ -189,23 +274,52 @@ class SampleStream:
             return self._rounds(plan)
         return self._runs(plan, workers)
 
+    def _chunk_starts(self, run_length):
+        """The first sample of each chunk: whole runs of ``run_length`` samples, as
+        many as a slot holds (samples, and nonzeros when ragged)."""
+        if self._starts is not None and self._starts[0] == run_length:
+            return self._starts[1]
+        per_chunk = max(1, self.capacity // run_length)
+        if self.offsets is None:
+            starts = np.arange(0, self.n, per_chunk * run_length, dtype=np.int64)
+        else:
+            ends = np.asarray(self.sources[self.offsets][0:self.n:run_length], np.int64)
+            ends = np.append(ends, int(self.sources[self.offsets][self.n]))  # run bounds
+            sizes = np.diff(ends)
+            if sizes.size and int(sizes.max()) > self.nonzeros:
+                raise HogwildError(f"a run of {run_length:,} samples holds {int(sizes.max()):,} "
+                                   f"nonzeros, more than the {self.nonzeros:,} a slot of "
+                                   f"memory {size_text(self.memory)} holds; give more memory "
+                                   "or a smaller shuffle_block")
+            starts, run = [0], 0
+            while True:
+                cap = min(run + per_chunk, sizes.size)
+                # the last run boundary within both the sample and the nonzero budget
+                run = min(cap, int(np.searchsorted(ends, ends[run] + self.nonzeros,
+                                                   side="right")) - 1)
+                if run >= sizes.size:
+                    break
+                starts.append(run * run_length)
+            starts = np.array(starts, np.int64)
+        self._starts = (run_length, starts)
+        return starts
+
     def _runs(self, plan, workers):
         run_length = plan.run_length
-        chunk = max(1, self.capacity // run_length) * run_length
-        limit = self.n
-        runs_chunk = plan.runs // chunk
+        starts = self._chunk_starts(run_length)
+        runs_chunk = np.searchsorted(starts, plan.runs, side="right") - 1
         _, first = np.unique(runs_chunk, return_index=True)
         order = runs_chunk[np.sort(first)]
-        position = np.empty(int(runs_chunk.max()) + 1 if runs_chunk.size else 0, np.int64)
+        position = np.empty(starts.size, np.int64)
         position[order] = np.arange(order.size)
         by_chunk = np.argsort(position[runs_chunk], kind="stable")
         runs = plan.runs[by_chunk]
         ends = np.cumsum(np.bincount(position[runs_chunk], minlength=order.size))
         cut = []
         for c, chunk_index in enumerate(order):
-            lo = int(chunk_index) * chunk
-            hi = min(lo + chunk, limit)
-            base = (c % SLOTS) * self.capacity
+            lo = int(starts[chunk_index])
+            hi = int(starts[chunk_index + 1]) if chunk_index + 1 < starts.size else self.n
+            base = (c % SLOTS) * self.stride
             chunk_runs = runs[(ends[c - 1] if c else 0):ends[c]] - lo + base
             phase = tuple(np.array([(a, b, base + hi - lo)], np.int64)
                           for a, b in even_spans(chunk_runs.size, workers))
@@ -218,7 +332,7 @@ class SampleStream:
         levels = sorted({int(row[5]) for share in phase for row in share})
         cut = []
         for c, level in enumerate(levels):
-            base = (c % SLOTS) * self.capacity
+            base = (c % SLOTS) * self.stride
             at, ranges, runs, shares = base, [], [], []
             for share in phase:
                 rows = []
@@ -251,8 +365,6 @@ class SampleStream:
             if c + 1 < len(cut):
                 pending = self._reader.submit(self._read, (c + 1) % SLOTS, cut[c + 1][0])
             updates += runner.run_epoch(loops, chunk_plan, params, self.buffers, step, epoch)
-        base = ((len(cut) - 1) % SLOTS) * self.capacity
         length = sum(hi - lo for lo, hi in cut[-1][0])
-        view = tuple(a[base:base + length] if i in self.files else a
-                     for i, a in enumerate(self.buffers))
+        view = self._view((len(cut) - 1) % SLOTS, length)
         return updates, runner.loss_sum(loops, params, view, length) / max(length, 1)

@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from hogwild.backends.host import all_finite
+from hogwild.disk_arrays import extremes, pieces
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_seed, choose
 from hogwild.estimator import Params, run_controls
@@ -233,16 +234,44 @@ def as_csr(X, n_features=None):
         raise HogwildError(f"X must hold numbers, got dtype {X.dtype}")
     with np.errstate(over="ignore"):  # beyond float32's range becomes inf: refused below
         csr = sp.csr_matrix(X, dtype=np.float32)
-    if not all_finite([csr.data]):
+    # a piece at a time: X may be memory-mapped from files larger than memory
+    if not all(all_finite([piece]) for piece in pieces(csr.data)):
         raise HogwildError("X contains NaN, Inf or values beyond float32's range "
                            "(|x| > 3.4e38)")
-    if not csr.has_canonical_format:
+    if not _canonical(csr):
         csr = csr.copy()
         csr.sum_duplicates()
     if csr.indices.dtype == np.int32:
         return csr
     # rebuilt from its arrays, scipy keeps int32 indices (and indptr) where they hold
     return sp.csr_matrix((csr.data, csr.indices, csr.indptr), shape=csr.shape)
+
+
+def _canonical(csr):
+    """scipy's has_canonical_format (indices increasing within each row), checked a
+    piece of the indices at a time (see hogwild.disk_arrays.pieces)."""
+    indptr = np.asarray(csr.indptr)
+    row, previous, start = 0, -1, 0
+    for piece in pieces(csr.indices):
+        ok, row, previous = _increasing_within_rows(indptr, piece, start, row, previous)
+        if not ok:
+            return False
+        start += piece.size
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _increasing_within_rows(indptr, piece, start, row, previous):
+    """Whether the nonzeros start.. (``piece``) keep each row's indices increasing,
+    carrying the row and the last index seen from one piece to the next."""
+    for j in range(piece.size):
+        k = start + j
+        while indptr[row + 1] <= k:
+            row += 1
+        if k > indptr[row] and piece[j] <= previous:
+            return False, row, previous
+        previous = piece[j]
+    return True, row, previous
 
 
 def binary_labels(y, n_samples, require_both=False):
@@ -268,16 +297,29 @@ def binary_labels(y, n_samples, require_both=False):
     return np.where(y == classes[1], np.float32(1.0), np.float32(-1.0)), classes
 
 
-@njit(nogil=True, cache=True)
-def _reg_scale(indices, n_features, scale, out):
-    """out[u] = scale / d_u, d_u the number of rows with a nonzero in feature u (0
-    where d_u = 0). Counted in compiled code into ``out`` itself: np.bincount would
-    first copy int32 indices to int64, 8 bytes a nonzero."""
+def _reg_scale(indices, n_features, scale):
+    """scale / d_u for each feature u, d_u the number of rows with a nonzero in it
+    (0 where d_u = 0), counted a piece at a time in compiled code: np.bincount
+    would first copy int32 indices to int64, 8 bytes a nonzero."""
     counts = np.zeros(n_features, np.int64)
+    for piece in pieces(indices):
+        _count(piece, counts)
+    return _inverse(counts, scale)
+
+
+@njit(nogil=True, cache=True)
+def _count(indices, counts):
     for k in range(indices.size):
         counts[indices[k]] += 1
-    for u in range(n_features):
-        out[u] = scale / counts[u] if counts[u] > 0 else 0.0
+
+
+@njit(nogil=True, cache=True)
+def _inverse(counts, scale):
+    out = np.zeros(counts.size, np.float32)
+    for u in range(counts.size):
+        if counts[u] > 0:
+            out[u] = scale / counts[u]
+    return out
 
 
 @njit(nogil=True, cache=True)
@@ -296,8 +338,11 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
     (schedulers colored and cyclades refuse it)."""
     update, sample_loss = _KERNELS[check_loss(loss)]
     n, d = X.shape
-    reg_scale = np.empty(d, dtype=np.float32)
-    _reg_scale(X.indices, d, check_reg(reg) * n, reg_scale)
+    low, high = extremes(X.indptr)
+    if low < 0 or high > X.indices.size:  # what the engine's checked pass would catch
+        raise HogwildError(f"X's row offsets (indptr) run from {low} to {high}, outside "
+                           f"its {X.indices.size:,} nonzeros")
+    reg_scale = _reg_scale(X.indices, d, check_reg(reg) * n)
     seed_seq = seed if isinstance(seed, np.random.SeedSequence) \
         else np.random.SeedSequence(seed)
     salt = seed_seq.generate_state(1, dtype=np.uint64)
@@ -307,7 +352,8 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
     return Objective(update, sample_loss, params=params, data=data,
                      n_samples=n, name=f"sparse-svm-{loss}",
                      supports=None if fit_intercept else functools.partial(Supports.from_csr, X),
-                     id_arrays=(IdArray(ids=1, params=(0,), data=(4,)),))
+                     id_arrays=(IdArray(ids=1, params=(0,), data=(4,)),),
+                     indices_checked=True, sample_offsets=0)
 
 
 @njit(nogil=True, cache=True)
@@ -406,7 +452,8 @@ class SparseSVM(Params):
     and replicated_ (the replication mode that ran and what it copied),
     setup_seconds_ (the scheduler's preparation, e.g. colouring), startup_seconds_
     (starting worker processes), step_, data_bytes_ and params_bytes_ (the data and
-    weights as trained: the least memory a fit takes).
+    weights as trained: the least memory a fit takes), streaming_ (None, or how the
+    rows were read from disk: see hogwild.streaming).
     """
 
     def __init__(self, *, loss="hinge", reg=1e-4, fit_intercept=True, epochs=20, step="auto",
@@ -498,6 +545,7 @@ class SparseSVM(Params):
         self.setup_seconds_ = result.setup_seconds
         self.startup_seconds_ = result.startup_seconds
         self.data_bytes_, self.params_bytes_ = result.data_bytes, result.params_bytes
+        self.streaming_ = result.streaming
         return self
 
     def _check_fitted(self):
@@ -567,5 +615,6 @@ def _float_vector(array, name, size=None):
 def auto_step(X):
     """0.2 / mean ||x_e||^2: a step that keeps each update's change of the margin
     about 0.2 whatever the feature scaling."""
-    mean_sq_norm = _sum_of_squares(X.data) / X.shape[0]  # X.multiply(X) would copy X
+    # a piece at a time (X may lie on disk); X.multiply(X) would copy X
+    mean_sq_norm = sum(_sum_of_squares(piece) for piece in pieces(X.data)) / X.shape[0]
     return 0.2 / mean_sq_norm if mean_sq_norm > 0 else 0.2

@@ -191,3 +191,87 @@ def test_a_pass_over_a_file_leaves_no_pages_in_this_process(tmp_path):
     assert array_mean(mapped) == pytest.approx(values.mean(dtype=np.float64))
     assert sum(piece.size for piece in pieces(mapped)) == values.size
     assert resident_file_kib() - before < 16 << 10
+
+
+# --- rows of a sparse matrix: per-sample offsets into nonzeros on disk ---------------
+
+def click_rows(folder, rows=4000, features=600, nnz=48_000):
+    """A click log on disk (12 nonzeros a row), its objective's inputs: X with its
+    nonzeros memory-mapped, labels in {-1, +1}."""
+    from hogwild.datasets.clicks import make_clicks
+    from hogwild.problems.sparse_svm import as_csr, binary_labels
+
+    train, _, _ = make_clicks(rows, features, nnz, seed=4, folder=folder / "clicks")
+    X = as_csr(train.X)
+    labels, _ = binary_labels(train.y, rows)
+    return X, labels
+
+
+def svm(X, labels, **options):
+    from hogwild.problems.sparse_svm import svm_objective
+
+    return svm_objective(X, labels, reg=1e-4, seed=0, **options)
+
+
+def in_memory_copy(X):
+    import scipy.sparse as sp
+    return sp.csr_matrix((np.array(X.data), np.array(X.indices), np.array(X.indptr)),
+                         shape=X.shape)
+
+
+@pytest.mark.determinism
+@pytest.mark.parametrize("backend,workers", [("threads", 1), ("processes", 1)])
+def test_sparse_rows_streamed_in_chunks_of_a_run_are_bitwise_the_in_memory_serial_run(
+        tmp_path, backend, workers):
+    """Each chunk holds one run of 500 rows and their 6,000 nonzeros (read from the
+    files, offsets rebased into the slot): the serial order of the run in memory.
+    The logistic loss without an intercept: the SVM's thinned draws (the hinge
+    loss's lazy regularisation, the intercept's steps) are keyed by a row's
+    position, which streaming changes (equal in distribution, not bitwise)."""
+    X, labels = click_rows(tmp_path)
+    options = dict(epochs=3, step=0.5, scheduler="serial", seed=2, shuffle_block=500,
+                   backend=backend, workers=workers)
+    in_memory = hogwild.fit(svm(in_memory_copy(X), labels, loss="logistic",
+                                        fit_intercept=False), **options)
+    # beside the weights and the arrays kept in memory (labels, offsets, regularisation)
+    kept = (600 + 16) * 4 + 4000 * 4 + 4001 * 4 + 600 * 4 + 8 + 4
+    slot = 700 * (4 + 4) + 700 * 12 * 8  # per row: offset and label; 12 nonzeros of 8 bytes
+    with pytest.warns(UserWarning, match="read from disk chunk by chunk, 700 samples a chunk"):
+        streamed = hogwild.fit(svm(X, labels, loss="logistic", fit_intercept=False),
+                               memory=kept + 2 * slot + 100,
+                               **options)
+    assert streamed.streaming["chunks_per_epoch"] == 8
+    assert streamed.streaming["chunk_nonzeros"] == 700 * 12 and in_memory.streaming is None
+    for a, b in zip(in_memory.params, streamed.params):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_sparse_rows_streamed_by_hogwild_train_as_well_as_in_memory(tmp_path):
+    X, labels = click_rows(tmp_path, rows=20_000, nnz=240_000)
+    options = dict(epochs=5, step=0.5, scheduler="hogwild", seed=3, workers=2)
+
+    def hinge(params):
+        from hogwild.problems.sparse_svm import intercept_of
+        scores = X @ params[0] + intercept_of(params)[0]
+        return float(np.mean(np.maximum(0.0, 1.0 - labels * scores)))
+
+    in_memory = hogwild.fit(svm(in_memory_copy(X), labels), **options)
+    with pytest.warns(UserWarning, match="chunk by chunk"):
+        streamed = hogwild.fit(svm(X, labels), memory=1_000_000, **options)
+    assert streamed.streaming["chunks_per_epoch"] >= 4
+    assert hinge(streamed.params) < 0.8 and hinge(in_memory.params) < 0.8
+    assert hinge(streamed.params) == pytest.approx(hinge(in_memory.params), abs=0.03)
+
+
+def test_a_nonzero_file_truncated_under_a_streamed_run_stops_it(tmp_path):
+    X, labels = click_rows(tmp_path)
+    path = tmp_path / "clicks" / "train_values.npy"
+
+    def after_first_epoch(record):
+        if record.epoch == 1:
+            os.truncate(path, path.stat().st_size - 400)
+
+    with pytest.warns(UserWarning, match="chunk by chunk"), \
+            pytest.raises(HogwildError, match=f"{path} was truncated while the run read it"):
+        hogwild.fit(svm(X, labels), epochs=3, step=0.5, seed=0, memory=300_000,
+                    callback=after_first_epoch)

@@ -73,16 +73,19 @@ def _train_with_progress(args, train, unit="updates"):
         train(report, progress)
 
 
-def _setup_fields(log, data_bytes, params_bytes):
+def _setup_fields(log, model):
     """The JSON's record of set-up and memory: seconds per set-up phase, from launch
-    to the first epoch, and peak RSS against the data and parameters' own size."""
+    to the first epoch, peak RSS against the data and parameters' own size, and
+    how samples streamed from disk (None when they did not)."""
+    data_bytes, params_bytes = model.data_bytes_, model.params_bytes_
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     first = None if log.training_started is None else \
         seconds_since_launch(log.training_started)
     return {"setup_phase_seconds": log.seconds, "first_epoch_after_launch_s": first,
             "peak_rss_bytes": peak, "data_bytes": data_bytes, "params_bytes": params_bytes,
             "minimum_bytes": data_bytes + params_bytes,
-            "peak_over_minimum": peak / max(data_bytes + params_bytes, 1)}
+            "peak_over_minimum": peak / max(data_bytes + params_bytes, 1),
+            "streaming": model.streaming_}
 
 
 def _memory_text(result):
@@ -154,24 +157,26 @@ def run_svm(args):
         "distributed": model.distributed_,
         "startup_seconds": model.startup_seconds_, "epochs": args.epochs,
         "seed": args.seed, "objective": history[-1].objective,
-        "train_error": 1.0 - model.score(train.X, train.y),
+        # not over rows that streamed from disk: a pass through their map would hold them
+        "train_error": None if model.streaming_ else 1.0 - model.score(train.X, train.y),
         "test_error": history[-1].metrics.get("test_error"),
         "update_seconds": update_seconds, "updates_per_s": updates / update_seconds,
         "nonzeros_per_s": args.epochs * train.X.nnz / update_seconds,
-        **_setup_fields(log, model.data_bytes_, model.params_bytes_),
+        **_setup_fields(log, model),
         "wall_seconds": time.perf_counter() - started,
         "history": _history(history),
     }
     if args.json:
         print(json.dumps(result))
         return
+    train_text = (f", train error {100 * result['train_error']:.2f}%"
+                  if result["train_error"] is not None else "")
     test_text = (f", test error {100 * result['test_error']:.2f}%"
                  if result["test_error"] is not None else "")
     print(f"done: {workers_text(args.scheduler, model.workers_, model.distributed_)}"
           f"{replication_text(model.replication_, model.replicated_)} on {args.data} "
           f"({train.X.shape[0]} x {train.X.shape[1]}, {train.X.nnz} nonzeros): "
-          f"objective {result['objective']:.6f}, train error "
-          f"{100 * result['train_error']:.2f}%{test_text}; "
+          f"objective {result['objective']:.6f}{train_text}{test_text}; "
           f"{result['updates_per_s'] / 1e6:.2f} M updates/s, "
           f"{result['nonzeros_per_s'] / 1e6:.1f} M nonzeros/s in the update phase "
           f"({update_seconds:.2f} s), {result['wall_seconds']:.2f} s wall, "
@@ -233,7 +238,7 @@ def run_mc(args):
         "epochs": args.epochs, "seed": args.seed, "objective": history[-1].objective,
         "test_rmse": history[-1].metrics["test_rmse"], "update_seconds": update_seconds,
         "ratings_per_s": sum(r.updates for r in history) / update_seconds,
-        **_setup_fields(log, model.data_bytes_, model.params_bytes_),
+        **_setup_fields(log, model),
         "wall_seconds": time.perf_counter() - started, "history": _history(history),
     }
     if args.json:
