@@ -189,4 +189,4 @@ def _rows_of(arrays, name, n_features, folder):
     X = sp.csr_matrix((arrays[f"{name}_values"], arrays[f"{name}_indices"], indptr),
                       shape=(indptr.size - 1, n_features), copy=False)
     return SvmlightData(X=X, y=arrays[f"{name}_labels"], zero_based=True, path=folder,
-                        row_lines=None)
+                        row_lines=None, random_order=True)

@@ -63,7 +63,6 @@ def load_svm_data(data=DEFAULT_SVM_DATASET, test=None, progress=False):
         from hogwild.datasets.clicks import make_clicks, parse_clicks_spec
 
         train, test_data, _ = make_clicks(*parse_clicks_spec(data), progress=progress)
-        train.random_order = True
         if test is not None:
             test_data = load_svmlight(test, n_features=train.X.shape[1], zero_based=True,
                                       extra_features="drop")

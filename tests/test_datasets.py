@@ -278,7 +278,7 @@ def test_click_logs_depend_on_the_seed_alone_and_have_the_shape_asked(tmp_path, 
     field = X.indices[X.indptr[:-1] + 3] - 3 * (2_000 // 21)  # the fourth field's values
     counts = np.sort(np.bincount(field, minlength=2_000 // 21))[::-1]
     assert counts[0] > 8 * np.median(counts)  # a few values in many rows, most rare
-    assert 0.3 < np.mean(train.y > 0) < 0.7 and train.random_order is False
+    assert 0.3 < np.mean(train.y > 0) < 0.7 and train.random_order is True
     model = LinearSVC(C=1.0).fit(X, np.asarray(train.y))
     assert 1 - model.score(test.X, np.asarray(test.y)) < 0.2
 
