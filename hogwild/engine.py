@@ -26,7 +26,7 @@ from hogwild.checkpoint import (Checkpoint, check_compatible, data_fingerprint, 
                                 restore_field, save_checkpoint)
 from hogwild.config import RunControls, TrainingConfig, settle
 from hogwild.errors import DivergenceError, HogwildError, Interrupted, WorkerLost
-from hogwild.evaluation import evaluator
+from hogwild.evaluation import evaluator, held_out_bytes
 from hogwild.kernels.compiler import compile_loops, slp_vectorizer
 from hogwild.limits import available_memory, check_workers, return_freed_memory, size_text
 from hogwild.objective import Objective
@@ -370,6 +370,8 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
                      setup_seconds=planner.setup_seconds,
                      startup_seconds=getattr(runner, "startup_seconds", 0.0),
                      distributed=report, replication=runner.replication,
-                     replicated=replicated, data_bytes=sum(a.nbytes for a in objective.data),
+                     replicated=replicated,
+                     data_bytes=sum(a.nbytes for a in objective.data)
+                     + held_out_bytes(controls.evaluate),
                      params_bytes=sum(p.nbytes for p in objective.params),
                      streaming=None if stream is None else stream.report())

@@ -5,6 +5,15 @@ from hogwild.kernels.compiler import compile_loops
 from hogwild.objective import Metric
 
 
+def held_out_bytes(evaluate):
+    """Bytes of the held-out samples that fit's ``evaluate`` keeps for the whole run
+    (its Metrics' data; 0 for a callable, whose data the engine cannot see)."""
+    metrics = [evaluate] if isinstance(evaluate, Metric) else evaluate
+    if not isinstance(metrics, (list, tuple)):
+        return 0
+    return sum(a.nbytes for m in metrics if isinstance(m, Metric) for a in m.data)
+
+
 def evaluator(evaluate, objective, runner):
     """params -> dict of metrics, from fit's ``evaluate``: a callable given host
     parameters, or a Metric (or a list of them) computed by ``runner`` where the

@@ -65,6 +65,22 @@ def return_freed_memory():
         pass
 
 
+def peak_resident_bytes():
+    """This process's peak resident memory in bytes. Linux's VmHWM belongs to the
+    process's own address space; getrusage's ru_maxrss (the fallback elsewhere)
+    survives exec, so a process started by a larger one would report its parent's
+    peak (measured: 4.05 GB for a 10 MB run launched from a benchmark)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def available_memory():
     """The memory a new allocation can have now without swapping or the OOM killer,
     in bytes: Linux's MemAvailable (free memory plus the page cache it can drop),

@@ -32,8 +32,9 @@ class FitResult:
     distributed: Optional[dict] = None  # backend "ray": staleness, waiting, traffic, restarts
     replication: str = "shared"  # TrainingConfig.replication
     replicated: Optional[dict] = None  # what "worker"/"hot" replicated (Backend.replicated)
-    data_bytes: int = 0  # the objective's data and parameters: the least memory a run
-    params_bytes: int = 0  # of it can hold (peak RSS is reported against their sum)
+    data_bytes: int = 0  # the samples (the objective's and held-out metrics' data) and
+    params_bytes: int = 0  # the parameters: the least memory a run can hold (peak RSS
+    # is reported against their sum)
     streaming: Optional[dict] = None  # samples read from disk: the chunking (SampleStream)
 
     @property

@@ -40,6 +40,7 @@ truncated, replaced or modified while the run reads it is a HogwildError naming
 it, never a silently different sample.
 """
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -171,6 +172,7 @@ class SampleStream:
         self._handles = {i: open(f.path, "rb", buffering=0) for i, f in self.files.items()}
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="hogwild-reader")
         self.chunks_per_epoch = 0
+        self.read_wait_seconds = 0.0  # workers idle for the disk, over the whole run
         self._starts = None
 
     def attach(self, shared):
@@ -203,6 +205,7 @@ class SampleStream:
                 "chunk_nonzeros": self.nonzeros if self.offsets is not None else None,
                 "slots": SLOTS, "chunks_per_epoch": self.chunks_per_epoch,
                 "slot_bytes": sum(self.data[i].nbytes for i in self.roles) // SLOTS,
+                "read_wait_seconds": self.read_wait_seconds,
                 "files": [f.path for f in self.files.values()]}
 
     def close(self):
@@ -361,7 +364,9 @@ class SampleStream:
         updates = 0
         pending = self._reader.submit(self._read, 0, cut[0][0])
         for c, (ranges, chunk_plan) in enumerate(cut):
+            waited = time.perf_counter()
             pending.result()
+            self.read_wait_seconds += time.perf_counter() - waited
             if c + 1 < len(cut):
                 pending = self._reader.submit(self._read, (c + 1) % SLOTS, cut[c + 1][0])
             updates += runner.run_epoch(loops, chunk_plan, params, self.buffers, step, epoch)

@@ -65,7 +65,9 @@ def test_run_svm_on_a_generated_click_log_trains_on_its_rows_in_place(capsys, tm
     result = json.loads(out)
     assert (result["n_samples"], result["n_features"], result["nnz"]) == (20000, 4000, 400000)
     assert "shuffle" not in result["setup_phase_seconds"]
-    assert result["data_bytes"] == 400000 * 8 + 20001 * 4 + 20000 * 4 + 4000 * 4 + 8 + 4
+    training = 400000 * 8 + 20001 * 4 + 20000 * 4 + 4000 * 4 + 8 + 4
+    held_out = 20000 * 8 + 1001 * 4 + 1000 * 4  # the 1,000 test rows the run keeps
+    assert result["data_bytes"] == training + held_out
     assert result["test_error"] < 0.25
     status, _, err = run(capsys, "run", "svm", "--data", "clicks:20x10", "--json")
     assert status == 2 and err == ("hogwild: error: bad click-log size 'clicks:20x10'; "
@@ -189,7 +191,8 @@ def test_run_mc_on_a_jumbo_matrix_json(capsys, tmp_path, monkeypatch):
     assert result["model"] == "paper" and len(result["history"]) == 15
     assert result["test_rmse"] < 1.10 * 0.5  # the noise is the best achievable RMSE
     assert result["ratings_per_s"] > 0 and result["peak_rss_bytes"] > 0
-    assert result["data_bytes"] == 200000 * 12 + 2 * 1000 * 4  # and per-row regularisation
+    # training and test ratings, and per-row regularisation
+    assert result["data_bytes"] == 200000 * 12 + 2000 * 12 + 2 * 1000 * 4
     assert result["params_bytes"] == 2 * 1000 * 3 * 4  # L and R of the paper model
     assert result["minimum_bytes"] == result["data_bytes"] + result["params_bytes"]
     assert result["peak_over_minimum"] == result["peak_rss_bytes"] / result["minimum_bytes"]
@@ -199,6 +202,21 @@ def test_run_mc_on_a_jumbo_matrix_json(capsys, tmp_path, monkeypatch):
     assert 0 < sum(result["setup_phase_seconds"].values()) \
         < result["first_epoch_after_launch_s"]  # from this process's start (pytest's here)
     assert (tmp_path / "m.npz").is_file()
+
+
+def test_a_run_started_by_a_larger_process_reports_its_own_peak_memory():
+    """getrusage's peak survives exec: a child of a 400 MB process would report
+    400 MB. The JSON's peak_rss_bytes is the run's own."""
+    import sys
+    ballast = np.ones(400 * 2**20, np.uint8)  # touched: this process's peak >= 400 MB
+    code = ("from hogwild.limits import peak_resident_bytes; import resource; "
+            "print(peak_resident_bytes(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    own, inherited = map(int, subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                             text=True, check=True).stdout.split())
+    assert ballast.sum() == ballast.size
+    assert own < 200 * 2**20, own
+    if inherited * 1024 > 400 * 2**20:  # where the OS carries the peak over, it is ignored
+        assert own < inherited * 1024 / 2
 
 
 def test_run_mc_text_report_on_a_ratings_file(capsys, tmp_path):

@@ -48,13 +48,13 @@ def _libmf_child(results, X, rank, threads, epochs, l2):
     results.put((full, one, model.p_factors(), model.q_factors(), float(model.model.b)))
 
 
-def libmf_fit(X, rank, threads, epochs, l2, timeout=300):
-    """(seconds for ``epochs`` iterations, seconds for 1, P, Q, b) of LIBMF on the
-    (user, item, rating) rows of X, or None if LIBMF did not finish in time."""
+def in_child(target, args, timeout):
+    """What ``target(results, *args)`` puts on ``results`` in a spawned child, or
+    None when nothing comes within ``timeout`` seconds; the child is killed either
+    way."""
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
-    child = context.Process(target=_libmf_child, args=(results, X, rank, threads, epochs, l2),
-                            daemon=True)
+    child = context.Process(target=target, args=(results,) + tuple(args), daemon=True)
     child.start()
     try:
         return results.get(timeout=timeout)
@@ -64,6 +64,12 @@ def libmf_fit(X, rank, threads, epochs, l2, timeout=300):
         child.kill()
         child.join()
         results.close()
+
+
+def libmf_fit(X, rank, threads, epochs, l2, timeout=300):
+    """(seconds for ``epochs`` iterations, seconds for 1, P, Q, b) of LIBMF on the
+    (user, item, rating) rows of X, or None if LIBMF did not finish in time."""
+    return in_child(_libmf_child, (X, rank, threads, epochs, l2), timeout)
 
 
 def dense_triples(train, test):

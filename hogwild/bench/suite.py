@@ -16,7 +16,6 @@ were cached) turn it into a bandwidth-bound rate.
 """
 import json
 import math
-import resource
 import statistics
 import sys
 import threading
@@ -28,7 +27,7 @@ import numpy as np
 from hogwild.backends.gpu import SCHEDULERS as GPU_SCHEDULERS, check_gpu
 from hogwild.schedulers.conflicts import sparsity_stats
 from hogwild.backends.host import aligned_copy
-from hogwild.limits import check_workers, usable_cores
+from hogwild.limits import check_workers, peak_resident_bytes, usable_cores
 from hogwild.errors import HogwildError, check_int, choose
 from hogwild.kernels.compiler import compile_loops
 from hogwild.bench.machine import (compute_ceiling, describe_machine, progress_bar,
@@ -156,7 +155,7 @@ def run_benchmark(problems, schedulers, backends, worker_counts, rounds, quick, 
             "fraction_of_bandwidth_bound": (summary["updates_per_s"] / bound
                                             if math.isfinite(summary["updates_per_s"])
                                             else None),
-            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024})
+            "peak_rss_bytes": peak_resident_bytes()})
     for record in records:
         base = next((r for r in records if r["problem"] == record["problem"]
                      and r["scheduler"] == record["scheduler"]

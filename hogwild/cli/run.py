@@ -2,7 +2,6 @@
 epoch, then print a summary (or one JSON object with --json)."""
 import contextlib
 import json
-import resource
 import sys
 import time
 
@@ -13,6 +12,7 @@ from hogwild.backends.mpi import job_rank
 from hogwild.cli.options import IMAGE_SUFFIXES, control_fields, training_fields
 from hogwild.config import TrainingConfig
 from hogwild.errors import HogwildError
+from hogwild.limits import peak_resident_bytes
 from hogwild.phases import PhaseLog, phase, recording, seconds_since_launch
 
 
@@ -78,7 +78,7 @@ def _setup_fields(log, model):
     to the first epoch, peak RSS against the data and parameters' own size, and
     how samples streamed from disk (None when they did not)."""
     data_bytes, params_bytes = model.data_bytes_, model.params_bytes_
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = peak_resident_bytes()
     first = None if log.training_started is None else \
         seconds_since_launch(log.training_started)
     return {"setup_phase_seconds": log.seconds, "first_epoch_after_launch_s": first,
@@ -89,9 +89,15 @@ def _setup_fields(log, model):
 
 
 def _memory_text(result):
-    return (f"peak memory {result['peak_rss_bytes'] / 2**20:,.0f} MiB "
+    text = (f"peak memory {result['peak_rss_bytes'] / 2**20:,.0f} MiB "
             f"({result['peak_over_minimum']:.2f}x the data and parameters' "
             f"{result['minimum_bytes'] / 2**20:,.0f} MiB)")
+    stream = result["streaming"]
+    if stream is not None:
+        text += (f", streamed from disk in {stream['chunks_per_epoch']:,} chunks of "
+                 f"{stream['chunk_samples']:,} samples (workers waited "
+                 f"{stream['read_wait_seconds']:.1f} s for reads)")
+    return text
 
 
 def _history(history):
