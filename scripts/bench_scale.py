@@ -120,16 +120,24 @@ def libmf_runs(library, spec, epochs, seed, text_folder, disk_threads, timeout):
     return runs
 
 
+def interleaved(problem, spec, label, args):
+    """{label-W: [a run per round]} at 1 and 2 workers, rounds alternating which
+    goes first (this machine drifts: a ratio is taken within rounds)."""
+    runs = {}
+    for round_ in range(args.rounds):
+        for workers in ((1, 2) if round_ % 2 == 0 else (2, 1)):
+            runs.setdefault(f"{label}-{workers}", []).append(
+                ours(problem, spec, workers, args.epochs, args.seed))
+    return runs
+
+
 def bench_ratings(sizes, in_memory_limit, args, library):
     rows = []
     for n in sizes:
         spec = ratings_spec(n)
         entry = {"kind": "ratings", "size": n, "spec": spec, "runs": {}}
         if n <= in_memory_limit:
-            for round_ in range(args.rounds):
-                for workers in ((1, 2) if round_ % 2 == 0 else (2, 1)):
-                    entry["runs"].setdefault(f"blocked-{workers}", []).append(
-                        ours("mc", spec, workers, args.epochs, args.seed))
+            entry["runs"] = interleaved("mc", spec, "blocked", args)
             if library and n <= args.libmf_max:
                 entry["libmf"] = libmf_runs(library, spec, args.epochs, args.seed,
                                             args.text_folder, 2, args.libmf_timeout)
@@ -150,10 +158,7 @@ def bench_clicks(sizes, in_memory_limit, args):
         spec = clicks_spec(n)
         entry = {"kind": "nonzeros", "size": n, "spec": spec, "runs": {}}
         if n <= in_memory_limit:
-            for round_ in range(args.rounds):
-                for workers in ((1, 2) if round_ % 2 == 0 else (2, 1)):
-                    entry["runs"].setdefault(f"hogwild-{workers}", []).append(
-                        ours("svm", spec, workers, args.epochs, args.seed))
+            entry["runs"] = interleaved("svm", spec, "hogwild", args)
         else:
             entry["runs"]["hogwild-2-disk"] = [ours("svm", spec, 2, args.epochs, args.seed,
                                                     memory=args.disk_nonzeros_memory)]
