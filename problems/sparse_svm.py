@@ -363,6 +363,15 @@ def _decision_values(params, data, out):
         out[e] = _score(e, params, data)
 
 
+@njit(nogil=True, cache=True)
+def _positive_rows(params, data, out):
+    """out[e] = predicts_positive(_score(e, params, data)): predict's loop, compiled
+    once and cached (predicts_positive called on an array from Python would compile
+    at every run, and hold the compiler's memory at the end of a large one)."""
+    for e in range(out.size):
+        out[e] = predicts_positive(_score(e, params, data))
+
+
 def intercept_of(params):
     """The fitted intercept in a params tuple of svm_objective, as an array of
     shape (1,) (scikit-learn's intercept_)."""
@@ -556,26 +565,36 @@ class SparseSVM(Params):
         """x . coef_ + intercept_ for each row of X, computed by the training
         metric's own float32 code (_score), so predict() and the recorded test
         error never disagree on a row near the boundary."""
+        return self._per_row(_decision_values, X, np.float32)
+
+    def _positive(self, X):
+        """predicts_positive for each row of X, one byte a row."""
+        return self._per_row(_positive_rows, X, np.bool_)
+
+    def _per_row(self, kernel, X, dtype):
         self._check_fitted()
         X = as_csr(X, n_features=self.n_features_in_)
         padded = np.zeros(INTERCEPT_PAD, np.float32)
         padded[INTERCEPT_SLOT] = self.intercept_[0]
-        out = np.empty(X.shape[0], np.float32)
-        _decision_values((np.ascontiguousarray(self.coef_, np.float32), padded),
-                         (X.indptr, X.indices, X.data), out)
+        out = np.empty(X.shape[0], dtype)
+        kernel((np.ascontiguousarray(self.coef_, np.float32), padded),
+               (X.indptr, X.indices, X.data), out)
         return out
 
     def predict(self, X):
-        positive = predicts_positive(self.decision_function(X))
-        return np.where(positive, self.classes_[1], self.classes_[0])
+        return np.where(self._positive(X), self.classes_[1], self.classes_[0])
 
     def score(self, X, y):
-        """Mean accuracy (with boolean temporaries only: it is run on training sets
-        of 10^7 rows and more)."""
-        positive = predicts_positive(self.decision_function(X))
+        """Mean accuracy, with three boolean temporaries (it is run on training sets
+        of 10^7 rows and more, whose rows are all in memory by then)."""
+        right = self._positive(X)
         y = np.asarray(y)
         is_high = y == self.classes_[1]
-        return float(np.mean((positive == is_high) & (is_high | (y == self.classes_[0]))))
+        np.equal(right, is_high, out=right)
+        known = np.equal(y, self.classes_[0])
+        known |= is_high
+        right &= known  # a label of neither class is a mistake
+        return float(np.mean(right))
 
     def save(self, path):
         """Write the fitted model (coef_, intercept_, classes_ and the parameters)

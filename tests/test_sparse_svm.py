@@ -112,6 +112,18 @@ def test_labels_zero_one_and_dense_input(small):
     assert model.decision_function(X).shape == (X.shape[0],)
 
 
+def test_score_is_the_share_predict_gets_right(small):
+    """score counts what predict gets right, a label of neither class as wrong,
+    and predict follows the sign of decision_function (a tie is the low class)."""
+    X, y = small
+    y01 = (y > 0).astype(int)
+    model = SparseSVM(epochs=2, seed=0).fit(X, y01)
+    labels = y01.copy()
+    labels[:7] = 5  # neither class
+    assert model.score(X, labels) == np.mean(model.predict(X) == labels)
+    np.testing.assert_array_equal(model.predict(X), (model.decision_function(X) > 0).astype(int))
+
+
 def test_estimator_params_roundtrip():
     model = SparseSVM(reg=0.5, workers=2)
     assert model.get_params()["reg"] == 0.5
