@@ -345,7 +345,8 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
                     f"the objective grew from {start_value:.4g} to {value:.4g} in epoch "
                     f"{epoch + 1} (step {step_now:.3g}): training diverged; try a smaller step")
             reports = runner.reports
-            record = EpochRecord(epoch=epoch + 1, step=step_now, seconds=seconds,
+            record = EpochRecord(epoch=epoch + 1, step=runner.applied_step(step_now),
+                                 seconds=seconds,
                                  updates=int(updates),
                                  updates_per_s=updates / seconds if seconds > 0 else math.inf,
                                  objective=float(value),

@@ -6,8 +6,10 @@ from typing import Optional
 
 @dataclass
 class EpochRecord:
-    """One epoch: ``seconds`` is the update phase alone; drawing the epoch's plan
-    (``plan_seconds``: batches, components) and evaluation are excluded."""
+    """One epoch: ``step`` is the step the backend applied (the schedule's, times
+    the ranks under MPI's linear scaling rule, averaged over the epoch's updates
+    during its warm-up); ``seconds`` is the update phase alone; drawing the epoch's
+    plan (``plan_seconds``: batches, components) and evaluation are excluded."""
 
     epoch: int
     step: float

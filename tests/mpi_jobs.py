@@ -49,6 +49,7 @@ def params_case(settings, options):
     if COMM.rank == 0:
         print(json.dumps({"digests": digests, "objective": result.objective,
                           "history": [r.objective for r in result.history],
+                          "steps": [r.step for r in result.history],
                           "workers": result.workers, "replicated": result.replicated,
                           "distributed": result.distributed}))
 

@@ -142,6 +142,9 @@ def test_staleness_zero_with_a_serial_engine_is_bitwise_bulk_synchronous(local_r
     expected = bsp_reference(objective, 3, 3, step, 7, 250)
     assert np.array_equal(FlatLayout(result.params, "ray").flatten(result.params), expected)
     assert result.distributed["max_staleness"] == 0
+    # the step each epoch record keeps is the one the nodes report having applied
+    assert [r.step for r in result.history] == pytest.approx(
+        [step * STEP_DECAY ** epoch for epoch in range(3)], rel=1e-12)
     again = fit_ssp(objective, SSPSettings(nodes=3, staleness=0, clock_every=250, shards=2),
                     scheduler="serial", epochs=3, step=step, decay=STEP_DECAY, seed=7)
     assert [r.objective for r in again.history] == [r.objective for r in result.history]

@@ -247,6 +247,18 @@ def test_ranks_of_a_script_with_other_settings_fail_together_naming_the_field(fi
     assert "an uncaught HogwildError ends the MPI job (MPI_Abort)" in done.stderr
 
 
+def test_the_epoch_records_keep_the_step_the_ranks_applied():
+    """The linear scaling rule runs the schedule's step times the ranks; with a warm-up
+    the factor grows piece by piece, and the record keeps the mean over the epoch's
+    updates (4 pieces of 375 samples a rank: factors 1, 1.25, 1.5 and 1.75)."""
+    scaled = job("params", 2, {"sync_every": 375})
+    assert scaled["steps"] == pytest.approx([0.05 * 2, 0.045 * 2, 0.0405 * 2], rel=1e-12)
+    warm = job("params", 2, {"sync_every": 375, "warmup_epochs": 1})
+    assert warm["steps"] == pytest.approx([0.05 * 1.375, 0.045 * 2, 0.0405 * 2], rel=1e-12)
+    plain = job("params", 2, {"step_scaling": "none"})
+    assert plain["steps"] == pytest.approx([0.05, 0.045, 0.0405], rel=1e-12)
+
+
 def test_threads_per_rank_may_differ():
     """Each rank's own workers count is not the job's: only it may differ (rank 0 asks
     for none, so it alone would have entered the node count's collective)."""

@@ -10,6 +10,7 @@ work runs and where the parameters live, behind these calls, in this order:
         params, data = runner.share(params, data, n_samples)
         runner.warm_up(loops, params, data, scheduler, objective)  # compile, start
         per epoch: runner.run_epoch(loops, plan, params, data, step, epoch)
+                   runner.applied_step(step)   # the step the epoch record keeps
                    runner.all_finite(params), runner.loss_sum(loops, params, data, n)
                    runner.to_host(params) (metrics, checkpoints)
         runner.export(params)  # the trained parameters, valid after close
@@ -83,6 +84,13 @@ class Backend(ABC):
     @abstractmethod
     def run_epoch(self, loops, plan, params, data, step, epoch):
         """Run one epoch's EpochPlan; returns the number of updates."""
+
+    def applied_step(self, step):
+        """The step the last run_epoch applied, ``step`` being the schedule's for it:
+        what the epoch record and checkpoints keep. The same unless the backend
+        changes it (MPI's linear scaling rule) or its workers compute it (Ray's
+        nodes report theirs)."""
+        return step
 
     @abstractmethod
     def loss_sum(self, loops, params, data, n):

@@ -611,6 +611,7 @@ class MPIBackend(HostBackend):
         self.traffic = {"dense": {"syncs": 0, "seconds": 0.0, "bytes": 0},
                         "sparse": {"syncs": 0, "seconds": 0.0, "bytes": 0}}
         self.syncs_done = 0
+        self.steps_applied = []  # (updates, step) of each piece of the last epoch
 
     def worker_count(self, planned):
         return self.ranks * planned
@@ -657,11 +658,23 @@ class MPIBackend(HostBackend):
         """The rank's share of the epoch in ``pieces`` pieces, a sync after each."""
         rng = np.random.default_rng([self.seed, self.rank, epoch])
         updates = 0
+        self.steps_applied = []
         for piece in self.planner.plan_pieces(rng, self.run_length, self.pieces, self.first):
             factor = step_factor(self.settings, self.ranks, self.syncs_done, self.pieces)
-            updates += self.local.run_epoch(loops, piece, params, data, step * factor, epoch)
+            done = self.local.run_epoch(loops, piece, params, data, step * factor, epoch)
+            self.steps_applied.append((done, step * factor))
+            updates += done
             self._sync()
         return self.comm.allreduce(updates)
+
+    def applied_step(self, step):
+        """The schedule's step times the linear scaling rule's factor: the mean over
+        the epoch's updates where a warm-up changed it between pieces (every rank
+        applies the same factors)."""
+        total = sum(done for done, _ in self.steps_applied)
+        if total == 0:
+            return self.steps_applied[-1][1] if self.steps_applied else step
+        return sum(done * applied for done, applied in self.steps_applied) / total
 
     def _sync(self):
         """Average the ranks' changes since the last sync; every rank's parameters

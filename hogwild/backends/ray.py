@@ -211,7 +211,7 @@ class ClockTable:
 
         self.clocks = [0] * nodes
         self.changed = asyncio.Condition()
-        self.losses = {}  # epoch -> {node: loss sum over its share}
+        self.losses = {}  # epoch -> {node: (loss sum over its share, step it applied)}
         self.max_staleness = 0
         self.wait_seconds = [0.0] * nodes
 
@@ -230,9 +230,9 @@ class ClockTable:
         self.wait_seconds[node] += time.perf_counter() - start
         return observed
 
-    async def report(self, node, epoch, loss_sum):
+    async def report(self, node, epoch, loss_sum, step):
         async with self.changed:
-            self.losses.setdefault(epoch, {})[node] = loss_sum
+            self.losses.setdefault(epoch, {})[node] = loss_sum, step
             self.changed.notify_all()
 
     async def epoch_losses(self, epoch, nodes):
@@ -301,8 +301,9 @@ class NodeWorker:
                                                run["run_length"])}
             plan = plans_of[epoch][part]
             start = time.perf_counter()
+            step = schedule(epoch)
             self.traffic["updates"] += int(self.runner.run_epoch(
-                self.loops, plan, self.params, self.data, schedule(epoch), epoch))
+                self.loops, plan, self.params, self.data, step, epoch))
             self.traffic["busy_seconds"] += time.perf_counter() - start
             if crash_at is not None and clock + 1 == crash_at:
                 os._exit(1)  # fault injection: die as a killed node would
@@ -321,7 +322,7 @@ class NodeWorker:
                 time.sleep((factor - 1) * (time.perf_counter() - start - waited))
             if part == self.clocks - 1:
                 loss = self.loops.sum_loss(self.params, self.data, self.first, self.last)
-                ray.get(self.clock_table.report.remote(self.node, epoch, loss))
+                ray.get(self.clock_table.report.remote(self.node, epoch, loss, step))
         self.runner.close()
         return self.traffic
 
@@ -604,11 +605,17 @@ class RayBackend(HostBackend):
                 self.restarts.append({"node": node, "clock": clock})
                 worker = self._new_node(node)
                 self.running[node] = worker, worker.run.remote(clock)
-        losses = ray.get(waiting)
+        reported = ray.get(waiting)
         # in node order, not arrival order: a float sum's last bits depend on it
-        self._loss = float(sum(losses[node] for node in sorted(losses)))
+        self._loss = float(sum(reported[node][0] for node in sorted(reported)))
+        self._steps = [reported[node][1] for node in sorted(reported)]
         self._state = None
         return self.n
+
+    def applied_step(self, step):
+        """The step the nodes applied in the epoch (each computes it from the run's
+        schedule, running ahead of the engine; their mean, should they differ)."""
+        return sum(self._steps) / len(self._steps)
 
     def loss_sum(self, loops, params, data, n):
         """The training data's: the sum of the nodes' losses over their shares of the
