@@ -13,8 +13,8 @@ import sys
 
 import numpy as np
 
-from hogwild.backends.mpi import import_mpi, syncs_per_epoch
-from hogwild.backends.sharding import FlatLayout, node_samples, run_seed
+from hogwild.backends.mpi import import_mpi
+from hogwild.backends.sharding import FlatLayout, node_samples, pieces_per_epoch, run_seed
 from hogwild.backends.threads import ThreadsBackend
 from hogwild.datasets.synthetic import make_sparse_classification
 from hogwild.engine import fit
@@ -66,7 +66,7 @@ def reference_case(settings):
     layout = FlatLayout(problem.params, "mpi")
     state = layout.flatten(problem.params)
     schedule = StepSchedule("geometric", 0.05, 0.9)
-    pieces = syncs_per_epoch(problem.n_samples, ranks, settings["sync_every"])
+    pieces = pieces_per_epoch(problem.n_samples, ranks, settings["sync_every"])
     serial = get_scheduler("serial")
     engine = ThreadsBackend(1)
     for epoch in range(3):

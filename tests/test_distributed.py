@@ -23,8 +23,7 @@ ray = pytest.importorskip("ray", reason="backend 'ray' needs Ray (hogwild[distri
 
 from hogwild.datasets.synthetic import make_sparse_classification  # noqa: E402
 from hogwild.backends.ray import SSPSettings, ray_token_path, start_local_ray  # noqa: E402
-from hogwild.backends.sharding import (FlatLayout, clock_plans, clocks_per_epoch,  # noqa: E402
-                                       node_samples, run_seed)
+from hogwild.backends.sharding import FlatLayout, node_samples, piece_plans, run_seed  # noqa: E402
 from hogwild.checkpoint import load_checkpoint  # noqa: E402
 from hogwild.engine import fit  # noqa: E402
 from hogwild.errors import DivergenceError, HogwildError  # noqa: E402
@@ -114,7 +113,7 @@ def bsp_reference(objective, nodes, epochs, step, seed, clock_every):
     loops = compile_loops(objective.update, objective.loss, objective.fastmath)
     layout = FlatLayout(objective.params, "ray")
     state = layout.flatten(objective.params)
-    clocks = clocks_per_epoch(objective.n_samples, nodes, clock_every)
+    clocks = SSPSettings(clock_every=clock_every).clocks_per_epoch(objective.n_samples, nodes)
     schedule = StepSchedule("geometric", step, STEP_DECAY)
     serial = get_scheduler("serial")
     for clock in range(epochs * clocks):
@@ -123,7 +122,7 @@ def bsp_reference(objective, nodes, epochs, step, seed, clock_every):
         for node in range(nodes):
             replica = state.copy()
             first, last = node_samples(objective.n_samples, nodes, node)
-            plan = clock_plans(serial.planner(last - first, 1), objective.n_samples, nodes,
+            plan = piece_plans(serial.planner(last - first, 1), objective.n_samples, nodes,
                                node, clocks, epoch, run_seed(seed), 1)[part]
             assert plan.runs.min() >= first and plan.runs.max() < last
             loops.run_spans(plan.runs, np.array([[0, plan.runs.size, last]], np.int64), 1,

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hogwild.backends.mpi import AllreduceSettings, step_factor, syncs_per_epoch
+from hogwild.backends.mpi import AllreduceSettings, step_factor
+from hogwild.backends.sharding import pieces_per_epoch
 from hogwild.backends.shared_memory import PREFIX, segments_root
 from hogwild.cli.ranks import child_pids
 from hogwild.errors import HogwildError
@@ -439,8 +440,8 @@ def test_the_linear_scaling_rule_warms_up_linearly_over_its_epochs():
         [1.0, 1.75, 2.5, 3.25, 4.0, 4.0]
     assert step_factor(AllreduceSettings(), 4, 0, 10) == 4.0
     assert step_factor(AllreduceSettings(step_scaling="none"), 4, 50, 10) == 1.0
-    assert syncs_per_epoch(1001, 2, None) == 1
-    assert syncs_per_epoch(1001, 2, 100) == 6  # the larger share, 501 samples
+    assert pieces_per_epoch(1001, 2, None) == 1
+    assert pieces_per_epoch(1001, 2, 100) == 6  # the larger share, 501 samples
     assert np.isclose(step_factor(warm, 1, 0, 10), 1.0)
 
 

@@ -65,7 +65,8 @@ from numba import njit
 from hogwild.backends.base import HostBackend
 from hogwild.backends.host import aligned_copy
 from hogwild.backends.shared_memory import PREFIX, remove_stale_folders, segments_root
-from hogwild.backends.sharding import FlatLayout, node_samples, run_seed
+from hogwild.backends.sharding import (FlatLayout, node_samples, piece_plans, pieces_per_epoch,
+                                      run_seed)
 from hogwild.backends.threads import ThreadsBackend
 from hogwild.collectives import (ALGORITHMS, DEFAULT_SEGMENT, LinkCosts, MeasuredLink, choose,
                                  predict)
@@ -73,7 +74,7 @@ from hogwild.errors import HogwildError, check_int
 from hogwild.errors import choose as choose_name
 from hogwild.limits import MAX_EPOCHS, usable_cores
 from hogwild.paths import pid_alive
-from hogwild.schedulers import even_spans, get_scheduler
+from hogwild.schedulers import get_scheduler
 
 LOCAL_SCHEDULERS = ("hogwild", "locked", "serial")
 ALGORITHM_CHOICES = ("auto", *ALGORITHMS)
@@ -304,12 +305,6 @@ class AllreduceSettings:
             raise HogwildError("warmup_epochs ramps the step up to the linear scaling rule's; "
                                "it needs step_scaling='linear'")
         return self
-
-
-def syncs_per_epoch(n_samples, ranks, sync_every):
-    """Every rank syncs as often per epoch (the largest share's count)."""
-    largest = max(last - first for first, last in even_spans(n_samples, ranks))
-    return max(1, -(-largest // sync_every)) if sync_every is not None else 1
 
 
 def step_factor(settings, ranks, syncs_done, syncs_per_epoch):
@@ -624,7 +619,7 @@ class MPIBackend(HostBackend):
         self.layout = FlatLayout(params, "mpi")
         self.first, self.last = node_samples(n_samples, self.ranks, self.rank)
         self.planner = self.scheduler.planner(self.last - self.first, self.workers)
-        self.pieces = syncs_per_epoch(n_samples, self.ranks, self.settings.sync_every)
+        self.pieces = pieces_per_epoch(n_samples, self.ranks, self.settings.sync_every)
         self.flat = aligned_copy(self.layout.flatten(params))
         self.comm.Bcast(self.flat, root=0)  # every rank starts from rank 0's parameters
         self.base = self.flat.copy()
@@ -656,10 +651,10 @@ class MPIBackend(HostBackend):
 
     def run_epoch(self, loops, plan, params, data, step, epoch):
         """The rank's share of the epoch in ``pieces`` pieces, a sync after each."""
-        rng = np.random.default_rng([self.seed, self.rank, epoch])
         updates = 0
         self.steps_applied = []
-        for piece in self.planner.plan_pieces(rng, self.run_length, self.pieces, self.first):
+        for piece in piece_plans(self.planner, self.n, self.ranks, self.rank, self.pieces,
+                                 epoch, self.seed, self.run_length):
             factor = step_factor(self.settings, self.ranks, self.syncs_done, self.pieces)
             done = self.local.run_epoch(loops, piece, params, data, step * factor, epoch)
             self.steps_applied.append((done, step * factor))

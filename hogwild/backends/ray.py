@@ -53,13 +53,13 @@ import numpy as np
 
 from hogwild.backends.base import HostBackend
 from hogwild.backends.host import aligned_copy
-from hogwild.backends.sharding import (FlatLayout, clock_plans, clocks_per_epoch, node_samples,
-                                       run_seed)
+from hogwild.backends.sharding import (FlatLayout, largest_share, node_samples, piece_plans,
+                                      pieces_per_epoch, run_seed)
 from hogwild.backends.threads import ThreadsBackend
 from hogwild.errors import HogwildError, WorkerLost, check_int, choose
 from hogwild.kernels.compiler import compile_loops
 from hogwild.limits import check_workers
-from hogwild.schedulers import even_spans, get_scheduler
+from hogwild.schedulers import get_scheduler
 
 LOCAL_SCHEDULERS = ("hogwild", "locked", "serial")
 ON_FAILURE = ("restart", "stop")
@@ -124,6 +124,14 @@ class SSPSettings:
                 raise HogwildError(f"crash_at: node {node} clock {clock}; nodes are "
                                    f"0..{self.nodes - 1} and clocks >= 1")
         return self
+
+    def clocks_per_epoch(self, n_samples, nodes):
+        """Every node runs as many clocks per epoch (the largest share's count), of
+        clock_every updates, or by default a tenth of the largest share."""
+        every = self.clock_every
+        if every is None:
+            every = max(1, largest_share(n_samples, nodes) // 10)
+        return pieces_per_epoch(n_samples, nodes, every)
 
 
 # --- actors (made Ray actors by ray.remote in _actor_classes) ----------------------
@@ -277,7 +285,7 @@ class NodeWorker:
         self.runner = ThreadsBackend(self.planner.workers)
         self.runner.warm_up(self.loops, self.params, self.data, scheduler)
         self.loops.sum_loss(self.params, self.data, 0, 0)
-        self.clocks = clocks_per_epoch(self.n, nodes, settings.clock_every)
+        self.clocks = settings.clocks_per_epoch(self.n, nodes)
         self.traffic = {"pushed_bytes": 0, "pulled_bytes": 0, "dense_push_bytes": 0,
                         "pushes": 0, "changed": 0, "updates": 0, "busy_seconds": 0.0,
                         "push_seconds": 0.0, "pull_seconds": 0.0}
@@ -296,7 +304,7 @@ class NodeWorker:
         for clock in range(start_clock, run["epochs"] * self.clocks):
             epoch, part = divmod(clock, self.clocks)
             if epoch not in plans_of:
-                plans_of = {epoch: clock_plans(self.planner, self.n, self.nodes, self.node,
+                plans_of = {epoch: piece_plans(self.planner, self.n, self.nodes, self.node,
                                                self.clocks, epoch, run["seed"],
                                                run["run_length"])}
             plan = plans_of[epoch][part]
@@ -539,7 +547,7 @@ class RayBackend(HostBackend):
                                "node per sample")
         self.layout = FlatLayout(params, "ray")
         self.n, self.data = n_samples, data
-        self.clocks = clocks_per_epoch(n_samples, self.nodes, self.settings.clock_every)
+        self.clocks = self.settings.clocks_per_epoch(n_samples, self.nodes)
         return params, data
 
     def warm_up(self, loops, params, data, scheduler, objective):
@@ -647,11 +655,10 @@ class RayBackend(HostBackend):
         traffic = [self.finished[node] if node in self.finished else ray.get(ref)
                    for node, (_, ref) in sorted(self.running.items())]
         summary = ray.get(self.clock_table.summary.remote())
-        largest_share = max(b - a for a, b in even_spans(self.n, self.nodes))
         return {
             "nodes": self.nodes, "staleness": self.settings.staleness,
             "shards": len(self.shards), "clocks_per_epoch": self.clocks,
-            "clock_every": -(-largest_share // self.clocks),
+            "clock_every": -(-largest_share(self.n, self.nodes) // self.clocks),
             "max_staleness": summary["max_staleness"],
             "staleness_aware": self.settings.staleness_aware,
             **ray.get(self.shards[0].staleness_summary.remote()),

@@ -48,18 +48,26 @@ def node_samples(n_samples, nodes, node):
     return int(first), int(last)
 
 
-def clocks_per_epoch(n_samples, nodes, clock_every):
-    """Every node runs the same number of clocks per epoch (the largest share's)."""
-    largest = max(last - first for first, last in even_spans(n_samples, nodes))
-    every = clock_every if clock_every is not None else max(1, largest // 10)
-    return max(1, -(-largest // every))
+def pieces_per_epoch(n_samples, nodes, every):
+    """How many pieces every node cuts its share of an epoch into, each of about
+    ``every`` samples, a reconcile after each (an MPI sync, a Ray clock): the
+    largest share's count, so that every node reconciles as often. ``every`` None:
+    one piece, the whole share."""
+    if every is None:
+        return 1
+    return max(1, -(-largest_share(n_samples, nodes) // every))
 
 
-def clock_plans(planner, n_samples, nodes, node, clocks, epoch, seed, run_length):
-    """The EpochPlans of each clock of an epoch on ``node``, from the local
+def largest_share(n_samples, nodes):
+    """The samples of the largest node's share."""
+    return max(last - first for first, last in even_spans(n_samples, nodes))
+
+
+def piece_plans(planner, n_samples, nodes, node, pieces, epoch, seed, run_length):
+    """The EpochPlans of each piece of an epoch on ``node``, from the local
     scheduler's ``planner`` (for the node's share): its share's runs in a random
-    order for (seed, node, epoch), cut into ``clocks`` nearly equal pieces. A
+    order for (seed, node, epoch), cut into ``pieces`` nearly equal pieces. A
     restarted node recomputes them."""
     first, _ = node_samples(n_samples, nodes, node)
     rng = np.random.default_rng([seed, node, epoch])
-    return planner.plan_pieces(rng, run_length, clocks, first)
+    return planner.plan_pieces(rng, run_length, pieces, first)
