@@ -12,13 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from hogwild.backends import BACKEND_NAMES, distributed_settings
-from hogwild.backends.replicas import MERGE_RULES
 from hogwild.errors import HogwildError, check_int, check_seed, choose
 from hogwild.limits import MAX_EPOCHS, parse_size
 from hogwild.schedulers import SCHEDULERS
+from hogwild.replication import MERGE_RULES, REPLICATION_MODES
+from hogwild.replication import check as check_replication
 from hogwild.steps import StepSchedule
-
-REPLICATION_MODES = ("shared", "worker", "hot", "auto")
 
 
 @dataclass(frozen=True)
@@ -36,9 +35,9 @@ class TrainingConfig:
     copies of only the rows whose id is in more than ``hot_fraction`` of the
     samples, from the objective's id_arrays; the rest shared), or "auto" (the
     CPU backends choose from the sparsity and a short probe, and say why in
-    FitResult.replicated; see backends.threads.choose_replication). Copies merge every
+    FitResult.replicated; see hogwild.replication.choose). Copies merge every
     ``merge_every`` updates of a worker (default: once an epoch for "worker",
-    every replicas.HOT_MERGE_EVERY updates for "hot") and at each epoch's end: per
+    every replication.HOT_MERGE_EVERY updates for "hot") and at each epoch's end: per
     coordinate, the ``merge`` ("mean", "sum", or "mixed": the mean on hot rows and
     the sum on the rest) of the changes of the workers that made one, a
     coordinate one worker changed taking its value exactly (see
@@ -85,11 +84,7 @@ class TrainingConfig:
         if not (isinstance(self.hot_fraction, (int, float)) and 0 < self.hot_fraction < 1):
             raise HogwildError(f"hot_fraction must be a fraction of the samples in (0, 1), "
                                f"got {self.hot_fraction!r}")
-        if self.replication not in ("shared", "auto") \
-                and SCHEDULERS[self.scheduler].kind != "spans":
-            raise HogwildError(f"replication={self.replication!r} runs lock-free plans "
-                               f"(scheduler hogwild or serial); scheduler "
-                               f"{self.scheduler!r} keeps its workers apart already")
+        check_replication(self.replication, self.scheduler, SCHEDULERS[self.scheduler].kind)
         if self.memory is not None:
             object.__setattr__(self, "memory", self.memory if isinstance(self.memory, int)
                                and not isinstance(self.memory, bool) and self.memory >= 1
@@ -110,11 +105,22 @@ class TrainingConfig:
 class RunControls:
     """What a caller watches and keeps during a fit; none of it changes the result.
 
-    ``evaluate``: a hogwild.Metric, a list of them, or ``evaluate(params) -> dict``.
-    ``callback(record)``: after each epoch. ``progress(done, total)``: updates so far.
-    ``checkpoint=PATH``: written after every ``checkpoint_every`` epochs, after the
-    last one (``checkpoint_every=None``: neither) and after a Ctrl-C or SIGTERM.
-    ``resume=PATH``: continue the run saved there.
+    Parameters
+    ----------
+    evaluate : hogwild.Metric, list of hogwild.Metric, or callable, optional
+        Held-out measures added to each epoch's record: Metrics (computed where
+        the parameters are), or ``evaluate(params) -> dict`` on host copies.
+    callback : callable, optional
+        ``callback(record)`` after each epoch, with its hogwild.results.EpochRecord.
+    progress : callable, optional
+        ``progress(done, total)``: the updates done so far in the run and its total.
+    checkpoint : str or path, optional
+        Where the state is written atomically after every ``checkpoint_every``
+        epochs, after the last one, and after a Ctrl-C or SIGTERM.
+    checkpoint_every : int or None, default 1
+        Epochs between checkpoints (None: only after a Ctrl-C or SIGTERM).
+    resume : str or path, optional
+        Continue the run saved there, up to ``epochs`` in total.
     """
 
     evaluate: Any = None

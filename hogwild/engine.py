@@ -52,7 +52,7 @@ def _stream(objective, params, config, scheduler, backend_cls):
         on_disk = sum(objective.data[i].nbytes for i in stream.streamed)
         warnings.warn(f"the samples ({size_text(on_disk)}) do not fit in memory "
                       f"{size_text(memory)} beside the parameters: they are read from disk "
-                      f"chunk by chunk, {stream.capacity:,} samples a chunk", stacklevel=3)
+                      f"chunk by chunk, {stream.capacity:,} samples a chunk", stacklevel=4)
     return stream
 
 
@@ -178,201 +178,236 @@ def _stop_after_epoch(announce=True):
             signal.signal(signum, action)
 
 
-def fit(objective: Objective, config: Optional[TrainingConfig] = None,
-        controls: Optional[RunControls] = None, **options) -> FitResult:
-    """Train ``objective`` with lock-free parallel SGD.
+class _Run:
+    """One fit's state between its three parts: prepare (before the backend
+    starts), loop (the epochs) and finish (the FitResult)."""
 
-    ``config`` (hogwild.TrainingConfig) decides the result: epochs, step schedule,
-    workers, scheduler, backend, sample order and seed; ``controls``
-    (hogwild.RunControls) are what the caller watches and keeps: evaluation,
-    callback, progress, checkpoints, resume. Their fields may also be given as
-    keywords, which replace the objects' values: ``fit(objective, epochs=5)``.
+    def __init__(self, objective, config, controls):
+        """Prepare: the objective, the backend's and scheduler's checks, the planner,
+        the compiled loops, the index check and the streaming decision."""
+        self.config, self.controls, self.source = config, controls, objective
+        self.backend = backend = get_backend(config.backend)
+        if backend.accepts_sources and callable(objective) \
+                and not isinstance(objective, Objective):
+            objective = objective()
+        if not isinstance(objective, Objective):
+            also = " or a callable returning one" if backend.accepts_sources else ""
+            raise HogwildError(f"objective must be a hogwild.Objective{also}, got "
+                               f"{type(objective).__name__}")
+        self.objective, self.scheduler = objective, get_scheduler(config.scheduler)
+        backend.check(config, self.scheduler)
+        self.planner = self.scheduler.prepare(objective, check_workers(
+            backend.requested_workers(config),
+            config.oversubscribe or not backend.workers_share_cores))
+        self.rng = np.random.default_rng(config.seed)
+        self.history = []
+        self.params = tuple(p if objective.train_in_place and is_aligned(p) else aligned_copy(p)
+                            for p in objective.params)
+        self.loops = compile_loops(objective.update, objective.loss, objective.fastmath)
+        if not objective.indices_checked:
+            with phase("check indices"):
+                _check_indices(self.loops, objective, self.params)
+        self.stream = _stream(objective, self.params, config, self.scheduler, backend)
+        self.data_sha256 = functools.cache(lambda: data_fingerprint(objective.data))
+        remove_stale_folders()  # shared memory of this user's killed runs (processes, MPI)
 
-    The objective's params are copied (trained in place with its train_in_place); the
-    trained parameters are in ``result.params``.
-    ``evaluate`` adds metrics (e.g. test error) to each epoch's record: a hogwild.Metric
-    or a list of them (computed where the parameters are, e.g. on the GPU), or
-    ``evaluate(params) -> dict`` called with host copies; ``callback(record)`` is called
-    once after each epoch. ``progress(done, total)`` is called with the updates done so
-    far in the run and its total: after each epoch, and during epochs as the processes
-    backend's workers report (a progress bar).
-
-    Checkpoints (see hogwild.checkpoint): with ``checkpoint=PATH`` the state after every
-    ``checkpoint_every`` epochs and after the last one (``None``: neither) and after a
-    Ctrl-C is written there atomically. ``resume=PATH`` continues a checkpointed run up
-    to ``epochs`` in total; for the deterministic schedulers (serial, blocked, colored,
-    cyclades) the result is bitwise that of an uninterrupted run. The first Ctrl-C
-    during a fit stops it after the current epoch (checkpointed, then
-    hogwild.errors.Interrupted is raised); a second one abandons the epoch. SIGTERM does
-    the same as Ctrl-C. These hold on every backend.
-
-    Reproducibility: with a seed, ``serial`` is bitwise reproducible, and so are
-    ``blocked`` (for the objective's block layout), ``colored`` and ``cyclades``
-    with any number of workers; ``hogwild`` and ``locked`` with several workers are
-    reproducible only in distribution.
-
-    ``workers`` (default: the usable cores) above 4 per usable core is refused
-    unless ``oversubscribe=True``; on backend "gpu" it counts CUDA streams, on "ray"
-    threads per node (default 1), and ``objective`` may then be a callable that
-    each node calls to build its own copy (to load a file from its own disk).
-    """
-    config, controls = settle(config, controls, **options)
-    backend_cls = get_backend(config.backend)
-    source = objective
-    if backend_cls.accepts_sources and callable(objective) \
-            and not isinstance(objective, Objective):
-        objective = objective()
-    if not isinstance(objective, Objective):
-        also = " or a callable returning one" if backend_cls.accepts_sources else ""
-        raise HogwildError(f"objective must be a hogwild.Objective{also}, got "
-                           f"{type(objective).__name__}")
-    sched = get_scheduler(config.scheduler)
-    supported = backend_cls.schedulers
-    if supported is not None and sched.name not in supported:
-        raise HogwildError(f"backend {config.backend!r} runs the schedulers "
-                           f"{', '.join(supported)}; got {sched.name!r}")
-    if config.replication not in backend_cls.replication_modes:
-        raise HogwildError(f"backend {config.backend!r} runs replication "
-                           f"{', '.join(map(repr, backend_cls.replication_modes))}; got "
-                           f"{config.replication!r}")
-    backend_cls.agree(config, objective)
-    planner = sched.prepare(objective, check_workers(
-        backend_cls.requested_workers(config),
-        config.oversubscribe or not backend_cls.workers_share_cores))
-    n_workers = planner.workers
-    rng = np.random.default_rng(config.seed)
-    schedule = config.schedule
-    seed = config.seed
-    settings = {"scheduler": sched.name, "step": config.step, "decay": config.decay,
+    def settings(self, runner):
+        """What a checkpoint records and a resumed run must repeat."""
+        config, seed = self.config, self.config.seed
+        return {"scheduler": self.scheduler.name, "step": config.step, "decay": config.decay,
                 "step_schedule": config.step_schedule, "shuffle_block": config.shuffle_block,
                 "seed": seed if seed is None or isinstance(seed, int) else repr(seed),
                 "replication": config.replication, "merge_every": config.merge_every,
-                **backend_cls.checkpoint_settings(config)}
-    data_sha256 = functools.cache(lambda: data_fingerprint(objective.data))  # once, if needed
-    epochs, checkpoint = config.epochs, controls.checkpoint
+                **runner.checkpoint_settings(config), "data_sha256": self.data_sha256()}
 
-    params = tuple(p if objective.train_in_place and is_aligned(p) else aligned_copy(p)
-                   for p in objective.params)
-    history = []
-    if controls.resume is not None:
-        resume = controls.resume
+    def resume(self, runner):
+        """Continue the checkpointed run of controls.resume, if any: its parameters,
+        history, sample order and planner state."""
+        resume = self.controls.resume
+        if resume is None:
+            return
         saved = load_checkpoint(resume)
-        check_compatible(saved, resume, objective, epochs,
-                         {**settings, "data_sha256": data_sha256()})
-        params = _restored(params, saved.params)
-        history = restore_field(resume, "history", lambda: [EpochRecord(**record)
-                                                            for record in saved.history])
-        restore_field(resume, "rng_state", lambda: setattr(rng.bit_generator, "state",
+        check_compatible(saved, resume, self.objective, self.config.epochs,
+                         self.settings(runner))
+        self.params = _restored(self.params, saved.params)
+        self.history = restore_field(resume, "history", lambda: [
+            EpochRecord(**record) for record in saved.history])
+        restore_field(resume, "rng_state", lambda: setattr(self.rng.bit_generator, "state",
                                                            saved.rng_state))
         if saved.planner:
-            restore_field(resume, "planner_names", lambda: planner.restore(saved.planner))
-        del saved  # its parameters are copied: one copy of them from here on
+            restore_field(resume, "planner_names", lambda: self.planner.restore(saved.planner))
 
-    def save(epochs_done, params, note=None):
-        save_checkpoint(checkpoint, Checkpoint(
-            epoch=epochs_done, params=params, rng_state=rng.bit_generator.state,
-            step=schedule(epochs_done), history=[asdict(r) for r in history],
-            objective=objective.name, n_samples=objective.n_samples,
-            settings={**settings, "data_sha256": data_sha256(), **(note or {})},
-            planner=getattr(planner, "state", dict)()))
+    def save(self, runner, epochs_done, params, note=None):
+        """Checkpoint the state after ``epochs_done`` epochs (controls.checkpoint)."""
+        save_checkpoint(self.controls.checkpoint, Checkpoint(
+            epoch=epochs_done, params=params, rng_state=self.rng.bit_generator.state,
+            step=self.config.schedule(epochs_done),
+            history=[asdict(r) for r in self.history], objective=self.objective.name,
+            n_samples=self.objective.n_samples,
+            settings={**self.settings(runner), **(note or {})},
+            planner=getattr(self.planner, "state", dict)()))
 
-    data = objective.data
-    n = objective.n_samples
-    loops = compile_loops(objective.update, objective.loss, objective.fastmath)
-    if not objective.indices_checked:
-        with phase("check indices"):
-            _check_indices(loops, objective, params)
-    total_updates = epochs * n
-    progress, every = controls.progress, controls.checkpoint_every
-    stream = _stream(objective, params, config, sched, backend_cls)
-    if stream is not None:
-        data = stream.data
-    remove_stale_folders()  # shared memory of this user's killed runs (processes, MPI jobs)
-    with backend_cls.open(n_workers, config, source) as runner, \
-            _stop_after_epoch(announce=runner.reports) as stop_requested, \
-            contextlib.closing(stream) if stream is not None else contextlib.nullcontext():
+    def start(self, runner):
+        """Share the parameters and data, compile, and measure the objective at the
+        start (the divergence check's reference): (params, data, metrics)."""
+        n, stream = self.objective.n_samples, self.stream
         with phase("share"):
-            params, data = runner.share(params, data, n)
+            params, data = runner.share(self.params, self.objective.data if stream is None
+                                        else stream.data, n)
         with phase("compile"):
-            _compile(runner, loops, objective, params, data, sched)
-            metrics = evaluator(controls.evaluate, objective, runner)
-            sampled = min(n, START_SAMPLES)
-            start_data = data
+            _compile(runner, self.loops, self.objective, params, data, self.scheduler)
+            metrics = evaluator(self.controls.evaluate, self.objective, runner)
+            sampled, start_data = min(n, START_SAMPLES), data
             if stream is not None:
                 stream.attach(data)
                 start_data, sampled = stream.first_samples(sampled)
-            start_value = runner.loss_sum(loops, params, start_data, sampled) / sampled
-        ceiling = start_value + DIVERGENCE_GROWTH * max(abs(start_value), 1.0)
+            self.start_value = runner.loss_sum(self.loops, params, start_data, sampled) / sampled
+        self.ceiling = self.start_value + DIVERGENCE_GROWTH * max(abs(self.start_value), 1.0)
         return_freed_memory()  # what the set-up's temporaries left in the allocator
+        return params, data, metrics
+
+    def loop(self, runner, stop_requested):
+        """The epochs, each: plan, run, check, record, report, checkpoint; returns the
+        trained parameters (where the backend keeps them)."""
+        params, data, metrics = self.start(runner)
         training_starts()
-        last_end = None
-        for epoch in range(len(history), epochs):
+        n, epochs, controls = self.objective.n_samples, self.config.epochs, self.controls
+        progress, every, last_end = controls.progress, controls.checkpoint_every, None
+        for epoch in range(len(self.history), epochs):
             if progress is not None:
-                before = epoch * n
-                runner.on_progress = lambda done, before=before: progress(
-                    min(before + done, total_updates), total_updates)
-            step_now = schedule(epoch)
-            plan, plan_seconds = None, 0.0
-            if not runner.plans_itself:
-                start = time.perf_counter()
-                plan = planner.plan(rng, config.shuffle_block)
-                plan_seconds = time.perf_counter() - start
-            start = time.perf_counter()
-            try:
-                if stream is None:
-                    updates = runner.run_epoch(loops, plan, params, data, step_now, epoch)
-                else:
-                    updates, streamed_objective = stream.run_epoch(runner, loops, plan, params,
-                                                              step_now, epoch, n_workers)
-            except WorkerLost as lost:
-                if checkpoint is None:
-                    raise HogwildError(f"{lost}; pass checkpoint=PATH to keep the parameters "
-                                       "at the failure") from None
-                save(len(history), runner.to_host(params), lost.state_note)
-                raise HogwildError(f"{lost}; the parameters at the failure are in "
-                                   f"{checkpoint}") from None
-            end = time.perf_counter()
+                runner.on_progress = lambda done, before=epoch * n: progress(
+                    min(before + done, epochs * n), epochs * n)
+            step = self.config.schedule(epoch)
+            updates, value, plan_seconds, start, end = self._epoch(runner, params, data, step,
+                                                                   epoch)
             seconds = end - (last_end if runner.runs_ahead and last_end is not None else start)
             last_end = end
-            if not runner.all_finite(params):
-                raise _diverged("parameters", epoch + 1, step_now)
-            value = streamed_objective if stream is not None \
-                else runner.loss_sum(loops, params, data, n) / n
-            if not math.isfinite(value):
-                raise _diverged("objective", epoch + 1, step_now)
-            if value > ceiling:
-                raise DivergenceError(
-                    f"the objective grew from {start_value:.4g} to {value:.4g} in epoch "
-                    f"{epoch + 1} (step {step_now:.3g}): training diverged; try a smaller step")
-            reports = runner.reports
-            record = EpochRecord(epoch=epoch + 1, step=runner.applied_step(step_now),
-                                 seconds=seconds,
-                                 updates=int(updates),
+            record = EpochRecord(epoch=epoch + 1, step=runner.applied_step(step),
+                                 seconds=seconds, updates=int(updates),
                                  updates_per_s=updates / seconds if seconds > 0 else math.inf,
                                  objective=float(value),
-                                 metrics=metrics(params) if reports else {},
+                                 metrics=metrics(params) if runner.reports else {},
                                  plan_seconds=plan_seconds)
-            history.append(record)
-            if progress is not None and reports:
-                progress((epoch + 1) * n, total_updates)
-            if controls.callback is not None and reports:
+            self.history.append(record)
+            if progress is not None and runner.reports:
+                progress((epoch + 1) * n, epochs * n)
+            if controls.callback is not None and runner.reports:
                 controls.callback(record)
             done = epoch + 1
             stopping = runner.stop_agreed(stop_requested.is_set())
             periodic = every is not None and (done % every == 0 or done == epochs)
-            if checkpoint is not None and (periodic or stopping) and reports:
-                save(done, runner.to_host(params))
+            if controls.checkpoint is not None and (periodic or stopping) and runner.reports:
+                self.save(runner, done, runner.to_host(params))
             if stopping and done < epochs:
-                raise Interrupted(done, checkpoint, stop_requested.signum or signal.SIGTERM)
-        params = runner.export(params)
-        report, replicated = runner.report(), runner.replicated()
-    return FitResult(params=params, history=history, scheduler=sched.name,
-                     backend=config.backend, workers=runner.worker_count(n_workers), seed=seed,
-                     setup_seconds=planner.setup_seconds,
-                     startup_seconds=getattr(runner, "startup_seconds", 0.0),
-                     distributed=report, replication=runner.replication,
-                     replicated=replicated,
-                     data_bytes=sum(a.nbytes for a in objective.data)
-                     + held_out_bytes(controls.evaluate),
-                     params_bytes=sum(p.nbytes for p in objective.params),
-                     streaming=None if stream is None else stream.report())
+                raise Interrupted(done, controls.checkpoint,
+                                  stop_requested.signum or signal.SIGTERM)
+        return params
+
+    def _epoch(self, runner, params, data, step, epoch):
+        """Run one epoch and check it: (updates, objective, plan seconds, start, end)."""
+        plan, plan_seconds = None, 0.0
+        if not runner.plans_itself:
+            start = time.perf_counter()
+            plan = self.planner.plan(self.rng, self.config.shuffle_block)
+            plan_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        try:
+            if self.stream is None:
+                updates = runner.run_epoch(self.loops, plan, params, data, step, epoch)
+            else:
+                updates, value = self.stream.run_epoch(runner, self.loops, plan, params, step,
+                                                       epoch, self.planner.workers)
+        except WorkerLost as lost:
+            checkpoint = self.controls.checkpoint
+            if checkpoint is None:
+                raise HogwildError(f"{lost}; pass checkpoint=PATH to keep the parameters "
+                                   "at the failure") from None
+            self.save(runner, len(self.history), runner.to_host(params), lost.state_note)
+            raise HogwildError(f"{lost}; the parameters at the failure are in "
+                               f"{checkpoint}") from None
+        end = time.perf_counter()
+        if not runner.all_finite(params):
+            raise _diverged("parameters", epoch + 1, step)
+        n = self.objective.n_samples
+        if self.stream is None:
+            value = runner.loss_sum(self.loops, params, data, n) / n
+        if not math.isfinite(value):
+            raise _diverged("objective", epoch + 1, step)
+        if value > self.ceiling:
+            raise DivergenceError(
+                f"the objective grew from {self.start_value:.4g} to {value:.4g} in epoch "
+                f"{epoch + 1} (step {step:.3g}): training diverged; try a smaller step")
+        return updates, value, plan_seconds, start, end
+
+    def finish(self, runner, params):
+        """The FitResult (the backend still open: its report may need its workers)."""
+        objective, config = self.objective, self.config
+        return FitResult(
+            params=runner.export(params), history=self.history, scheduler=self.scheduler.name,
+            backend=config.backend, workers=runner.worker_count(self.planner.workers),
+            seed=config.seed, setup_seconds=self.planner.setup_seconds,
+            startup_seconds=runner.startup_seconds, distributed=runner.report(),
+            replication=runner.replication, replicated=runner.replicated(),
+            data_bytes=sum(a.nbytes for a in objective.data)
+            + held_out_bytes(self.controls.evaluate),
+            params_bytes=sum(p.nbytes for p in objective.params),
+            streaming=None if self.stream is None else self.stream.report())
+
+
+def fit(objective: Objective, config: Optional[TrainingConfig] = None,
+        controls: Optional[RunControls] = None, **options) -> FitResult:
+    """Train ``objective`` with lock-free parallel SGD.
+
+    Parameters
+    ----------
+    objective : hogwild.Objective, or callable returning one
+        What to train. Its params are copied (trained in place with its
+        train_in_place). On backend "ray" a callable is called by each node to
+        build its own copy (to load a file from its own disk).
+    config : hogwild.TrainingConfig, optional
+        What decides the result: epochs, step schedule, workers, scheduler,
+        backend and its settings, replication, sample order, seed, memory
+        (default: TrainingConfig()).
+    controls : hogwild.RunControls, optional
+        What the caller watches and keeps: evaluation, callback, progress,
+        checkpoints, resume (default: RunControls()).
+    **options
+        Fields of either, replacing the objects' values: ``fit(objective, epochs=5)``.
+
+    Returns
+    -------
+    hogwild.results.FitResult
+        The trained parameters (``params``), one EpochRecord per epoch
+        (``history``: step applied, seconds, updates, objective, metrics), and
+        what the backend reports.
+
+    Raises
+    ------
+    hogwild.errors.HogwildError
+        A bad option, objective or input, named before any work (DivergenceError,
+        a subclass: training diverged).
+    hogwild.errors.Interrupted
+        A KeyboardInterrupt: a Ctrl-C or SIGTERM stopped the run after an epoch.
+
+    Notes
+    -----
+    Checkpoints (hogwild.checkpoint): with ``checkpoint=PATH`` the state after every
+    ``checkpoint_every`` epochs, after the last one and after a Ctrl-C is written
+    there atomically; ``resume=PATH`` continues it up to ``epochs`` in total, for the
+    deterministic schedulers (serial, blocked, colored, cyclades) bitwise as an
+    uninterrupted run. The first Ctrl-C (or SIGTERM) stops the fit after the
+    current epoch; a second abandons the epoch. These hold on every backend.
+
+    Reproducibility: with a seed, ``serial``, ``blocked``, ``colored`` and
+    ``cyclades`` are bitwise reproducible with any number of workers; ``hogwild``
+    and ``locked`` with several workers only in distribution.
+    """
+    config, controls = settle(config, controls, **options)
+    run = _Run(objective, config, controls)
+    with run.backend.open(run.planner.workers, config, run.source) as runner, \
+            _stop_after_epoch(announce=runner.reports) as stop_requested, \
+            contextlib.closing(run.stream) if run.stream is not None \
+            else contextlib.nullcontext():
+        runner.agree(config, run.objective)
+        run.resume(runner)
+        return run.finish(runner, run.loop(runner, stop_requested))

@@ -119,7 +119,47 @@ def _check_ids(ids, params, data):
 
 @dataclass(frozen=True)
 class Objective:
-    """A sparse separable objective; see the module docstring for the contract."""
+    """A sparse separable objective; see the module docstring for the contract.
+
+    Parameters
+    ----------
+    update : callable
+        ``update(e, params, data, step[, epoch])``: one SGD step on sample ``e``, in
+        numba's nopython subset, touching only the sample's coordinates.
+    loss : callable
+        ``loss(e, params, data) -> float``: the sample's loss at the parameters.
+    params : tuple of numpy.ndarray
+        The parameters every worker updates in place (floating point).
+    data : tuple of numpy.ndarray
+        The per-sample data, read only (bool, integer or floating point).
+    n_samples : int
+        Samples per epoch (>= 1).
+    name : str, default "objective"
+        Named in errors, checkpoints and results.
+    blocks : hogwild.structure.BlockLayout, optional
+        Which samples never conflict (scheduler "blocked", "fpsgd").
+    supports : hogwild.structure.Supports or callable, optional
+        The coordinates each sample touches, or a function returning them
+        (schedulers "colored", "cyclades").
+    fastmath : bool, default False
+        Let LLVM reassociate floating-point sums and vectorise short loops.
+    conflicts : hogwild.structure.Graph, optional
+        The samples' conflict graph, where it is sparser than the supports'.
+    warp_update : callable, optional
+        ``warp_update(e, lane, params, data, step)``: the step for the 32 lanes of
+        a CUDA warp (backend "gpu" only).
+    id_arrays : tuple of hogwild.structure.IdArray, default ()
+        Which data arrays hold row ids of which arrays (replication "hot").
+    integer_params : bool, default False
+        Integer state not trained by steps may be among the params.
+    train_in_place : bool, default False
+        Train these params themselves rather than a copy.
+    indices_checked : bool, default False
+        Every id was checked against its array: the engine skips its pass.
+    sample_offsets : int, optional
+        The index of a data array of n_samples + 1 offsets (a CSR indptr), so that
+        samples can be streamed from disk with their nonzeros.
+    """
 
     update: Callable
     loss: Callable

@@ -52,8 +52,9 @@ import time
 import numpy as np
 from numba import njit
 
-from hogwild.backends.replicas import (HOT_MERGE_EVERY, Replicas, Replication, id_groups,
-                                      hot_share, meet, row_counts)
+from hogwild.backends.replicas import Replicas, meet
+from hogwild.replication import (HOT_MERGE_EVERY, ReplicationSettings, hot_share, id_groups,
+                                 row_counts)
 from hogwild.backends.threads import ThreadsBackend
 from hogwild.bench.machine import (benchmark_arguments, machine_lines, publish, report_header,
                                    timed_threads)
@@ -72,7 +73,8 @@ def epoch_seconds(objective, step, workers, replication, merge_every, rounds, rn
     """Median update-phase seconds of ``rounds`` epochs of the threads backend."""
     loops = compile_loops(objective.update, objective.loss, objective.fastmath)
     planner = SCHEDULERS["hogwild"].planner(objective.n_samples, workers)
-    settings = Replication(replication, merge_every, "mean", HOT_FRACTION, objective.id_arrays)
+    settings = ReplicationSettings(replication, merge_every, "mean", HOT_FRACTION,
+                                   objective.id_arrays)
     with ThreadsBackend(workers, settings) as backend:
         params, data = backend.share(tuple(aligned_copy(p) for p in objective.params),
                                      objective.data, objective.n_samples)
@@ -115,7 +117,7 @@ def merge_seconds(params, repeats=5):
     best = float("inf")
     for _ in range(repeats):
         def dirty(w):
-            for copy in replicas.of(w):
+            for copy in replicas.params_of(w):
                 copy += 1
         timed_threads([(dirty, (w,)) for w in range(2)])
         best = min(best, timed_threads([(replicas.merge_part, (w, 2)) for w in range(2)]))

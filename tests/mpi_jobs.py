@@ -6,6 +6,8 @@ Rank 0 prints one JSON object; every rank must reach the end (or the job fails).
                 a SHA-256 of every rank's parameters, the objective and the report
     reference   the same SVM, then the synchronous averaging it should equal,
                 computed here without MPI's help; prints both digests
+    contract    an objective of tests/reconcile_cases.py (argv[2]) with fit options
+                (argv[3]); prints rank 0's parameters and the recorded steps
 """
 import hashlib
 import json
@@ -89,6 +91,16 @@ def reference_case(settings):
                           "reference": digest(layout.views(state))}))
 
 
+def contract_case(name, options):
+    from reconcile_cases import OBJECTIVES, RUN
+
+    result = fit(OBJECTIVES[name](), **{**RUN, "backend": "mpi", **options})
+    if COMM.rank == 0:
+        print(json.dumps({"params": [p.tolist() for p in result.params],
+                          "steps": [r.step for r in result.history],
+                          "ranks": result.distributed["ranks"]}))
+
+
 def this_ranks(fields):
     """The fields with each list replaced by this rank's item of it."""
     return {name: value[COMM.rank] if isinstance(value, list) else value
@@ -97,6 +109,9 @@ def this_ranks(fields):
 
 if __name__ == "__main__":
     case = sys.argv[1]
+    if case == "contract":
+        contract_case(sys.argv[2], json.loads(sys.argv[3]))
+        raise SystemExit(0)
     settings = this_ranks(json.loads(sys.argv[2]) if len(sys.argv) > 2 else {})
     options = this_ranks(json.loads(sys.argv[3]) if len(sys.argv) > 3 else {})
     if case == "params":

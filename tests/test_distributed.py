@@ -177,7 +177,7 @@ def test_a_push_is_divided_by_the_pushes_applied_since_its_nodes_pull():
     three times without pulling (tau 0, 1, 2: the last is halved), so node 0's push
     is 3 versions stale and adds a third of its deltas. A push of tau 0 or 1 is
     applied whole."""
-    from hogwild.backends.ray import ParameterShard
+    from hogwild.backends.ray.server import ParameterShard
 
     shard = ParameterShard(np.zeros(4, np.float32), nodes=2, ordered=False,
                            staleness_aware=True)

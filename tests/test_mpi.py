@@ -4,7 +4,6 @@ Each job runs tests/mpi_jobs.py or the command line under mpirun, so the pytest
 process itself never initialises MPI."""
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,32 +18,16 @@ from hogwild.backends.sharding import pieces_per_epoch
 from hogwild.backends.shared_memory import PREFIX, segments_root
 from hogwild.cli.ranks import child_pids
 from hogwild.errors import HogwildError
-from hogwild.limits import usable_cores
 from hogwild.problems.sparse_svm import INTERCEPT_PAD
+from launchers import MPIRUN, mpirun
 
 pytest.importorskip("mpi4py", reason="backend 'mpi' needs mpi4py (pip install 'hogwild[mpi]')")
-MPIRUN = shutil.which("mpirun", path=os.pathsep.join([os.path.dirname(sys.executable),
-                                                      os.environ.get("PATH", "")]))
 if MPIRUN is None:
     pytest.skip("backend 'mpi' needs mpirun (pip install 'hogwild[mpi]' brings Open MPI's)",
                 allow_module_level=True)
 
 JOBS = str(Path(__file__).with_name("mpi_jobs.py"))
 HOGWILD = [sys.executable, "-m", "hogwild.cli"]
-
-
-def mpirun(ranks, command, timeout=300, **popen):
-    """``mpirun -n RANKS COMMAND`` (as root where the tests run as root)."""
-    launcher = [MPIRUN, "-n", str(ranks)]
-    if os.geteuid() == 0:
-        launcher.append("--allow-run-as-root")
-    if ranks > usable_cores():
-        launcher.append("--oversubscribe")
-    if popen.pop("background", False):
-        return subprocess.Popen(launcher + command, text=True, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True, **popen)
-    return subprocess.run(launcher + command, capture_output=True, text=True,
-                          timeout=timeout, **popen)
 
 
 def job(case, ranks=2, settings=None, **options):
@@ -406,7 +389,7 @@ def test_a_job_of_one_rank_started_without_mpirun_leaves_no_shared_memory():
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout)["distributed"]["ranks"] == 1
     # and the transport is its alone: processes it starts get no such setting
-    done = subprocess.run([sys.executable, "-c", "import os; from hogwild.backends.mpi "
+    done = subprocess.run([sys.executable, "-c", "import os; from hogwild.backends.mpi.job "
                            "import import_mpi, _mapped_segments; import_mpi(); "
                            "print(_mapped_segments(), sorted(k for k in os.environ "
                            "if k.startswith('OMPI_MCA')))"],

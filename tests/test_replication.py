@@ -52,12 +52,12 @@ def test_a_coordinate_several_workers_moved_gets_the_mean_or_the_sum_of_their_mo
     shared = (np.array([1.0, 5.0, 2.0], np.float32),)
     replicas = Replicas(shared, (), 3, "worker", merge)
     for w, moves in enumerate(([2.0, 5.0, 2.0], [4.0, 5.0, 2.0], [1.0, 5.0, 8.0])):
-        replicas.of(w)[0][:] = moves
+        replicas.params_of(w)[0][:] = moves
     replicas.merge()
     # coordinate 0: moves +1 and +3 by two workers -> +2 (mean) or +4 (sum); 2: one
     # worker -> its value
     np.testing.assert_array_equal(shared[0], expected)
-    assert all(np.array_equal(replicas.of(w)[0], shared[0]) for w in range(3))
+    assert all(np.array_equal(replicas.params_of(w)[0], shared[0]) for w in range(3))
 
 
 def merged_reference(base, copies, add_all):
@@ -88,13 +88,13 @@ def test_the_merge_of_whole_arrays_and_of_hot_rows_follows_the_rule_value_by_val
     flat = rng.standard_normal(1000).astype(np.float32)
     replicas = Replicas((flat,), (), workers, "worker", merge)
     for w in range(workers):
-        moved(replicas.of(w)[0])
-    expected = merged_reference(flat.copy(), np.stack([replicas.of(w)[0]
+        moved(replicas.params_of(w)[0])
+    expected = merged_reference(flat.copy(), np.stack([replicas.params_of(w)[0]
                                                        for w in range(workers)]),
                                 merge == "sum")
     replicas.merge()
     np.testing.assert_array_equal(flat, expected)
-    assert all(np.array_equal(replicas.of(w)[0], flat) for w in range(workers))
+    assert all(np.array_equal(replicas.params_of(w)[0], flat) for w in range(workers))
 
     for width in (1, 3):
         rows = rng.standard_normal((700, width)).astype(np.float32).reshape(
@@ -106,15 +106,15 @@ def test_the_merge_of_whole_arrays_and_of_hot_rows_follows_the_rule_value_by_val
         copies = []
         for w in range(workers):
             mine = replicas.data_of(w)[0]
-            copy = replicas.of(w)[0][mine]
+            copy = replicas.params_of(w)[0][mine]
             moved(copy)
-            replicas.of(w)[0][mine] = copy
+            replicas.params_of(w)[0][mine] = copy
             copies.append(copy)
         expected = merged_reference(base, np.stack(copies), merge == "sum")
         replicas.merge()
         shared = replicas.params[0]  # the shared rows now live before the copies
         np.testing.assert_array_equal(shared, expected)
-        assert all(np.array_equal(replicas.of(w)[0][replicas.data_of(w)[0]], shared)
+        assert all(np.array_equal(replicas.params_of(w)[0][replicas.data_of(w)[0]], shared)
                    for w in range(workers))
 
 
@@ -129,8 +129,8 @@ def test_mixed_merges_average_hot_rows_and_add_up_cold_ones():
     replicas = Replicas((rows, intercept), (ids,), 2, "worker", "mixed",
                         (IdArray(0, (0,)),), n_samples=3, hot_fraction=0.5)
     for w, move in enumerate((1.0, 3.0)):
-        replicas.of(w)[0][...] = move
-        replicas.of(w)[1][...] = move
+        replicas.params_of(w)[0][...] = move
+        replicas.params_of(w)[1][...] = move
     replicas.merge()
     np.testing.assert_array_equal(replicas.params[0], [[2, 2], [2, 2], [4, 4], [4, 4]])
     np.testing.assert_array_equal(replicas.params[1], [2])
@@ -243,7 +243,7 @@ def test_hot_rows_are_found_from_the_id_arrays_and_each_worker_reads_its_own():
         np.testing.assert_array_equal(mine[ids != 0], ids[ids != 0])
         assert set(mine[ids == 0]) == {104 + 8 * w}
         assert extended[104 + 8 * w] == weight[0]
-        assert replicas.of(w)[0].shape == (120,)
+        assert replicas.params_of(w)[0].shape == (120,)
     assert replicas.params[0].shape == (101,)  # what the engine and the metrics see
 
 
@@ -309,7 +309,7 @@ def test_auto_chooses_by_its_probe_and_says_so(id_arrays):
     """Which mode wins depends on the machine; the choice must follow the probe's
     own figures (replication only when AUTO_MARGIN times faster), and the run must
     use it. Without id arrays the candidate is "worker"."""
-    from hogwild.backends.threads import AUTO_MARGIN
+    from hogwild.replication import AUTO_MARGIN
 
     objective, ids, weight = counters()
     if not id_arrays:

@@ -42,6 +42,6 @@ def distributed_settings(backend, settings):
     if isinstance(settings, dict):
         settings = kind(**settings)
     if not isinstance(settings, kind):
-        raise HogwildError(f"distributed must be a {kind.__module__}.{kind.__name__} or a "
+        raise HogwildError(f"distributed must be a hogwild.backends.{backend}.{kind.__name__} or a "
                            f"dict, got {type(settings).__name__}")
     return settings.checked()

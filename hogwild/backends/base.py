@@ -4,9 +4,11 @@ The engine owns the epoch loop: the step schedule, plans, timing, the finiteness
 check, metrics, callbacks, checkpoints and Ctrl-C. A backend owns *where* the
 work runs and where the parameters live, behind these calls, in this order:
 
-    Backend.agree(config, objective)            # the processes of one run agree
+    Backend.check(config, scheduler)            # what it cannot run, before any work
     Backend.requested_workers(config)
     with Backend.open(workers, config, source) as runner:  # see also its class attributes
+        runner.agree(config, objective)         # the processes of one run agree
+        runner.checkpoint_settings(config)
         params, data = runner.share(params, data, n_samples)
         runner.warm_up(loops, params, data, scheduler, objective)  # compile, start
         per epoch: runner.run_epoch(loops, plan, params, data, step, epoch)
@@ -22,6 +24,7 @@ calling process) and is listed in hogwild.backends.get_backend.
 from abc import ABC, abstractmethod
 
 from hogwild.backends.host import all_finite
+from hogwild.errors import HogwildError
 
 
 class Backend(ABC):
@@ -46,11 +49,21 @@ class Backend(ABC):
     runs_warp_updates = False   # True: it runs an objective's warp_update (CUDA warps)
     half_precision = False      # True: it compiles float16 parameters
 
+    startup_seconds = 0.0       # starting its workers (processes, MPI's link probe, Ray's
+    # actors), set by warm_up: FitResult.startup_seconds
+
     @classmethod
-    def agree(cls, config, objective):
-        """Check, before anything else, that every process of one run (MPI ranks,
-        which start separately) was given the same settings and objective shapes;
-        nothing to check for a run that one process starts."""
+    def check(cls, config, scheduler):
+        """A HogwildError naming what this backend cannot run of ``config`` with
+        ``scheduler`` (a hogwild.schedulers scheduler), before any work. Classmethods
+        only read their arguments: nothing starts before open."""
+        if cls.schedulers is not None and scheduler.name not in cls.schedulers:
+            raise HogwildError(f"backend {cls.name!r} runs the schedulers "
+                               f"{', '.join(cls.schedulers)}; got {scheduler.name!r}")
+        if config.replication not in cls.replication_modes:
+            raise HogwildError(f"backend {cls.name!r} runs replication "
+                               f"{', '.join(map(repr, cls.replication_modes))}; got "
+                               f"{config.replication!r}")
 
     @classmethod
     def requested_workers(cls, config):
@@ -58,15 +71,24 @@ class Backend(ABC):
         return config.workers
 
     @classmethod
-    def checkpoint_settings(cls, config):
+    def open(cls, workers, config, source):
+        """The backend for a run, started: ``workers`` as the scheduler planned them,
+        ``config`` the run's TrainingConfig, ``source`` what the caller passed as the
+        objective."""
+        return cls(workers)
+
+    def agree(self, config, objective):
+        """Check, before any other collective, that every process of one run (MPI
+        ranks, which start separately) was given the same settings and objective
+        shapes; nothing to check for a run that one process starts."""
+
+    def checkpoint_settings(self, config):
         """Settings a checkpoint records, and a resumed run must repeat."""
         return {}
 
-    @classmethod
-    def open(cls, workers, config, source):
-        """The backend for a run: ``workers`` as the scheduler planned them, ``config``
-        the run's TrainingConfig, ``source`` what the caller passed as the objective."""
-        return cls(workers)
+    def reload(self):
+        """The parameters shared() returned were changed from outside the workers
+        (a reconcile between MPI ranks): workers that keep copies take them again."""
 
     def worker_count(self, planned):
         """Workers in all (FitResult.workers) for ``planned`` per plan."""

@@ -30,7 +30,6 @@ shared segments too, made by the parent's Replicas in order; each child builds t
 same Replicas over the same segments, and every worker runs its rounds and its
 slice of the merges as the threads do, at barriers in the run's gate segment.
 """
-import ctypes
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -38,43 +37,21 @@ import pickle
 import signal
 import threading
 import time
-import traceback
-from typing import NamedTuple
 
 import numpy as np
 
 from hogwild.backends.base import HostBackend
-from hogwild.backends.replicas import Replication
-from hogwild.backends.shared_memory import SegmentSet, attach
+from hogwild.backends.replicas import Replicas
+from hogwild.backends.process_worker import (CHUNK_SAMPLES, COUNTER_STRIDE, POLL_SECONDS,
+                                             SPIN_SECONDS, ShareCommand, counting,
+                                             run_in_pieces, worker_main)
+from hogwild.backends.shared_memory import SegmentSet
 from hogwild.backends.threads import replication_of
 from hogwild.errors import HogwildError
 from hogwild.kernels.atomics import GATE_STRIDE, abort_gates
 from hogwild.kernels.compiler import slp_vectorizer
-from hogwild.kernels.plans import Share, gate_count, give_up, pieces, run_share, warm_up
-
-POLL_SECONDS = 0.1
-SPIN_SECONDS = 0.02  # a waiting process polls this long before it sleeps
-COUNTER_STRIDE = 8  # int64 words per 64-byte cache line: one progress counter per line
-CHUNK_SAMPLES = 1_000_000  # a worker reports progress after about this many updates
-
-
-class ShareCommand(NamedTuple):
-    """What a child needs to run its Share of a phase: the plan's runs and gates are
-    in shared segments (by spec), its own span rows travel in the message."""
-
-    kind: str
-    n_runs: int
-    spans: np.ndarray
-    run_length: int
-    step: float
-    epoch: int
-    gate_words: int
-    workers: int
-    runs_segment: object
-    sync_segment: object
-    rounds: int = 0          # replicated epochs: merge rounds (0: not replicated)
-    merge_every: int = 0     # and a worker's updates between merges
-
+from hogwild.replication import ReplicationSettings
+from hogwild.kernels.plans import Share, gate_count, give_up, pieces, warm_up
 
 def _dumps_functions(loops):
     from numba import cloudpickle  # numba's own copy: pickles closures by value
@@ -92,7 +69,7 @@ class ProcessesBackend(HostBackend):
     def open(cls, workers, config, source):
         return cls(workers, replication_of(workers, config, source))
 
-    def __init__(self, workers, replication=Replication()):
+    def __init__(self, workers, replication=ReplicationSettings()):
         self.workers = workers
         self.settings, self.replication = replication, replication.mode
         self._replicas = None
@@ -128,8 +105,8 @@ class ProcessesBackend(HostBackend):
             array, spec = self._segments.create(shape, dtype)
             self._replica_specs.append(spec)
             return array
-        self._replicas = self.settings.replicas(params, data, self.workers, self._n_samples,
-                                                allocate)
+        self._replicas = Replicas.for_run(self.settings, params, data, self.workers,
+                                          self._n_samples, allocate)
         return (params if self._replicas is None else self._replicas.params), data
 
     def replicated(self):
@@ -142,6 +119,8 @@ class ProcessesBackend(HostBackend):
         """Compile the loops here (filling numba's cache), then start the children,
         which load them from the cache, and wait until each is ready."""
         warm_up(loops, scheduler.kind, params, data)
+        if self._replicas is not None:
+            self._replicas.warm_up()
         self._ensure_buffers(self._n_samples, self.workers)  # an epoch has <= n runs
         setup = pickle.dumps({"functions": _dumps_functions(loops), "token":
                               self._segments.token, "arrays": self._shared,
@@ -155,7 +134,7 @@ class ProcessesBackend(HostBackend):
         start = time.perf_counter()
         for w in range(1, self.workers):
             parent_end, child_end = context.Pipe()
-            process = context.Process(target=_worker_main, args=(child_end, setup, w),
+            process = context.Process(target=worker_main, args=(child_end, setup, w),
                                       name=f"hogwild-worker-{w}", daemon=True)
             process.start()
             child_end.close()
@@ -234,9 +213,9 @@ class ProcessesBackend(HostBackend):
                 with slp_vectorizer(loops.source.fastmath):
                     if rounds:
                         done = self._replicas.run_rounds(loops, mine, cut[0], rounds,
-                                                         _counting(self._counters[0], 0))
+                                                         counting(self._counters[0], 0))
                     else:
-                        done = _run_share(loops, mine, params, data, self._counters[0],
+                        done = run_in_pieces(loops, mine, params, data, self._counters[0],
                                           CHUNK_SAMPLES,
                                           lambda: self._poll(busy, replies, epoch, updates))
             except BaseException:
@@ -368,145 +347,3 @@ def _raise_remote(w, message):
         exc = HogwildError(f"worker {w} failed: {text.strip().splitlines()[-1]}")
     exc.add_note(f"raised in worker process {w}:\n{text}")
     raise exc
-
-
-def _counting(counters, worker):
-    """on_round for Replicas.run_rounds: the worker's progress counter."""
-    def count(done):
-        counters[worker * COUNTER_STRIDE] = done
-    return count
-
-
-def _run_share(loops, share, params, data, counters, chunk_samples, keep_going=None):
-    """A worker's share of a phase, piece by piece (see plans.pieces), its progress in
-    counters[worker * COUNTER_STRIDE]; stops early when a piece is aborted or when
-    ``keep_going()`` says so. Returns the updates done."""
-    done = 0
-    for piece in pieces(share.kind, share.spans, share.run_length, chunk_samples):
-        updates = run_share(loops, share._replace(spans=piece), params, data)
-        if updates < 0:  # aborted: another worker failed
-            break
-        done += updates
-        counters[share.worker * COUNTER_STRIDE] = done
-        if keep_going is not None and not keep_going():
-            break
-    return done
-
-
-# -- the child process -------------------------------------------------------------------
-
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def _die_with_parent(parent):
-    """Have this process killed when ``parent`` dies: by the kernel where Linux's
-    prctl is available (instantly, even while compiled code spins), else by a
-    thread that polls the parent's pid."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
-    except (OSError, AttributeError):
-        def watch():
-            while os.getppid() == parent:
-                time.sleep(POLL_SECONDS)
-            os._exit(1)
-
-        threading.Thread(target=watch, daemon=True, name="hogwild-parent-watch").start()
-    if os.getppid() != parent:  # it died before prctl took effect
-        os._exit(1)
-
-
-def _worker_main(pipe, setup, me):
-    """Attach the run's arrays, load the loops, then run epochs on command. A
-    parent gone (its pipe closed) ends the child quietly."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    try:
-        setup = pickle.loads(setup)
-        _die_with_parent(setup["parent"])
-        loops, params, data, token, fastmath, counters, chunk, replicas = _worker_setup(setup)
-        attached = {}
-
-        def view(spec):
-            if spec.path not in attached:
-                attached[spec.path] = attach(spec, token)[0]
-            return attached[spec.path]
-
-        for spec in setup["buffers"]:
-            view(spec)
-        pipe.send(("ready", 0))
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent
-        _send_error(pipe, exc)
-        return
-    while True:
-        try:
-            _await_command(pipe)
-            command = pipe.recv()
-        except (EOFError, OSError):
-            return  # the parent is gone
-        if command[0] == "stop":
-            return
-        if command[0] == "attach":  # grown plan buffers, unlinked once all have them
-            for spec in command[1:]:
-                view(spec)
-            reply = ("done", 0)
-        else:
-            job = command[1]
-            share = Share(job.kind, view(job.runs_segment)[:job.n_runs], job.spans,
-                          job.run_length, job.step, job.epoch,
-                          view(job.sync_segment)[:job.gate_words], me, job.workers)
-            try:
-                with slp_vectorizer(fastmath):  # as the parent compiled, should this compile
-                    if job.rounds:
-                        done = replicas.run_rounds(
-                            loops, share, list(pieces(share.kind, share.spans,
-                                                      share.run_length, job.merge_every)),
-                            job.rounds, _counting(counters, me))
-                    else:
-                        done = _run_share(loops, share, params, data, counters, chunk)
-            except BaseException as exc:  # noqa: BLE001 - reported to the parent
-                give_up(share.kind, share.sync, me)
-                _send_error(pipe, exc)
-                return
-            reply = ("done", int(done))
-        try:
-            pipe.send(reply)
-        except (BrokenPipeError, OSError):
-            return  # the parent is gone
-
-
-def _await_command(pipe, spin_seconds=SPIN_SECONDS):
-    """Poll for the next command for a short while before blocking: the next epoch
-    usually starts within milliseconds, and a sleeping process takes a while to
-    wake up. Each poll yields the core, so a busy parent is not held back."""
-    deadline = time.perf_counter() + spin_seconds
-    while not pipe.poll() and time.perf_counter() < deadline:
-        os.sched_yield()
-
-
-def _worker_setup(setup):
-    from hogwild.kernels.compiler import compile_loops
-
-    update, loss, fastmath = pickle.loads(setup["functions"])
-    arrays = [attach(spec, setup["token"])[0] for spec in setup["arrays"]]
-    params, data = tuple(arrays[:setup["n_params"]]), tuple(arrays[setup["n_params"]:])
-    loops = compile_loops(update, loss, fastmath)
-    with slp_vectorizer(fastmath):  # load the run's loop now, not in its first epoch
-        warm_up(loops, setup["kind"], params, data)
-    counters = attach(setup["counters"], setup["token"])[0]
-    segments = iter(setup["replica_segments"])
-    replicas = setup["replication"].replicas(  # the parent's, over the same segments
-        params, data, setup["workers"], setup["n_samples"],
-        lambda shape, dtype: attach(next(segments), setup["token"])[0], filled=True)
-    return (loops, params, data, setup["token"], fastmath, counters, setup["chunk_samples"],
-            replicas)
-
-
-def _send_error(pipe, exc):
-    text = "".join(traceback.format_exception(exc))
-    try:
-        payload = pickle.dumps(exc)
-    except Exception:  # noqa: BLE001 - not picklable: the parent rebuilds a HogwildError
-        payload = b""
-    try:
-        pipe.send(("error", payload, text))
-    except (BrokenPipeError, OSError):
-        pass  # the parent is gone: nobody is left to tell

@@ -1,4 +1,5 @@
-"""Model replication: workers update their own copies of some or all parameters, so
+"""Model replication's copies and merges (the modes, rules and policy are
+hogwild.replication's): workers update their own copies of some or all parameters, so
 no cache line of those moves between cores while they work, and the copies are
 merged into the shared parameters every ``merge_every`` updates of a worker and at
 each epoch's end.
@@ -33,22 +34,16 @@ the shared value again. Each worker merges its own slice of the coordinates
 between two barriers, so a merge costs 1/workers of a pass over the replicas.
 """
 import math
-from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 from numba import njit
 
 from hogwild.backends.host import CACHE_LINE, aligned_copy
+from hogwild.backends.reconcile import Reconciler, work_apart
 from hogwild.errors import HogwildError
 from hogwild.kernels.atomics import new_gates, open_gate, wait_for_gate
 from hogwild.kernels.plans import run_share
-
-MERGE_RULES = ("mean", "sum", "mixed")
-# replication="hot" merges this often by default: its merges pass over only the
-# hot rows, so they can be frequent (fresher hot coordinates) and still cheap.
-HOT_MERGE_EVERY = 4096
-
+from hogwild.replication import hot_rows, id_groups, row_counts
 
 MERGE_BLOCK = 256  # values merged together: each of the merge's loops over a block
 # runs over contiguous values, so the compiler vectorises it
@@ -159,51 +154,6 @@ class _Entry:
             self.copies[:, :rows.size] = rows.reshape(-1)
 
 
-@dataclass(frozen=True)
-class Replication:
-    """A run's replication settings (TrainingConfig's, with "auto" resolved to
-    ``mode``; ``chosen`` says how), as the CPU backends keep them."""
-
-    mode: str = "shared"
-    merge_every: Optional[int] = None
-    merge: str = "mean"
-    hot_fraction: float = 0.01
-    id_arrays: tuple = ()
-    chosen: Optional[dict] = None
-
-    @classmethod
-    def of(cls, config, objective, mode, chosen=None):
-        if config.merge == "mixed" and mode != "shared" and not objective.id_arrays:
-            raise HogwildError(f"merge 'mixed' needs the objective's id arrays to tell hot "
-                               f"rows from cold ones, and objective '{objective.name}' "
-                               "declares none (Objective.id_arrays); use merge 'mean' or 'sum'")
-        if mode == "hot" and not objective.id_arrays:
-            raise HogwildError(f"replication 'hot' needs the objective's id arrays, and "
-                               f"objective '{objective.name}' declares none "
-                               "(Objective.id_arrays); use replication 'worker'")
-        return cls(mode, config.merge_every, config.merge, config.hot_fraction,
-                   objective.id_arrays, chosen)
-
-    def interval(self, n_samples):
-        """Updates of a worker between merges."""
-        return self.merge_every or (HOT_MERGE_EVERY if self.mode == "hot" else n_samples)
-
-    def replicas(self, params, data, workers, n_samples, allocate=None, filled=False):
-        """The Replicas of a run (None for "shared"; see Replicas for the rest)."""
-        if self.mode == "shared":
-            return None
-        return Replicas(params, data, workers, self.mode, self.merge, self.id_arrays,
-                        n_samples, self.hot_fraction, allocate, filled)
-
-    def report(self, replicas, n_samples):
-        """FitResult.replicated: what was copied and how it merged, and what "auto"
-        chose (None: nothing copied, nothing chosen)."""
-        auto = {} if self.chosen is None else {"auto": self.chosen}
-        if replicas is None:
-            return auto or None
-        return {**replicas.describe(self.merge, self.interval(n_samples)), **auto}
-
-
 class Replicas:
     """The parameters and data each worker runs on, and the merge between them."""
 
@@ -237,8 +187,6 @@ class Replicas:
         self.params = tuple(self.params)
         self.worker_params = [tuple(x) for x in worker_params]
         self.worker_data = [tuple(x) for x in self.worker_data]
-        self.merge()  # changes nothing; compiles (or loads) the merge and the barrier
-        meet(new_gates(1), 0, 1, 1)  # before the first timed epoch (a millisecond or two)
 
     def _replicate_whole(self, p, array, worker_params, cold_rows=None):
         """Copy params[p] whole for every worker; ``cold_rows`` (a flag per row):
@@ -311,13 +259,28 @@ class Replicas:
                 self.worker_data[w][ids.ids] = mine
         return members
 
+    @classmethod
+    def for_run(cls, settings, params, data, workers, n_samples, allocate=None, filled=False):
+        """The Replicas of a run with ReplicationSettings ``settings`` (None for
+        "shared"; see __init__ for the rest)."""
+        if settings.mode == "shared":
+            return None
+        return cls(params, data, workers, settings.mode, settings.merge, settings.id_arrays,
+                   n_samples, settings.hot_fraction, allocate, filled)
+
+    def warm_up(self):
+        """Compile (or load) the merge and the barrier before the first timed epoch
+        (a merge now changes nothing)."""
+        self.merge()
+        meet(new_gates(1), 0, 1, 1)
+
     @property
     def merging(self):
         """Whether anything was copied (hot mode may find no hot row: then the run
         is shared Hogwild!, with no merge rounds)."""
         return bool(self.entries)
 
-    def of(self, worker):
+    def params_of(self, worker):
         """The parameter arrays worker ``worker`` updates."""
         return self.worker_params[worker]
 
@@ -352,24 +315,35 @@ class Replicas:
     def run_rounds(self, loops, share, cut, rounds, on_round=None):
         """Worker share.worker's part of a replicated epoch: ``rounds`` rounds, in
         each its piece cut[k] of ``share``'s spans (none once its pieces run out) on
-        its own copies, then a barrier, its slice of the merge, and a barrier (the
-        gates of share.sync). The updates done, or -1 if the run was aborted.
-        ``on_round(done)`` after each round (progress counters)."""
-        me, workers = share.worker, share.workers
+        its own copies, then a ReplicaMerge (at the gates of share.sync). The
+        updates done, or -1 if the run was aborted. ``on_round(done)`` after each
+        round (progress counters)."""
+        me = share.worker
         none = np.zeros((0, share.spans.shape[1] if share.spans.ndim == 2 else 3), np.int64)
-        done = 0
-        for k in range(rounds):
-            piece = share._replace(spans=cut[k] if k < len(cut) else none)
-            updates = run_share(loops, piece, self.of(me), self.data_of(me))
-            if updates < 0 or not meet(share.sync, me, workers, 2 * k + 1):
-                return -1
-            self.merge_part(me, workers)
-            if not meet(share.sync, me, workers, 2 * k + 2):
-                return -1
-            done += updates
-            if on_round is not None:
-                on_round(done)
-        return done
+        params, data = self.params_of(me), self.data_of(me)
+        return work_apart([cut[k] if k < len(cut) else none for k in range(rounds)],
+                          lambda spans: run_share(loops, share._replace(spans=spans), params,
+                                                  data),
+                          ReplicaMerge(self, share.sync, me, share.workers), on_round)
+
+
+class ReplicaMerge(Reconciler):
+    """A worker's side of merging the replicas: meet the others, merge its own
+    slice of every replicated array, meet again (compiled barriers on ``gates``)."""
+
+    def __init__(self, replicas, gates, worker, workers):
+        self.replicas, self.gates, self.worker, self.workers = replicas, gates, worker, workers
+        self.done = 0
+
+    def reconcile(self):
+        self.done += 1
+        if not meet(self.gates, self.worker, self.workers, 2 * self.done - 1):
+            return False
+        self.replicas.merge_part(self.worker, self.workers)
+        return meet(self.gates, self.worker, self.workers, 2 * self.done)
+
+    def reload(self):
+        self.replicas.reload()
 
 
 @njit(nogil=True, cache=True)
@@ -381,60 +355,3 @@ def meet(gates, worker, workers, level):
         if not wait_for_gate(gates, w, level):
             return False
     return True
-
-
-def row_counts(group, params, data):
-    """How often each row of a group's arrays is named by its id arrays (checked:
-    the arrays one id indexes have as many rows, and the ids are in range)."""
-    members = sorted({p for ids in group for p in ids.params})
-    rows = params[members[0]].shape[0] if params[members[0]].ndim else 0
-    for kind, arrays, indices in (("params", params, members),
-                                  ("data", data, sorted({d for ids in group
-                                                         for d in ids.data}))):
-        for i in indices:
-            if arrays[i].ndim == 0 or arrays[i].shape[0] != rows:
-                raise HogwildError(f"{kind}[{i}] has {arrays[i].shape[:1]} rows; the "
-                                   f"arrays one id indexes need {rows}")
-    counts = np.zeros(rows, np.int64)
-    for ids in group:  # in 0..rows-1: checked when the Objective was made
-        counts += np.bincount(data[ids.ids], minlength=rows)
-    return counts
-
-
-def hot_rows(counts, hot_fraction, n_samples):
-    """Which rows are hot: named by more than ``hot_fraction`` of the samples (counts
-    from row_counts)."""
-    return counts > hot_fraction * n_samples
-
-
-def hot_share(objective, hot_fraction):
-    """The fraction of the ids in the objective's id arrays that fall on hot rows
-    (rows whose id is in more than hot_fraction of the samples): how much of its
-    writing replication="hot" would take off the shared rows."""
-    on_hot = total = 0
-    for group in id_groups(objective.id_arrays, len(objective.params)):
-        counts = row_counts(group, objective.params, objective.data)
-        on_hot += int(counts[hot_rows(counts, hot_fraction, objective.n_samples)].sum())
-        total += int(counts.sum())
-    return on_hot / total if total else 0.0
-
-
-def id_groups(id_arrays, n_params):
-    """The IdArrays grouped by the parameter arrays they index (ids indexing one
-    array must map to the same rows)."""
-    if not id_arrays:
-        return []
-    owner = list(range(n_params))
-
-    def root(p):
-        while owner[p] != p:
-            p = owner[p]
-        return p
-
-    for ids in id_arrays:
-        for p in ids.params[1:]:
-            owner[root(p)] = root(ids.params[0])
-    groups = {}
-    for ids in id_arrays:
-        groups.setdefault(root(ids.params[0]), []).append(ids)
-    return list(groups.values())

@@ -3,7 +3,6 @@ its span of the epoch's order, all writing the same numpy parameter arrays in
 place without locks (or under the spinlock for the ``locked`` scheduler), or each
 its own copy of all or of the hot ones (replication="worker" or "hot", see
 hogwild.backends.replicas)."""
-import statistics
 import threading
 import time
 
@@ -11,9 +10,11 @@ import numpy as np
 
 from hogwild.backends.base import LOSS_CHUNK, HostBackend, loss_chunks, ordered_total
 from hogwild.backends.host import aligned_copy
-from hogwild.backends.replicas import Replication, hot_share
+from hogwild.backends.replicas import Replicas
 from hogwild.kernels.atomics import new_gates, raise_gate, spin_for_gate
 from hogwild.kernels.plans import Share, gate_count, give_up, pieces, run_share, warm_up
+from hogwild.replication import (PROBE_ROUNDS, PROBE_SAMPLES, PROBE_VISITS, ReplicationSettings,
+                                 resolve)
 
 SPINS = 2_000_000  # about 10 ms of polling before a waiting thread sleeps
 
@@ -101,7 +102,7 @@ class ThreadsBackend(HostBackend):
     def open(cls, workers, config, source):
         return cls(workers, replication_of(workers, config, source))
 
-    def __init__(self, workers, replication=Replication()):
+    def __init__(self, workers, replication=ReplicationSettings()):
         self.workers = workers
         self.settings, self.replication = replication, replication.mode
         self._replicas = None
@@ -113,13 +114,14 @@ class ThreadsBackend(HostBackend):
         """The arrays the workers use: threads share the process's own memory (and
         with replication "worker" or "hot" each has its own copies of some too)."""
         self._n_samples = n_samples or 1
-        self._replicas = self.settings.replicas(params, data, self.workers, self._n_samples)
+        self._replicas = Replicas.for_run(self.settings, params, data, self.workers,
+                                          self._n_samples)
         return (params if self._replicas is None else self._replicas.params), data
 
     def replicated(self):
         return self.settings.report(self._replicas, self._n_samples)
 
-    def params_changed(self):
+    def reload(self):
         """The shared parameters were changed from outside the workers (see
         Replicas.reload): nothing to do unless the workers have copies."""
         if self._replicas is not None:
@@ -131,6 +133,8 @@ class ThreadsBackend(HostBackend):
 
     def warm_up(self, loops, params, data, scheduler, objective=None):
         warm_up(loops, scheduler.kind, params, data)
+        if self._replicas is not None:
+            self._replicas.warm_up()
 
     def run_epoch(self, loops, plan, params, data, step, epoch):
         """Run one epoch's plan, phase after phase; returns the number of updates.
@@ -203,49 +207,22 @@ class ThreadsBackend(HostBackend):
         self._crew.close()
 
 
-# replication="auto" replicates only when the probe measures it at least this much
-# faster than sharing: below, the difference is within the probe's noise here.
-AUTO_MARGIN = 1.1
-PROBE_SAMPLES = 32_768  # per worker and probe epoch
-PROBE_ROUNDS = 3  # timed probe epochs per visit of a mode; the median counts
-PROBE_VISITS = 2  # visits of each mode, alternating
-HOT_SHARE_WORTH_PROBING = 0.05  # of the ids: fewer on hot rows, sharing is cheap
-
-
 def replication_of(workers, config, objective):
-    """The Replication of a run on a CPU backend ("auto" resolved here)."""
-    mode, chosen = config.replication, None
-    if mode == "auto":
-        mode, chosen = choose_replication(objective, workers, config)
-    return Replication.of(config, objective, mode, chosen)
+    """The ReplicationSettings of a run on a CPU backend ("auto" decided by
+    hogwild.replication.choose, with probe_rates as its measure)."""
+    from hogwild.schedulers import SCHEDULERS
+
+    return resolve(config, objective, workers, SCHEDULERS[config.scheduler].kind,
+                   lambda candidate: probe_rates(objective, workers, config, candidate))
 
 
-def choose_replication(objective, workers, config):
-    """replication="auto": (mode, why). "shared" with one worker, with a scheduler
-    that keeps workers apart, or when under HOT_SHARE_WORTH_PROBING of the ids fall
-    on hot rows; else a short probe on copies of the parameters (PROBE_VISITS
-    alternating visits of each mode, each PROBE_ROUNDS epochs of PROBE_SAMPLES
-    samples per worker after one untimed) picks the faster by median updates/s,
-    replication needing AUTO_MARGIN. The replicated candidate is "hot"
-    when the objective declares id arrays: its frequent merges keep the statistics
-    of "shared", while "worker" merged once an epoch averages away part of every
-    hot coordinate's progress (MovieLens 1M: RMSE 0.89 against 0.855)."""
+def probe_rates(objective, workers, config, candidate):
+    """{mode: [updates/s]} of "shared" and ``candidate`` on copies of the
+    parameters: PROBE_VISITS alternating visits of each, each PROBE_ROUNDS timed
+    hogwild epochs of PROBE_SAMPLES samples per worker after one untimed."""
     from hogwild.kernels.compiler import compile_loops, slp_vectorizer
     from hogwild.schedulers import SCHEDULERS
 
-    if workers == 1:
-        return "shared", {"chose": "shared", "why": "one worker"}
-    if SCHEDULERS[config.scheduler].kind != "spans":
-        return "shared", {"chose": "shared", "why": f"scheduler {config.scheduler!r} keeps "
-                                                   "its workers apart"}
-    candidate = "hot" if objective.id_arrays else "worker"
-    why = {}
-    if candidate == "hot":
-        share = hot_share(objective, config.hot_fraction)
-        why["ids_on_hot_rows"] = round(share, 4)
-        if share < HOT_SHARE_WORTH_PROBING:
-            return "shared", {"chose": "shared", "why": f"{share:.1%} of the ids are on hot "
-                                                       "rows: sharing costs little", **why}
     n = min(objective.n_samples, PROBE_SAMPLES * workers)
     planner = SCHEDULERS["hogwild"].planner(n, workers)
     loops = compile_loops(objective.update, objective.loss, objective.fastmath)
@@ -255,7 +232,8 @@ def choose_replication(objective, workers, config):
         # one mode's backend at a time: an idle crew polls for work for ~10 ms and
         # would take a core from the other's timed epochs
         for mode in ("shared", candidate) * PROBE_VISITS:
-            with ThreadsBackend(workers, Replication.of(config, objective, mode)) as probe:
+            with ThreadsBackend(workers, ReplicationSettings.for_run(config, objective,
+                                                                     mode)) as probe:
                 params, data = probe.share(tuple(aligned_copy(p) for p in objective.params),
                                            objective.data, objective.n_samples)
                 probe.warm_up(loops, params, data, SCHEDULERS["hogwild"])
@@ -266,8 +244,4 @@ def choose_replication(objective, workers, config):
                     if round_:
                         timings[mode].append(updates / max(time.perf_counter() - start,
                                                            1e-9))
-    rates = {mode: statistics.median(values) for mode, values in timings.items()}
-    chosen = candidate if rates[candidate] >= AUTO_MARGIN * rates["shared"] else "shared"
-    verdict = "faster" if chosen == candidate else f"not {AUTO_MARGIN}x faster"
-    return chosen, {"chose": chosen, "why": f"probe: {candidate} {verdict} than shared",
-                    "probe_updates_per_s": {k: round(v) for k, v in rates.items()}, **why}
+    return timings

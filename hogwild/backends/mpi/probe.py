@@ -1,0 +1,134 @@
+"""The link probe: the costs of a job's links measured at start-up (measure_link,
+for the alpha-beta-gamma model of hogwild.collectives), and every allreduce
+algorithm timed (time_algorithms, for the allreduce-probe command)."""
+import time
+
+import numpy as np
+
+from hogwild.backends.mpi.tuning import tuned_communicator
+from hogwild.collectives import ALGORITHMS, MeasuredLink, predict
+from hogwild.errors import HogwildError
+
+PROBE_SIZES = tuple(1 << k for k in range(10, 23, 2))  # bytes of the start-up probe, 1 KiB-4 MiB
+PROBE_REPEATS = 9  # repeats per size up to 1 MiB (3 above); the median counts
+RING_STEPS = 3  # ring steps back to back in a repeat of the link probe
+
+
+def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS):
+    """The MeasuredLink of ``comm``, each pattern timed at each of ``sizes``: a
+    message, half the median ping-pong round trip between ranks 0 and 1; an
+    exchange round, every rank swapping with a partner (r xor 1, then r xor 2, ...,
+    recursive doubling's rounds, back to back); a ring step, every rank sending
+    to r + 1 while receiving from r - 1 (up to RING_STEPS steps back to back, as a
+    ring runs them). A repeat is timed from a barrier by its slowest rank, divided
+    by its rounds or steps; the median repeat counts. gamma is the time per byte
+    of a float32 sum on rank 0. Every rank gets rank 0's figures."""
+    rank, ranks = comm.Get_rank(), comm.Get_size()
+    power = 1 << (ranks.bit_length() - 1)  # ranks past the largest power of two wait
+    partners = [rank ^ (1 << k) for k in range(power.bit_length() - 1)] if rank < power else []
+    right, left = (rank + 1) % ranks, (rank - 1) % ranks
+    steps = min(ranks - 1, RING_STEPS)
+
+    def ping_pong(buffer, incoming):
+        if rank == 0:
+            comm.Send(buffer, dest=1, tag=7)
+            comm.Recv(buffer, source=1, tag=7)
+        elif rank == 1:
+            comm.Recv(buffer, source=0, tag=7)
+            comm.Send(buffer, dest=0, tag=7)
+
+    def exchange_rounds(buffer, incoming):
+        for partner in partners:
+            comm.Sendrecv(buffer, dest=partner, sendtag=8, recvbuf=incoming, source=partner,
+                          recvtag=8)
+
+    def ring_steps(buffer, incoming):
+        for _ in range(steps):
+            comm.Sendrecv(buffer, dest=right, sendtag=9, recvbuf=incoming, source=left,
+                          recvtag=9)
+
+    times = {}
+    for name, pattern, per in (("ping_pong", ping_pong, 2),
+                               ("exchange", exchange_rounds, power.bit_length() - 1),
+                               ("ring", ring_steps, steps)):
+        times[name] = []
+        for size in sizes:
+            buffer, incoming = np.zeros(size, np.uint8), np.zeros(size, np.uint8)
+            rounds = []
+            for _ in range((repeats if size <= 1 << 20 else 3) + 1):  # the first warms up
+                comm.Barrier()
+                start = time.perf_counter()
+                pattern(buffer, incoming)
+                rounds.append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX))
+            times[name].append(float(np.median(rounds[1:])) / per)
+    costs = None
+    if rank == 0:
+        a = np.ones(1 << 18, np.float32)  # 1 MiB
+        b = np.ones_like(a)
+        sums = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            np.add(a, b, out=a)
+            sums.append(time.perf_counter() - start)
+        costs = MeasuredLink(tuple(sizes), tuple(times["ping_pong"]),
+                             tuple(times["exchange"]), tuple(times["ring"]),
+                             min(sums) / a.nbytes)
+    return comm.bcast(costs, root=0)
+
+
+def probe_sizes(smallest=1 << 10, largest=1 << 28, factor=4):
+    """Message sizes in bytes, ``smallest`` to ``largest`` by ``factor``."""
+    sizes = [smallest]
+    while sizes[-1] * factor <= largest:
+        sizes.append(sizes[-1] * factor)
+    return sizes
+
+
+def time_algorithms(MPI, comm, sizes, costs, budget=0.25, progress=None):
+    """{algorithm: {size: seconds of one allreduce}}, measured: each of Open MPI's
+    algorithms forced on its own communicator (tuned_communicator), on float32
+    vectors of each size, repeated for about ``budget`` seconds by the model's
+    prediction (at least three times, after one untimed), each repeat from a
+    barrier and timed by its slowest rank; the median repeat counts (a busy host's
+    hiccup moves a mean). The algorithms take turns repeat by repeat, in an order
+    that rotates, so that a host's slow spell or a link's state (a token bucket
+    refilled by an idle spell) falls on all of them alike. ``progress()`` after
+    each size."""
+    ranks = comm.Get_size()
+    reducers = {}
+    try:
+        for algorithm in ALGORITHMS:
+            reducer, forced = tuned_communicator(MPI, comm, algorithm)
+            if not forced:
+                raise HogwildError("the allreduce probe forces Open MPI's tuned algorithms; "
+                                   f"this MPI is {MPI.Get_library_version().splitlines()[0]}")
+            reducers[algorithm] = reducer
+        measured = {algorithm: {} for algorithm in ALGORITHMS}
+        for size in sizes:
+            vector = np.zeros(max(size // 4, 1), np.float32)
+            repeats = {algorithm: int(min(50, max(3, budget / max(
+                predict(algorithm, ranks, vector.nbytes, costs), 1e-6))))
+                for algorithm in ALGORITHMS}
+            seconds = {algorithm: [] for algorithm in ALGORITHMS}
+            for reducer in reducers.values():
+                reducer.Allreduce(MPI.IN_PLACE, vector, op=MPI.SUM)
+            order = list(ALGORITHMS)
+            for k in range(max(repeats.values())):
+                for algorithm in order[k % len(order):] + order[:k % len(order)]:
+                    if k < repeats[algorithm]:
+                        reducer = reducers[algorithm]
+                        reducer.Barrier()
+                        start = time.perf_counter()
+                        reducer.Allreduce(MPI.IN_PLACE, vector, op=MPI.SUM)
+                        seconds[algorithm].append(time.perf_counter() - start)
+            for algorithm, times in seconds.items():
+                times = np.asarray(times)
+                slowest = np.empty_like(times)
+                comm.Allreduce(times, slowest, op=MPI.MAX)
+                measured[algorithm][size] = float(np.median(slowest))
+            if progress is not None:
+                progress()
+    finally:
+        for reducer in reducers.values():
+            reducer.Free()
+    return measured

@@ -1,0 +1,25 @@
+"""Launching MPI jobs from the tests: Open MPI's mpirun (from its wheel, beside
+this Python, or on PATH), as root where the tests run as root."""
+import os
+import shutil
+import subprocess
+import sys
+
+from hogwild.limits import usable_cores
+
+MPIRUN = shutil.which("mpirun", path=os.pathsep.join([os.path.dirname(sys.executable),
+                                                      os.environ.get("PATH", "")]))
+
+
+def mpirun(ranks, command, timeout=300, **popen):
+    """``mpirun -n RANKS COMMAND`` (as root where the tests run as root)."""
+    launcher = [MPIRUN, "-n", str(ranks)]
+    if os.geteuid() == 0:
+        launcher.append("--allow-run-as-root")
+    if ranks > usable_cores():
+        launcher.append("--oversubscribe")
+    if popen.pop("background", False):
+        return subprocess.Popen(launcher + command, text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True, **popen)
+    return subprocess.run(launcher + command, capture_output=True, text=True,
+                          timeout=timeout, **popen)
