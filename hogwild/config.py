@@ -1,104 +1,46 @@
-"""How a run is configured: every training option declared once, here.
+"""How a run is configured: TrainingConfig and RunControls.
 
 ``TrainingConfig`` is what decides the trained model (epochs, steps, workers,
 scheduler, backend and its settings, sample order, seed): frozen and validated
-when built, so a bad value is named before any work. ``RunControls`` is what a
-caller watches and keeps (evaluation, callback, progress bar, checkpoints,
-resume); it does not change the result. hogwild.fit takes both, or their fields
-as keywords; the estimators and the CLI build them from their own parameters.
+when built, so a bad value is named before any work. Its fields, their checks and
+its docstring come from the one table of training options, hogwild.options.
+``RunControls`` is what a caller watches and keeps (evaluation, callback,
+progress bar, checkpoints, resume); it does not change the result. hogwild.fit
+takes both, or their fields as keywords; the estimators and the CLI build them
+from their own parameters.
 """
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from hogwild.backends import BACKEND_NAMES, distributed_settings
-from hogwild.errors import HogwildError, check_int, check_seed, choose
-from hogwild.limits import MAX_EPOCHS, parse_size
-from hogwild.schedulers import SCHEDULERS
-from hogwild.replication import MERGE_RULES, REPLICATION_MODES
-from hogwild.replication import check as check_replication
+from hogwild.options import TRAINING, checked, parameters_doc
+from hogwild.errors import HogwildError, check_int
 from hogwild.steps import StepSchedule
 
+def config_class(table):
+    """The frozen dataclass of the options of ``table`` (a tuple of
+    hogwild.options.Option): a field per row, checked by the rows when built."""
+    def check(config):
+        given = {option.name: getattr(config, option.name) for option in table}
+        for name, value in checked(given, table).items():
+            object.__setattr__(config, name, value)
 
-@dataclass(frozen=True)
-class TrainingConfig:
-    """The options that decide a fit's result (see hogwild.fit for each).
-
-    ``workers``: threads, processes or CUDA streams (None: every usable core), or
-    threads per node with backend "ray"; more than 4 per usable core needs
-    ``oversubscribe``. ``distributed``: backend "ray"'s settings, a
-    hogwild.backends.ray.SSPSettings, or backend "mpi"'s, a
-    hogwild.backends.mpi.AllreduceSettings (or a dict of its fields).
-
-    ``replication``: "shared" (Hogwild!: every worker writes the one parameter
-    copy), "worker" (each worker its own copy of every array) or "hot" (its own
-    copies of only the rows whose id is in more than ``hot_fraction`` of the
-    samples, from the objective's id_arrays; the rest shared), or "auto" (the
-    CPU backends choose from the sparsity and a short probe, and say why in
-    FitResult.replicated; see hogwild.replication.choose). Copies merge every
-    ``merge_every`` updates of a worker (default: once an epoch for "worker",
-    every replication.HOT_MERGE_EVERY updates for "hot") and at each epoch's end: per
-    coordinate, the ``merge`` ("mean", "sum", or "mixed": the mean on hot rows and
-    the sum on the rest) of the changes of the workers that made one, a
-    coordinate one worker changed taking its value exactly (see
-    hogwild.backends.replicas). With one worker every mode is bitwise the serial
-    run; with more, runs are reproducible in distribution, as "shared"'s.
-
-    ``memory``: the most memory the run may hold for its parameters and samples,
-    in bytes or as a size ("8GB", "512MiB"; None: what the machine has available).
-    Samples on disk (read-only memory maps, e.g. a Jumbo matrix or a binary cache)
-    that do not fit beside the parameters are streamed from disk chunk by chunk
-    (hogwild.streaming), with a warning saying so.
-    """
-
-    epochs: int = 10
-    step: float = 0.1
-    decay: float = 1.0
-    step_schedule: str = "geometric"
-    workers: Optional[int] = None
-    scheduler: str = "hogwild"
-    backend: str = "threads"
-    distributed: Any = None
-    shuffle_block: int = 1
-    seed: Any = None
-    oversubscribe: bool = False
-    replication: str = "shared"
-    merge_every: Optional[int] = None
-    merge: str = "mean"
-    hot_fraction: float = 0.01
-    memory: Any = None
-
-    def __post_init__(self):
-        check_int("epochs", self.epochs, 1, MAX_EPOCHS)
-        StepSchedule(self.step_schedule, self.step, self.decay)
-        if self.workers is not None:
-            check_int("workers", self.workers, 1)
-        choose(SCHEDULERS, self.scheduler, "scheduler")
-        choose(BACKEND_NAMES, self.backend, "backend")
-        check_int("shuffle_block", self.shuffle_block, 1, 2**31 - 1)
-        check_seed(self.seed)
-        choose(REPLICATION_MODES, self.replication, "replication")
-        if self.merge_every is not None:
-            check_int("merge_every", self.merge_every, 1)
-        choose(MERGE_RULES, self.merge, "merge")
-        if not (isinstance(self.hot_fraction, (int, float)) and 0 < self.hot_fraction < 1):
-            raise HogwildError(f"hot_fraction must be a fraction of the samples in (0, 1), "
-                               f"got {self.hot_fraction!r}")
-        check_replication(self.replication, self.scheduler, SCHEDULERS[self.scheduler].kind)
-        if self.memory is not None:
-            object.__setattr__(self, "memory", self.memory if isinstance(self.memory, int)
-                               and not isinstance(self.memory, bool) and self.memory >= 1
-                               else parse_size(self.memory))
-        if not isinstance(self.oversubscribe, bool):
-            raise HogwildError(f"oversubscribe must be True or False, got "
-                               f"{self.oversubscribe!r}")
-        object.__setattr__(self, "distributed",
-                           distributed_settings(self.backend, self.distributed))
-
-    @property
-    def schedule(self):
+    def schedule(config):
         """The step of each epoch (hogwild.steps.StepSchedule)."""
-        return StepSchedule(self.step_schedule, self.step, self.decay)
+        return StepSchedule(config.step_schedule, config.step, config.decay)
+
+    doc = ("The options that decide a fit's result, each declared once in "
+           "hogwild.options.TRAINING;\nbuilt frozen and checked (a HogwildError names a bad "
+           "value, or an option given\nwhere it would be ignored).\n\nParameters\n"
+           "----------\n" + parameters_doc({}, table=table))
+    return dataclasses.make_dataclass(
+        "TrainingConfig",
+        [(option.name, Any, dataclasses.field(default=option.default)) for option in table],
+        frozen=True, namespace={"__module__": __name__, "__doc__": doc,
+                                "__post_init__": check, "schedule": property(schedule)})
+
+
+TrainingConfig = config_class(TRAINING)
 
 
 @dataclass(frozen=True)

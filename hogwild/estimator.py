@@ -1,10 +1,85 @@
 """The parameter half of scikit-learn's estimator API (get_params, set_params,
-repr), shared by the problems' estimators without depending on scikit-learn, and
-how an estimator's parameters become the engine's TrainingConfig and RunControls."""
+repr), shared by the problems' estimators without depending on scikit-learn; the
+estimators' training parameters, derived from the table of training options
+(hogwild.options); and how an estimator's parameters become the engine's
+TrainingConfig and RunControls."""
 import inspect
+import textwrap
 
 from hogwild.config import RUN_CONTROLS, TRAINING_OPTIONS, RunControls, TrainingConfig
 from hogwild.errors import HogwildError
+from hogwild.options import TRAINING, parameters_doc
+
+TRAINING_DOC_SLOT = "{training parameters}"
+RUN_DOC_SLOT = "{run attributes}"
+RUN_ATTRIBUTES_DOC = """history_ : list of hogwild.results.EpochRecord
+    One record per epoch (step, seconds, updates, objective, and the test metric
+    when an eval_set is given).
+workers_ : int
+    The workers that ran, in all.
+distributed_ : dict or None
+    What backend 'ray' or 'mpi' reports (traffic, staleness, algorithm).
+replication_, replicated_ : str, dict or None
+    The replication mode that ran ('auto' resolved) and what it copied.
+setup_seconds_, startup_seconds_ : float
+    The scheduler's preparation (e.g. colouring); starting worker processes.
+data_bytes_, params_bytes_ : int
+    The samples and parameters as trained: the least memory a fit takes.
+streaming_ : dict or None
+    How the samples were read from disk (see hogwild.streaming), or None."""
+
+
+def training_parameters(own, notes=None, table=TRAINING, **defaults):
+    """A class decorator for an estimator: its ``__init__`` takes keyword
+    parameters only, ``own`` (name -> default: the problem's own parameters) and
+    then every training option of hogwild.options.TRAINING, with ``defaults`` (the
+    problem's) in place of the table's, and stores each unchanged under its own
+    name (scikit-learn's convention). The line TRAINING_DOC_SLOT of the class
+    docstring becomes the training options' numpydoc entries, with the problem's
+    defaults and its ``notes``; the line RUN_DOC_SLOT, the fitted attributes every
+    estimator keeps (Params.keep_run). ``notes`` (name -> a sentence added to the table's help; kept
+    in ``training_notes`` for the command line). ``table``: the rows
+    (hogwild.options.TRAINING)."""
+    names = {option.name for option in table}
+    unknown = sorted(set(defaults) - names) + sorted(set(notes or {}) - names)
+    if unknown:
+        raise TypeError(f"{unknown[0]!r} is not a training option")
+    parameters = {**own, **{option.name: defaults.get(option.name, option.default)
+                            for option in table}}
+
+    def __init__(self, **params):
+        for name in params:
+            if name not in parameters:
+                raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword "
+                                f"argument {name!r}")
+        for name, default in parameters.items():
+            setattr(self, name, params.get(name, default))
+
+    __init__.__signature__ = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+           for name, default in parameters.items()])
+
+    def decorate(cls):
+        cls.__init__ = __init__
+        cls.training_notes = dict(notes or {})
+        __init__.__qualname__ = f"{cls.__name__}.__init__"
+        cls.__doc__ = _filled(_filled(cls.__doc__, TRAINING_DOC_SLOT,
+                                      parameters_doc(parameters, notes, table)),
+                              RUN_DOC_SLOT, RUN_ATTRIBUTES_DOC)
+        return cls
+    return decorate
+
+
+def _filled(doc, slot, text):
+    """``doc`` with its line ``slot``, if it has one, replaced by ``text``, indented
+    as that line."""
+    lines = doc.split("\n")
+    at = next((i for i, line in enumerate(lines) if line.strip() == slot), None)
+    if at is None:
+        return doc
+    indent = lines[at][:len(lines[at]) - len(lines[at].lstrip())]
+    return "\n".join(lines[:at] + [textwrap.indent(text, indent)] + lines[at + 1:])
 
 
 class Params:
@@ -29,11 +104,20 @@ class Params:
         return self
 
     def training_config(self, **resolved):
-        """The TrainingConfig of this estimator's parameters of the same names, with
-        ``resolved`` values (an automatic step, a derived seed) in their place."""
-        names = set(self._param_names())
-        return TrainingConfig(**{**{name: getattr(self, name) for name in TRAINING_OPTIONS
-                                    if name in names}, **resolved})
+        """The TrainingConfig of this estimator's training parameters, with
+        ``resolved`` values (an automatic step, a derived seed) in their place: each
+        checked by its row of the table of options, and against the others."""
+        return TrainingConfig(**{**{name: getattr(self, name) for name in TRAINING_OPTIONS},
+                                 **resolved})
+
+    def keep_run(self, result):
+        """The fitted attributes of RUN_ATTRIBUTES_DOC, from the engine's FitResult."""
+        self.history_, self.workers_ = result.history, result.workers
+        self.distributed_ = result.distributed
+        self.replication_, self.replicated_ = result.replication, result.replicated
+        self.setup_seconds_, self.startup_seconds_ = result.setup_seconds, result.startup_seconds
+        self.data_bytes_, self.params_bytes_ = result.data_bytes, result.params_bytes
+        self.streaming_ = result.streaming
 
     def __repr__(self):
         defaults = {name: p.default

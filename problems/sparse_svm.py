@@ -23,8 +23,8 @@ from numba import njit
 from hogwild.backends.host import all_finite
 from hogwild.disk_arrays import extremes, pieces
 from hogwild.engine import fit as engine_fit
-from hogwild.errors import HogwildError, check_seed, choose
-from hogwild.estimator import Params, run_controls
+from hogwild.errors import HogwildError, choose
+from hogwild.estimator import Params, run_controls, training_parameters
 from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory
 from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric, Objective
@@ -409,6 +409,16 @@ def svm_file_objective(data, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
 
 # --- estimator --------------------------------------------------------------------
 
+@training_parameters(
+    own={"loss": "hinge", "reg": 1e-4, "fit_intercept": True, "shuffle_rows": True},
+    epochs=20, step="auto", decay=0.9, shuffle_block=16,
+    notes={"step": "'auto' is 0.2 / (mean squared row norm), which suits unit-norm "
+                   "TF-IDF rows and binary features alike; the value used is step_.",
+           "scheduler": "SparseSVM runs 'hogwild', 'locked', 'serial', 'colored' and "
+                        "'cyclades'; the last two run together only samples that share no "
+                        "feature, and need fit_intercept=False.",
+           "shuffle_block": "The rows are shuffled once (by the seed) unless "
+                            "shuffle_rows=False."})
 class SparseSVM(Params):
     """Linear classifier on sparse data trained with Hogwild! SGD.
 
@@ -418,80 +428,38 @@ class SparseSVM(Params):
     samples outside the margin regularise lazily (see the kernels' comment): the same
     objective in expectation, with far fewer writes to shared memory.
 
-    Parameters (keyword only, stored unchanged)
-    loss: "hinge" (linear SVM) or "logistic".
-    reg: L2 strength; the objective is mean loss + reg/2 ||w||^2 (sklearn's alpha).
-    fit_intercept: learn an unregularised intercept b, the score being x . w + b
-        (default True, as scikit-learn's SGDClassifier; LIBLINEAR's -B 1 is the
-        regularised variant). Without one, an all-zero row has score 0 and is
-        predicted negative, and a rare class pulls the boundary through the origin.
-    epochs, step, decay, step_schedule: SGD schedule (see hogwild.steps); step="auto"
-        is 0.2 / (mean squared row norm), which suits unit-norm TF-IDF rows and
-        binary features alike (the chosen value is kept in ``step_``).
-    workers: threads or processes (default: all usable cores; per node with "ray";
-        more than 4 per usable core only with oversubscribe=True);
-        backend: "threads", "processes" (see hogwild.backends) or "ray" (several nodes
-        with a parameter server; ``distributed`` is a hogwild.backends.ray.SSPSettings
-        or a dict of its fields); scheduler: hogwild | locked | serial |
-        colored | cyclades (the last two are conflict-free and bitwise reproducible for
-        a seed with any number of workers, and need fit_intercept=False: an
-        intercept is a coordinate of every sample; see hogwild.schedulers).
-    shuffle_block: rows are shuffled once (by the seed), then each epoch visits them
-        in a random order of runs of this many rows, so that workers read memory
-        sequentially (several times faster than one random row at a time); 1 gives
-        a uniform permutation each epoch.
-    shuffle_rows: shuffle the rows once before training (a copy of X). False for
-        rows stored in random order already (a generated click log, a shuffled
-        file): no copy, and X may stay memory-mapped or stream from disk.
-    replication, merge_every, merge, hot_fraction: "shared" (Hogwild!), "worker"
-        (each worker its own copy of the weights) or "hot" (its own copies of the
-        rows in more than hot_fraction of the samples), merged every merge_every
-        updates by the mean, the sum or a mix of the workers' changes (see
-        hogwild.TrainingConfig).
-    seed: with "serial", a seed makes the fit bitwise reproducible; "hogwild" and
-        "locked" with several workers are reproducible only in distribution.
-    memory: the most memory the fit holds for weights and samples (bytes or "8GB";
-        None: what is available; see hogwild.TrainingConfig).
+    Parameters
+    ----------
+    loss : {'hinge', 'logistic'}, default 'hinge'
+        The linear SVM's hinge loss or the logistic loss.
+    reg : float, default 1e-4
+        L2 strength: the objective is mean loss + reg/2 ||w||^2 (scikit-learn's
+        alpha; LIBLINEAR's C = 1 / (n * reg)).
+    fit_intercept : bool, default True
+        Learn an unregularised intercept b, the score being x . w + b (as
+        scikit-learn's SGDClassifier; LIBLINEAR's -B 1 is the regularised
+        variant). Without one, an all-zero row has score 0 and is predicted
+        negative, and a rare class pulls the boundary through the origin.
+    shuffle_rows : bool, default True
+        Shuffle the rows once before training (a copy of X). False for rows
+        stored in random order already (a generated click log, a shuffled file):
+        no copy, and X may stay memory-mapped or stream from disk.
+    {training parameters}
 
-    A score > 0 predicts classes_[1], else classes_[0] (see predicts_positive);
-    the recorded test error counts exactly the mistakes of predict().
-
-    Fitted attributes: coef_, intercept_ (shape (1,); [0.] without an intercept),
-    classes_, n_features_in_, history_ (per-epoch records), workers_, replication_
-    and replicated_ (the replication mode that ran and what it copied),
-    setup_seconds_ (the scheduler's preparation, e.g. colouring), startup_seconds_
-    (starting worker processes), step_, data_bytes_ and params_bytes_ (the data and
-    weights as trained: the least memory a fit takes), streaming_ (None, or how the
-    rows were read from disk: see hogwild.streaming).
+    Attributes
+    ----------
+    coef_ : numpy.ndarray of float32, shape (n_features,)
+    intercept_ : numpy.ndarray, shape (1,)
+        [0.] without an intercept.
+    classes_ : numpy.ndarray, shape (2,)
+        A score > 0 predicts classes_[1], else classes_[0] (see
+        predicts_positive); the recorded test error counts exactly the mistakes
+        of predict().
+    n_features_in_ : int
+    step_ : float
+        The step used (step='auto' resolved).
+    {run attributes}
     """
-
-    def __init__(self, *, loss="hinge", reg=1e-4, fit_intercept=True, epochs=20, step="auto",
-                 decay=0.9, step_schedule="geometric", workers=None, scheduler="hogwild",
-                 backend="threads", shuffle_block=16, shuffle_rows=True, seed=None,
-                 distributed=None,
-                 oversubscribe=False, replication="shared", merge_every=None, merge="mean",
-                 hot_fraction=0.01,
-                 memory=None):
-        self.loss = loss
-        self.reg = reg
-        self.fit_intercept = fit_intercept
-        self.epochs = epochs
-        self.step = step
-        self.decay = decay
-        self.step_schedule = step_schedule
-        self.workers = workers
-        self.oversubscribe = oversubscribe
-        self.replication = replication
-        self.merge_every = merge_every
-        self.merge = merge
-        self.hot_fraction = hot_fraction
-        self.memory = memory
-        self.scheduler = scheduler
-        self.backend = backend
-        self.distributed = distributed
-        self.shuffle_block = shuffle_block
-        self.shuffle_rows = shuffle_rows
-        self.seed = seed
 
     def __sklearn_tags__(self):
         """What scikit-learn (>= 1.6) asks of an estimator it meets in a pipeline."""
@@ -510,10 +478,11 @@ class SparseSVM(Params):
         """
         check_loss(self.loss)
         check_reg(self.reg)
-        check_seed(self.seed)
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise HogwildError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
         choose(SCHEDULERS, self.scheduler, "scheduler")
+        automatic_step = isinstance(self.step, str) and self.step == "auto"
+        self.training_config(step=1.0 if automatic_step else self.step)  # before any work
         if self.fit_intercept and "supports" in get_scheduler(self.scheduler).needs:
             raise HogwildError(
                 f"scheduler={self.scheduler!r} runs together only samples that share no "
@@ -536,8 +505,7 @@ class SparseSVM(Params):
                 rows = np.random.default_rng(self.seed).permutation(X.shape[0])
                 X, labels = X[rows], labels[rows]
         with phase("objective"):
-            self.step_ = auto_step(X) if isinstance(self.step, str) and self.step == "auto" \
-                else self.step
+            self.step_ = auto_step(X) if automatic_step else self.step
             objective = svm_objective(X, labels, self.loss, self.reg, self.seed,
                                       bool(self.fit_intercept))
         result = engine_fit(objective, self.training_config(step=self.step_),
@@ -546,15 +514,7 @@ class SparseSVM(Params):
         self.intercept_ = intercept_of(result.params)
         self.classes_ = classes
         self.n_features_in_ = X.shape[1]
-        self.history_ = result.history
-        self.workers_ = result.workers
-        self.distributed_ = result.distributed
-        self.replication_ = result.replication  # the mode that ran ("auto" chooses)
-        self.replicated_ = result.replicated
-        self.setup_seconds_ = result.setup_seconds
-        self.startup_seconds_ = result.startup_seconds
-        self.data_bytes_, self.params_bytes_ = result.data_bytes, result.params_bytes
-        self.streaming_ = result.streaming
+        self.keep_run(result)
         return self
 
     def _check_fitted(self):

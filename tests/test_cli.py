@@ -92,10 +92,10 @@ def test_run_svm_on_a_generated_click_log_trains_on_its_rows_in_place(capsys, tm
      "--save /no-such-folder/m.npz: the folder /no-such-folder does not exist"),
     (["--decay", "inf", "--schedule", "inverse"], "decay must be a finite number, got inf"),
     (["--decay", "nan"], "decay must be a finite number, got nan"),
-    (["--seed", "-1"], "--seed must be an integer >= 0, got -1"),
+    (["--seed", "-1"], "seed must be an integer >= 0, got -1"),
     (["--epochs", "99999999999999999999"], "epochs must be an integer from 1 to 1,000,000, got "
                                            "99999999999999999999"),
-    (["--shuffle-block", "99999999999999999999"], "--shuffle-block must be an integer from 1 "
+    (["--shuffle-block", "99999999999999999999"], "shuffle_block must be an integer from 1 "
                                                   "to 2,147,483,647, got 99999999999999999999"),
     (["--nodes", "0"], "--nodes must be an integer >= 1, got 0"),  # checked on every backend
     (["--staleness", "abc"], "--staleness: expected an integer >= 0 or inf, got 'abc'"),
@@ -588,7 +588,10 @@ def test_out_of_memory_is_one_line(capsys, monkeypatch):
 SHARED = "training options (the same for every problem):"
 
 
-def test_every_problem_lists_the_shared_options_identically(capsys, monkeypatch):
+def test_every_problem_lists_the_shared_options_in_one_group(capsys, monkeypatch):
+    """The same flags in the same order for every problem, each with the help of
+    its row of hogwild.options.TRAINING (tests/test_options.py) and the problem's
+    own default."""
     monkeypatch.setenv("COLUMNS", "100")
     sections = {}
     for problem in ("svm", "mc", "cuts"):
@@ -596,12 +599,15 @@ def test_every_problem_lists_the_shared_options_identically(capsys, monkeypatch)
             main(["run", problem, "--help"])
         out = capsys.readouterr().out
         sections[problem] = out[out.index(SHARED):]  # the last group of the help
-    assert sections["svm"] == sections["mc"] == sections["cuts"]
+    flags = {problem: re.findall(r"^  (--[a-z-]+)", section, re.MULTILINE)
+             for problem, section in sections.items()}
+    assert flags["svm"] == flags["mc"] == flags["cuts"]
     for option in ("--epochs", "--step", "--decay", "--step-schedule", "--workers",
                    "--scheduler", "--shuffle-block", "--seed", "--backend", "--checkpoint",
                    "--checkpoint-every", "--resume", "--json", "--oversubscribe"):
-        assert f"\n  {option}" in sections["svm"], option
+        assert option in flags["svm"], option
     assert "\n  --rank RANK" not in sections["svm"] and "--loss" not in sections["mc"]
+    assert "(default: 20)" in sections["svm"] and "(default: 200)" in sections["cuts"]
 
 
 def test_each_problem_takes_its_defaults_from_the_library():

@@ -23,8 +23,8 @@ from hogwild.problems.sparse_svm import SparseSVM
     ({"shuffle_block": 0}, "shuffle_block must be an integer from 1 to 2,147,483,647, got 0"),
     ({"seed": -1}, "seed must be an integer >= 0, got -1"),
     ({"oversubscribe": "yes"}, "oversubscribe must be True or False, got 'yes'"),
-    ({"distributed": {"nodes": 2}}, "distributed settings are for backend='ray' or 'mpi', not "
-                                    "'threads'"),
+    ({"distributed": {"nodes": 2}}, "distributed is for backend 'ray' or 'mpi'; this run has "
+                                    "backend 'threads'"),
     ({"backend": "ray", "distributed": 3}, "distributed must be a hogwild.backends.ray."
                                            "SSPSettings or a dict, got int"),
 ])

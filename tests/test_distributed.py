@@ -370,8 +370,8 @@ def test_the_engine_and_estimators_hand_backend_ray_to_the_parameter_server(loca
                       seed=0).fit(X, y)
     assert model.distributed_["nodes"] == 2 and model.distributed_["max_staleness"] <= 1
     assert model.score(X, y) > 0.8
-    with pytest.raises(HogwildError, match="distributed settings are for backend='ray' or "
-                                           "'mpi', not 'threads'"):
+    with pytest.raises(HogwildError, match="^distributed is for backend 'ray' or 'mpi'; this "
+                                           "run has backend 'threads'$"):
         fit(svm[0], epochs=1, distributed=SSPSettings())
 
 

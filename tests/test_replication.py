@@ -192,7 +192,7 @@ def test_the_command_line_says_which_mode_ran_and_why(capsys):
      "unknown replication 'node'; choose one of: shared, worker, hot, auto"),
     (dict(merge="max"), "unknown merge 'max'; choose one of: mean, sum, mixed"),
     (dict(replication="hot", hot_fraction=1.5),
-     "hot_fraction must be a fraction of the samples in (0, 1), got 1.5"),
+     "hot_fraction must be a finite number in (0, 1), got 1.5"),
     (dict(replication="worker", scheduler="colored"),
      "replication='worker' runs lock-free plans (scheduler hogwild or serial); scheduler "
      "'colored' keeps its workers apart already"),

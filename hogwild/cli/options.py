@@ -3,22 +3,13 @@ group of training options that every problem shares (hogwild.TrainingConfig's an
 hogwild.RunControls' fields), with each problem's defaults taken from the library;
 then the checks of numbers that need no data."""
 import argparse
-import dataclasses
 
 from hogwild.cli.values import integer, number
 from hogwild.config import TRAINING_OPTIONS, TrainingConfig
+from hogwild.options import TRAINING
 from hogwild.schedulers import SCHEDULERS
 from hogwild.errors import HogwildError, check_int
 from hogwild.limits import MAX_EPOCHS
-
-
-def _positive_or_auto(text):
-    if text == "auto":
-        return text
-    try:
-        return number(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -32,7 +23,6 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser():
     from hogwild.datasets.registry import DEFAULT_SVM_DATASET, RATINGS_DATASETS, SVM_DATASETS
-    from hogwild.limits import usable_cores
 
     parser = OneLineParser(prog="hogwild", description="Lock-free, shared-memory, "
                                      "asynchronous SGD (Hogwild!).")
@@ -58,9 +48,9 @@ def build_parser():
     svm.add_argument("--save", help="write the fitted model to this .npz file "
                                     "(hogwild.problems.sparse_svm.SparseSVM.load reads it)")
 
-    _add_training_options(svm, "svm", usable_cores())
-    _add_mc_parser(problems, usable_cores(), RATINGS_DATASETS)
-    _add_cuts_parser(problems, usable_cores())
+    _add_training_options(svm, "svm")
+    _add_mc_parser(problems, RATINGS_DATASETS)
+    _add_cuts_parser(problems)
 
     download = commands.add_parser(
         "download", help="download a rating dataset into the cache",
@@ -103,81 +93,66 @@ def build_parser():
 
 def _problem_defaults(problem):
     """The library's own defaults of a problem's training options (the estimator's,
-    or multiway_cut's CUT_TRAINING), so that the CLI declares none of its own."""
+    or multiway_cut's CUT_TRAINING), so that the CLI declares none of its own, and
+    the estimator's notes on them."""
     if problem == "cuts":
         from hogwild.problems.graph_cuts import CUT_TRAINING
-        defaults = dataclasses.asdict(CUT_TRAINING)
-    else:
-        from hogwild.problems.matrix_completion import MatrixFactorization
-        from hogwild.problems.sparse_svm import SparseSVM
-        defaults = (SparseSVM if problem == "svm" else MatrixFactorization)().get_params()
-    return {name: defaults[name] for name in ("epochs", "step", "decay", "step_schedule",
-                                              "scheduler", "shuffle_block")}
+        return {option.name: getattr(CUT_TRAINING, option.name) for option in TRAINING}, {}
+    from hogwild.problems.matrix_completion import MatrixFactorization
+    from hogwild.problems.sparse_svm import SparseSVM
+    estimator = SparseSVM if problem == "svm" else MatrixFactorization
+    defaults = estimator().get_params()
+    return {option.name: defaults[option.name] for option in TRAINING}, \
+        estimator.training_notes
 
 
-def _add_training_options(parser, problem, cores):
-    """The options every problem shares (hogwild.TrainingConfig's and
-    hogwild.RunControls' fields, and the output form), with the same help text
-    everywhere; each problem's defaults come from the library."""
+VALUE_TYPES = {"int": integer, "seed": integer, "number": number}  # the rest: as typed
+
+
+def _value_type(option):
+    """The argparse type of an option's value: its kind's, passing its cli_words."""
+    parse = VALUE_TYPES.get(option.kind, str)
+    if not option.cli_words:
+        return parse
+
+    def parse_or_word(text):
+        if text in option.cli_words:
+            return text
+        try:
+            return parse(text)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(
+                f"expected a number or {' or '.join(map(repr, option.cli_words))}, got "
+                f"{text!r}") from None
+    return parse_or_word
+
+
+def add_training_flags(group, defaults, notes, table=TRAINING):
+    """A flag per row of ``table`` (hogwild.options.TRAINING) with the help of the
+    row, the problem's ``notes`` on it and its ``defaults``, but for the
+    distributed settings: those are the ray and mpi backends' own flags."""
+    for option in table:
+        if option.kind == "settings":
+            continue
+        default = defaults[option.name]
+        note = f" {notes[option.name]}" if option.name in notes else ""
+        help_text = f"{option.help}{note} (default: {'none' if default is None else default})"
+        if option.kind == "bool":
+            group.add_argument(option.flag, *option.aliases, dest=option.name,
+                               action="store_true", help=help_text.replace("%", "%%"))
+        else:
+            group.add_argument(option.flag, *option.aliases, dest=option.name,
+                               type=_value_type(option), help=help_text.replace("%", "%%"))
+
+
+def _add_training_options(parser, problem):
+    """The options every problem shares, with the same help text everywhere: one
+    flag per row of hogwild.options.TRAINING (the distributed settings as the ray
+    and mpi backends' flags), then the GPU's, the run controls and the output form;
+    each problem's defaults come from the library."""
     group = parser.add_argument_group("training options (the same for every problem)")
-    group.add_argument("--epochs", type=integer, help="passes over the samples (default: svm 20, "
-                                                  "mc 20, cuts 200)")
-    group.add_argument("--step", type=_positive_or_auto,
-                       help="initial step (default: svm 'auto' = 0.2 / mean squared row norm; "
-                            "mc 0.03 biased, 0.02 paper; cuts 0.1)")
-    group.add_argument("--decay", type=number,
-                       help="per-epoch step decay (default: svm 0.9, mc 0.9, cuts 0.98)")
-    group.add_argument("--step-schedule", "--schedule", dest="step_schedule",
-                       help="geometric (step * decay^epoch; the default), inverse "
-                            "(step / (1 + decay * epoch)) or constant")
-    group.add_argument("--workers", type=integer, default=None,
-                       help=f"worker threads (default: usable cores, here {cores})")
-    group.add_argument("--replication", default="shared",
-                       help="shared (every worker writes the one parameter copy; the "
-                            "default), worker (each its own copy) or hot (its own copies "
-                            "of only the rows in more than --hot-fraction of the samples) or "
-                            "auto (chosen by a short probe; the JSON says why); "
-                            "copies merge every --merge-every updates and at each epoch's "
-                            "end; with --scheduler hogwild")
-    group.add_argument("--merge-every", type=integer, default=None,
-                       help="with --replication worker or hot: a worker's updates between "
-                            "merges (default: worker once an epoch, hot 4096)")
-    group.add_argument("--merge", default="mean",
-                       help="how copies merge: mean (of the changes of the workers that "
-                            "changed a coordinate; the default), sum (all their changes) or "
-                            "mixed (the mean on hot rows, the sum on the rest)")
-    group.add_argument("--hot-fraction", type=number, default=0.01,
-                       help="with --replication hot: a row is hot if its id is in more than "
-                            "this fraction of the samples (default 0.01)")
-    group.add_argument("--memory",
-                       help="the most memory the run holds for its parameters and samples, "
-                            "e.g. 8GB or 512MiB (default: what the machine has available); "
-                            "samples on disk beyond it are read from disk chunk by chunk "
-                            "while the workers train")
-    group.add_argument("--oversubscribe", action="store_true",
-                       help="allow more than 4 workers per usable core (they mostly wait "
-                            "for a core; refused without this flag)")
-    group.add_argument("--scheduler",
-                       help="hogwild (lock-free; the default), locked (a spinlock per "
-                            "update), serial, blocked (mc: conflict-free grid blocks, "
-                            "bitwise reproducible), fpsgd (mc: the same blocks, each free "
-                            "worker taking a free one, as LIBMF), or the "
-                            "conflict-free colored (colour classes of the conflict graph) and "
-                            "cyclades (components of random batches)")
-    group.add_argument("--shuffle-block", type=integer,
-                       help="shuffle in runs of this many samples (default: svm 16, mc 256, "
-                            "cuts 1; 1 = uniform)")
-    group.add_argument("--seed", type=integer, default=None,
-                       help="random seed of the training (default: none, a new order each "
-                            "run)")
-    group.add_argument("--backend", default="threads",
-                       help="threads (default), processes (workers in separate processes "
-                            "over shared memory), gpu (one NVIDIA GPU; --workers is then "
-                            "CUDA streams), ray (several nodes with a parameter server; "
-                            "--workers is then threads per node, default 1) or mpi (every "
-                            "rank of an mpirun job trains on its share and the ranks average "
-                            "their changes by allreduce; --workers is then threads per rank, "
-                            "default: the cores shared among this machine's ranks)")
+    defaults, notes = _problem_defaults(problem)
+    add_training_flags(group, defaults, notes)
     group.add_argument("--streams", type=integer, default=None,
                        help="with --backend gpu: CUDA streams (the workers; default: "
                             "--workers, else all usable cores)")
@@ -235,8 +210,7 @@ def _add_training_options(parser, problem, cores):
                             "--seed); --epochs is the total")
     group.add_argument("--json", action="store_true",
                        help="print one JSON result on stdout instead of the text report")
-    parser.set_defaults(checkpoint=f"hogwild-{problem}-checkpoint.npz",
-                        **_problem_defaults(problem))
+    parser.set_defaults(checkpoint=f"hogwild-{problem}-checkpoint.npz", **defaults)
 
 
 def _staleness(text):
@@ -292,13 +266,13 @@ def _check_backend_options(args):
                                    f"this run has --backend {backend}")
 
 
-# Integer options and their bounds (None: unbounded), checked before any work, on
-# every backend, so that a bad value is named even where the option is unused.
-INT_OPTIONS = {"seed": (0, None), "terminal_seed": (0, None), "split_seed": (0, None),
+# Integer options besides the training options (whose bounds are
+# hogwild.options.TRAINING's) and their bounds (None: unbounded), checked before any
+# work, on every backend, so that a bad value is named even where the option is unused.
+INT_OPTIONS = {"terminal_seed": (0, None), "split_seed": (0, None),
                "streams": (1, 4096), "device": (0, 1023), "nodes": (1, None),
                "clock_every": (1, None), "ranks": (1, 4096), "sync_every": (1, None),
-               "checkpoint_every": (1, None), "merge_every": (1, None),
-               "shuffle_block": (1, 2**31 - 1), "grid": (1, 2**15),
+               "checkpoint_every": (1, None), "grid": (1, 2**15),
                "jumbo_rank": (1, 2**15), "labels": (2, 2**15), "rounds": (1, None)}
 
 
@@ -355,7 +329,7 @@ def control_fields(args):
             "resume": args.resume}
 
 
-def _add_mc_parser(problems, cores, rating_datasets):
+def _add_mc_parser(problems, rating_datasets):
     mc = problems.add_parser(
         "mc", help="matrix completion (recommender ratings)",
         description="Factorise a rating matrix with Hogwild! SGD: the biased model (mean + "
@@ -394,13 +368,13 @@ def _add_mc_parser(problems, cores, rating_datasets):
                     help="float32, or float16 to store the factors in half precision "
                          "(--backend gpu only; default: float32)")
     mc.add_argument("--save", help="write the fitted model to this .npz file")
-    _add_training_options(mc, "mc", cores)
+    _add_training_options(mc, "mc")
 
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif")
 
 
-def _add_cuts_parser(problems, cores):
+def _add_cuts_parser(problems):
     from hogwild.datasets.registry import GRAPH_DATASETS
 
     cuts = problems.add_parser(
@@ -430,4 +404,4 @@ def _add_cuts_parser(problems, cores):
                            "(default: 1; 0 = boundary only)")
     cuts.add_argument("--out", help="write the labels: a PNG for an image, 'id label' lines "
                                     "for a graph")
-    _add_training_options(cuts, "cuts", cores)
+    _add_training_options(cuts, "cuts")

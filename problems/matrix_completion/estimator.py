@@ -9,7 +9,7 @@ from hogwild.backends import get_backend
 from hogwild.datasets.cache import release_pages
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_int, check_seed, choose
-from hogwild.estimator import Params, run_controls
+from hogwild.estimator import Params, run_controls, training_parameters
 from hogwild.limits import check_workers
 from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric
@@ -44,98 +44,62 @@ def rmse(predictions, values):
     return float(np.sqrt(np.mean(diff * diff)))
 
 
+@training_parameters(
+    own={"rank": 32, "model": "biased", "reg": None, "bias_reg": None, "grid": None,
+         "shuffle_ratings": True, "init_scale": None, "factor_dtype": "float32"},
+    epochs=20, step=None, decay=0.9, shuffle_block=256,
+    notes={"step": "None: 0.03 for the biased model, 0.02 for the paper's.",
+           "scheduler": "MatrixFactorization runs 'hogwild', 'blocked' (bitwise "
+                        "reproducible for a seed and grid), 'fpsgd' (the same blocks, each "
+                        "free worker taking a free one: LIBMF's scheduler), 'serial', "
+                        "'locked', 'colored' and 'cyclades' (colored needs as many colour "
+                        "phases as the busiest item has ratings, so blocked is faster).",
+           "backend": "On 'gpu', ranks >= 32 run a warp per rating (see "
+                      "factor_warp_update).",
+           "memory": "With shuffle_ratings=False and ids that are already dense, ratings "
+                     "on disk (a Jumbo matrix) stay there without a copy."})
 class MatrixFactorization(Params):
     """Low-rank matrix completion of ratings, trained with Hogwild! SGD.
 
-    Parameters (keyword only, stored unchanged)
-    rank: 1..512 factors per user and item (a compile-time constant of the kernel).
-    model: "biased" (default: mean + user bias + item bias + L_u . R_v,
-        regularised per rating like Surprise's SVD and LIBMF) or "paper" (L_u . R_v
-        with the Hogwild! paper's degree-scaled regulariser); see the module
-        docstring.
-    reg: mu; default 0.06 (biased) or 10 (paper). bias_reg: mu for the biases
-        (biased model; default reg).
-    epochs, step, decay, step_schedule: SGD schedule (hogwild.steps); default step
-        0.03 (biased) or 0.02 (paper), decay 0.9 per epoch.
-    workers: threads or processes (default: all usable cores; more than 4 per usable
-        core only with oversubscribe=True).
-    scheduler: "hogwild" (lock-free), "blocked" (conflict-free grid blocks,
-        bitwise reproducible for a seed and grid), "fpsgd" (the same blocks, each
-        free worker taking a free one: LIBMF's scheduler, reproducible only in
-        distribution), "serial", "locked", "colored" or
-        "cyclades" (conflict-free, bitwise reproducible for a seed; colored needs as
-        many colour phases as the busiest item has ratings, so blocked is faster).
-    backend: "threads", "processes" (see hogwild.backends), "gpu" (one NVIDIA GPU;
-        ranks >= 32 run a warp per rating, see factor_warp_update) or "ray" (several
-        nodes with a parameter server; ``distributed`` is a
-        hogwild.backends.ray.SSPSettings or a dict of its fields).
-    grid: blocks per side for "blocked" and "fpsgd" (default 8, or 2 x workers
-        above 4).
-    shuffle_block: "hogwild"/"serial"/"locked" visit random runs of this many
-        consecutive ratings, which are stored in random order (shuffle_ratings).
-    shuffle_ratings: shuffle the ratings once before training (a copy); pass False
-        when their stored order is already random (Jumbo files) to train on them
-        in place, without a copy.
-    init_scale: factors start N(0, init_scale^2) (default 0.03 biased, 0.1
-        paper); biases start at 0. Small factors let the first epochs fit the
-        biases first, which keeps sparse ratings from overfitting.
-    factor_dtype: "float32", or "float16" to store the factors in half precision
-        while training on the GPU (half the memory traffic per rating; arithmetic
-        stays float32, as in cuMF_SGD). backend="gpu" only: numba compiles no
-        half precision for the CPU. The fitted factors are float32 either way.
-    replication, merge_every, merge, hot_fraction: "shared" (Hogwild!), "worker"
-        (each worker its own copy of the factors) or "hot" (its own copies of the
-        rows in more than hot_fraction of the samples), merged every merge_every
-        updates by the mean, the sum or a mix of the workers' changes (see
-        hogwild.TrainingConfig).
-    seed: with "serial" or "blocked" the fit is bitwise reproducible.
-    memory: the most memory the fit holds for factors and ratings (bytes or "8GB";
-        None: what is available). Ratings on disk (a Jumbo matrix, read-only memory
-        maps) beyond it are read chunk by chunk while the workers train (see
-        hogwild.streaming); with shuffle_ratings=False and ids that are already
-        dense they stay on disk without a copy.
+    Parameters
+    ----------
+    rank : int, default 32
+        Factors per user and item, 1 to 512 (a compile-time constant of the kernel).
+    model : {'biased', 'paper'}, default 'biased'
+        'biased': mean + user bias + item bias + L_u . R_v, regularised per rating
+        like Surprise's SVD and LIBMF; 'paper': L_u . R_v with the Hogwild! paper's
+        degree-scaled regulariser (see the module docstring).
+    reg : float or None, default None
+        mu; None: 0.06 (biased) or 10 (paper).
+    bias_reg : float or None, default None
+        mu of the biases (biased model); None: reg.
+    grid : int or None, default None
+        Blocks per side for the schedulers 'blocked' and 'fpsgd' (None: 8, or 2 x
+        workers above 4).
+    shuffle_ratings : bool, default True
+        Shuffle the ratings once before training (a copy); pass False when their
+        stored order is already random (Jumbo files) to train on them in place.
+    init_scale : float or None, default None
+        Factors start N(0, init_scale^2) (None: 0.03 biased, 0.1 paper); biases
+        start at 0. Small factors let the first epochs fit the biases first, which
+        keeps sparse ratings from overfitting.
+    factor_dtype : {'float32', 'float16'}, default 'float32'
+        'float16' stores the factors in half precision while training on the GPU
+        (half the memory traffic per rating; arithmetic stays float32, as in
+        cuMF_SGD); backend='gpu' only. The fitted factors are float32 either way.
+    {training parameters}
 
-    Fitted attributes: user_factors_, item_factors_ (float32, one row per known id,
-    in the order of user_ids_ / item_ids_), user_bias_, item_bias_ (zeros for
-    "paper"), global_mean_, history_ (per-epoch records with test_rmse when an
-    eval_set is given), workers_, replication_ and replicated_ (the replication mode
-    that ran and what it copied), setup_seconds_ (the scheduler's preparation,
-    e.g. colouring), startup_seconds_ (starting worker processes), data_bytes_ and
-    params_bytes_ (the ratings and factors as trained: the least memory a fit takes),
-    streaming_ (None, or how ratings were read from disk: see hogwild.streaming).
+    Attributes
+    ----------
+    user_factors_, item_factors_ : numpy.ndarray of float32
+        One row per known id, in the order of user_ids_ / item_ids_.
+    user_bias_, item_bias_ : numpy.ndarray of float32
+        Zeros for the paper's model.
+    global_mean_ : float
+    step_ : float
+        The step used (step=None resolved for the model).
+    {run attributes}
     """
-
-    def __init__(self, *, rank=32, model="biased", reg=None, bias_reg=None, epochs=20,
-                 step=None, decay=0.9, step_schedule="geometric", workers=None,
-                 scheduler="hogwild", backend="threads", distributed=None, grid=None,
-                 shuffle_block=256, shuffle_ratings=True, init_scale=None,
-                 factor_dtype="float32", seed=None, oversubscribe=False, replication="shared",
-                 merge_every=None, merge="mean", hot_fraction=0.01,
-                 memory=None):
-        self.rank = rank
-        self.model = model
-        self.reg = reg
-        self.bias_reg = bias_reg
-        self.epochs = epochs
-        self.step = step
-        self.decay = decay
-        self.step_schedule = step_schedule
-        self.workers = workers
-        self.oversubscribe = oversubscribe
-        self.replication = replication
-        self.merge_every = merge_every
-        self.merge = merge
-        self.hot_fraction = hot_fraction
-        self.memory = memory
-        self.scheduler = scheduler
-        self.backend = backend
-        self.distributed = distributed
-        self.grid = grid
-        self.shuffle_block = shuffle_block
-        self.shuffle_ratings = shuffle_ratings
-        self.init_scale = init_scale
-        self.factor_dtype = factor_dtype
-        self.seed = seed
 
     # -- training --------------------------------------------------------------------
 
@@ -159,6 +123,7 @@ class MatrixFactorization(Params):
             raise HogwildError(f"factor_dtype='float16' needs backend='gpu' (numba compiles "
                                f"no half precision for the CPU); got backend={self.backend!r}")
         step = form.step if self.step is None else self.step
+        self.training_config(step=step)  # every training option checked before any work
         return rank, float(reg), float(bias_reg), step, float(init_scale)
 
     def fit(self, ratings, eval_set=None, **controls):
@@ -249,15 +214,7 @@ class MatrixFactorization(Params):
         # ratings streamed from disk are not held: nor are the items each user rated
         self._seen = group_by_user(users, items, n_users) if result.streaming is None \
             else None
-        self.streaming_ = result.streaming
-        self.history_ = result.history
-        self.workers_ = result.workers
-        self.distributed_ = result.distributed
-        self.replication_ = result.replication  # the mode that ran ("auto" chooses)
-        self.replicated_ = result.replicated
-        self.setup_seconds_ = result.setup_seconds
-        self.startup_seconds_ = result.startup_seconds
-        self.data_bytes_, self.params_bytes_ = result.data_bytes, result.params_bytes
+        self.keep_run(result)
         self.step_ = step
         return self
 
