@@ -6,6 +6,9 @@ TrainingConfig and RunControls."""
 import inspect
 import textwrap
 
+import numpy as np
+import scipy.sparse as sp
+
 from hogwild.config import RUN_CONTROLS, TRAINING_OPTIONS, RunControls, TrainingConfig
 from hogwild.errors import HogwildError
 from hogwild.options import TRAINING, parameters_doc
@@ -124,6 +127,43 @@ class Params:
                     for name, p in inspect.signature(type(self).__init__).parameters.items()}
         changed = [f"{k}={v!r}" for k, v in self.get_params().items() if v != defaults[k]]
         return f"{type(self).__name__}({', '.join(changed)})"
+
+
+def not_fitted(estimator, how):
+    """The error of a method called before fit: scikit-learn's NotFittedError (a
+    ValueError and an AttributeError) where scikit-learn is installed, so that its
+    checks and its users' ``except`` clauses see it; else a HogwildError that is
+    also an AttributeError."""
+    message = f"this {type(estimator).__name__} is not fitted yet; call {how} first"
+    try:
+        from sklearn.exceptions import NotFittedError
+    except ImportError:
+        return NotFitted(message)
+    return NotFittedError(message)
+
+
+class NotFitted(HogwildError, AttributeError):
+    """A method that needs a fitted model, called before fit (without scikit-learn)."""
+
+
+def as_matrix(X, estimator):
+    """X as a scipy.sparse matrix or a 2-D numeric ndarray: X itself where it is one,
+    with samples and features; anything else (lists, pandas frames, object or
+    complex arrays, 1-D arrays) through scikit-learn's check_array where it is
+    installed, whose errors its users know ("Reshape your data ...", "Complex data
+    not supported"), else through numpy.asarray and the caller's own checks."""
+    if (sp.issparse(X) or isinstance(X, np.ndarray)) and X.ndim == 2 \
+            and X.dtype.kind in "biuf" and min(X.shape) > 0:
+        return X
+    try:
+        from sklearn.utils import check_array
+    except ImportError:
+        return X if sp.issparse(X) else np.asarray(X)
+    try:
+        return check_array(X, accept_sparse=True, dtype="numeric", ensure_all_finite=False,
+                           estimator=estimator, input_name="X")
+    except ValueError as error:  # one line, as every other bad input's
+        raise HogwildError(" ".join(str(error).split())) from None
 
 
 def run_controls(evaluate, controls):

@@ -17,6 +17,10 @@ from hogwild.paths import check_regular
 def write_model(path, kind, version, meta, arrays):
     """Write ``arrays`` (name -> numpy array) and ``meta`` (JSON-able) to path."""
     header = {"kind": kind, "version": version, **meta}
+    for name, array in arrays.items():
+        if array.dtype.hasobject:  # np.savez would pickle them, and np.load refuses that
+            raise HogwildError(f"cannot save {name}: it holds Python objects, and a hogwild "
+                               "model file holds numbers and strings only")
     with atomic_file(path) as f:
         np.savez(f, meta=np.array(json.dumps(header, default=_plain)), **arrays)
 

@@ -15,6 +15,7 @@ own features (and the intercept).
 """
 import functools
 import math
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,7 +25,8 @@ from hogwild.backends.host import all_finite
 from hogwild.disk_arrays import extremes, pieces
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, choose
-from hogwild.estimator import Params, run_controls, training_parameters
+from hogwild.estimator import (Params, as_matrix, not_fitted, run_controls,
+                               training_parameters)
 from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory
 from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric, Objective
@@ -206,13 +208,16 @@ def check_reg(reg):
     return float(reg)
 
 
-def as_csr(X, n_features=None):
+def as_csr(X, n_features=None, estimator=None):
     """X as CSR with float32 values, no duplicates, and int32 indices and indptr where
     they hold (int64 beyond 2^31 - 1 nonzeros: scipy's choice).
 
-    Any scipy.sparse format or dense array is accepted and converted once. The
-    caller's matrix is never modified.
+    Any scipy.sparse format or dense array is accepted and converted once, and other
+    array-likes (lists, pandas frames) through hogwild.estimator.as_matrix. The
+    caller's matrix is never modified. ``n_features``: the count a fitted
+    ``estimator`` expects.
     """
+    X = as_matrix(X, estimator)
     if not (sp.issparse(X) or isinstance(X, np.ndarray)):
         raise HogwildError(f"X must be a scipy.sparse matrix or numpy array, "
                            f"got {type(X).__name__}")
@@ -228,8 +233,9 @@ def as_csr(X, n_features=None):
                            f"{needed / 2**30:.1f} GiB, more than the {memory / 2**30:.1f} GiB "
                            "of memory available")
     if n_features is not None and X.shape[1] != n_features:
-        raise HogwildError(f"X has {X.shape[1]} features, but the model was fitted with "
-                           f"{n_features}")
+        owner = type(estimator).__name__ if estimator is not None else "the model"
+        raise HogwildError(f"X has {X.shape[1]} features, but {owner} is expecting "
+                           f"{n_features} features as input")
     if X.dtype.kind not in "biuf":
         raise HogwildError(f"X must hold numbers, got dtype {X.dtype}")
     with np.errstate(over="ignore"):  # beyond float32's range becomes inf: refused below
@@ -274,27 +280,66 @@ def _increasing_within_rows(indptr, piece, start, row, previous):
     return True, row, previous
 
 
-def binary_labels(y, n_samples, require_both=False):
-    """Labels as float32 in {-1, +1} plus the two original classes (low, high)."""
+def binary_labels(y, n_samples, require_both=False, classes=None):
+    """Labels as float32 in {-1, +1} and the two classes (negative, positive).
+
+    ``classes``: a fitted model's (a test set's labels must be among them);
+    otherwise the sorted distinct labels of y, of any type (numbers, strings), the
+    second one positive. A y with a single label -1, 0 or +1 takes the classes of
+    that convention ({-1, +1} or {0, 1}) unless ``require_both``.
+    """
     y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
+                      f"read as shape ({y.shape[0]},)", _column_warning(), stacklevel=3)
+        y = y.ravel()
     if y.ndim != 1:
         raise HogwildError(f"y must be 1-dimensional, got shape {y.shape}")
     if y.shape[0] != n_samples:
         raise HogwildError(f"X and y have different lengths: {n_samples} rows in X, "
                            f"{y.shape[0]} labels in y")
-    if y.dtype.kind in "fc" and not np.isfinite(y).all():
-        raise HogwildError("y contains NaN or Inf values")
-    classes = np.unique(y)
-    allowed = ({-1, 1}, {0, 1}, {-1}, {1}, {0})
-    if y.dtype.kind not in "biuf" or set(classes.tolist()) not in allowed:
-        shown = ", ".join(map(str, classes[:5].tolist())) + (", ..." if classes.size > 5 else "")
-        raise HogwildError(f"labels must be binary, {{-1, +1}} or {{0, 1}}; found {classes.size} "
-                           f"distinct values: {shown}")
-    if require_both and classes.size < 2:
-        raise HogwildError(f"labels must contain both classes; all {n_samples} are "
-                           f"{classes[0].item()!r}")
-    classes = np.array([0, 1]) if 0 in classes else np.array([-1, 1])
-    return np.where(y == classes[1], np.float32(1.0), np.float32(-1.0)), classes
+    if y.dtype.kind in "fc":
+        if not np.isfinite(y).all():
+            raise HogwildError("y contains NaN or Inf values")
+        if y.dtype.kind == "c" or not np.array_equal(y, np.round(y)):
+            raise HogwildError("Unknown label type: continuous (y holds numbers that are "
+                               "not whole); a classifier needs class labels")
+    if classes is not None:
+        return _coded(y, classes, "labels must be the classes the model was fitted with")
+    found = np.unique(y)
+    if found.dtype == object:  # labels in a pandas object column: str or int classes_
+        found = np.array(found.tolist())
+    if found.size > 2:
+        shown = ", ".join(map(repr, found[:5].tolist())) + (", ..." if found.size > 5 else "")
+        raise HogwildError(f"Only binary classification is supported. The type of the target "
+                           f"is multiclass: y has {found.size} classes ({shown})")
+    if found.size == 1:
+        if require_both or found[0] not in (-1, 0, 1):
+            raise HogwildError(f"y has 1 class ({found[:1].tolist()[0]!r}); a classifier needs "
+                               "samples of 2 classes")
+        found = np.array([0, 1]) if found[0] == 0 else np.array([-1, 1])
+    return _coded(y, found, "")
+
+
+def _coded(y, classes, problem):
+    """+1 where y is classes[1], -1 where it is classes[0]; another label is a
+    HogwildError saying ``problem``."""
+    positive = y == classes[1]
+    if not (positive | (y == classes[0])).all():
+        low, high, stray = np.array([classes[0], classes[1],
+                                     y[~(positive | (y == classes[0]))][0]]).tolist()
+        raise HogwildError(f"{problem} ({low!r}, {high!r}); got {stray!r}")
+    return np.where(positive, np.float32(1.0), np.float32(-1.0)), classes
+
+
+def _column_warning():
+    """scikit-learn's DataConversionWarning where it is installed (what its users
+    filter), else a UserWarning."""
+    try:
+        from sklearn.exceptions import DataConversionWarning
+    except ImportError:
+        return UserWarning
+    return DataConversionWarning
 
 
 def _reg_scale(indices, n_features, scale):
@@ -489,12 +534,15 @@ class SparseSVM(Params):
                 "coordinate, and an intercept is a coordinate of every sample; pass "
                 "fit_intercept=False (--no-intercept) or another scheduler")
         with phase("check data"):
-            X = as_csr(X)
+            if y is None:
+                raise HogwildError("SparseSVM requires y to be passed, but the target y is "
+                                   "None")
+            X = as_csr(X, estimator=self)
             labels, classes = binary_labels(y, X.shape[0], require_both=True)
         evaluate = None
         if eval_set is not None:
-            X_test = as_csr(eval_set[0], n_features=X.shape[1])
-            test_labels, _ = binary_labels(eval_set[1], X_test.shape[0])
+            X_test = as_csr(eval_set[0], n_features=X.shape[1], estimator=self)
+            test_labels, _ = binary_labels(eval_set[1], X_test.shape[0], classes=classes)
 
             evaluate = error_rate_metric(X_test, test_labels)
 
@@ -519,7 +567,7 @@ class SparseSVM(Params):
 
     def _check_fitted(self):
         if not hasattr(self, "coef_"):
-            raise HogwildError("this SparseSVM is not fitted yet; call fit(X, y) first")
+            raise not_fitted(self, "fit(X, y)")
 
     def decision_function(self, X):
         """x . coef_ + intercept_ for each row of X, computed by the training
@@ -533,7 +581,7 @@ class SparseSVM(Params):
 
     def _per_row(self, kernel, X, dtype):
         self._check_fitted()
-        X = as_csr(X, n_features=self.n_features_in_)
+        X = as_csr(X, n_features=self.n_features_in_, estimator=self)
         padded = np.zeros(INTERCEPT_PAD, np.float32)
         padded[INTERCEPT_SLOT] = self.intercept_[0]
         out = np.empty(X.shape[0], dtype)
@@ -543,6 +591,33 @@ class SparseSVM(Params):
 
     def predict(self, X):
         return np.where(self._positive(X), self.classes_[1], self.classes_[0])
+
+    @property
+    def predict_proba(self):
+        """P(classes_[0]), P(classes_[1]) for each row of X: the logistic loss's model,
+        sigmoid(decision_function(X)). The hinge loss models no probability: there
+        the attribute is missing (an AttributeError), as SGDClassifier's."""
+        self._probabilistic("predict_proba")
+        return self._predict_proba
+
+    @property
+    def predict_log_proba(self):
+        """The logarithms of predict_proba's columns (loss='logistic' only)."""
+        self._probabilistic("predict_log_proba")
+        return self._predict_log_proba
+
+    def _probabilistic(self, method):
+        if self.loss != "logistic":
+            raise AttributeError(f"{method} is for loss='logistic' (a probability model); "
+                                 f"this SparseSVM has loss={self.loss!r}")
+
+    def _predict_proba(self, X):
+        return np.exp(self._predict_log_proba(X))
+
+    def _predict_log_proba(self, X):
+        score = self.decision_function(X).astype(np.float64)
+        # log sigmoid(s) = -log(1 + e^-s), without overflow for either sign
+        return np.column_stack([-np.logaddexp(0.0, score), -np.logaddexp(0.0, -score)])
 
     def score(self, X, y):
         """Mean accuracy, with three boolean temporaries (it is run on training sets

@@ -275,8 +275,9 @@ def test_bad_input_messages(kwargs, data, message):
 
 
 def test_unfitted_model_says_so():
-    with pytest.raises(HogwildError, match="not fitted yet; call fit"):
-        MatrixFactorization().predict([1], [1])
+    with pytest.raises(AttributeError, match=r"^this MatrixFactorization is not fitted yet; "
+                                             r"call fit\(ratings\) first$"):
+        MatrixFactorization().predict([1], [1])  # scikit-learn's NotFittedError, if installed
 
 
 def test_rmse_helper():

@@ -9,7 +9,7 @@ from hogwild.backends import get_backend
 from hogwild.datasets.cache import release_pages
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_int, check_seed, choose
-from hogwild.estimator import Params, run_controls, training_parameters
+from hogwild.estimator import Params, not_fitted, run_controls, training_parameters
 from hogwild.limits import check_workers
 from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric
@@ -231,8 +231,7 @@ class MatrixFactorization(Params):
 
     def _check_fitted(self):
         if not hasattr(self, "user_factors_"):
-            raise HogwildError("this MatrixFactorization is not fitted yet; call fit(ratings) "
-                               "first")
+            raise not_fitted(self, "fit(ratings)")
 
     def _predict_indices(self, u, i):
         out = np.empty(u.size, np.float32)
