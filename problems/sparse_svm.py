@@ -24,7 +24,8 @@ from numba import njit
 from hogwild.backends.host import all_finite
 from hogwild.disk_arrays import extremes, pieces
 from hogwild.engine import fit as engine_fit
-from hogwild.errors import HogwildError, choose
+from hogwild.errors import HogwildError, check_int, choose
+from hogwild.config import RunControls
 from hogwild.estimator import (Params, as_matrix, not_fitted, run_controls,
                                training_parameters)
 from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory
@@ -32,6 +33,7 @@ from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric, Objective
 from hogwild.phases import phase
 from hogwild.schedulers import get_scheduler
+from hogwild.steps import StepSchedule
 from hogwild.structure import IdArray, Supports
 
 LOSSES = ("hinge", "logistic")
@@ -42,6 +44,13 @@ LOSSES = ("hinge", "logistic")
 # and from 0.1 to 0.05 the final objective varies by 1-2% between seeds (news20,
 # imdb) and imdb's test error is 0.1-0.15 points worse than with 0.01.
 INTERCEPT_RATE = 0.01
+# On X given dense, the intercept takes a feature's step, as scikit-learn's SGD
+# does there: dense features are few and often unscaled, and 0.01 leaves the
+# intercept far short (noisy blobs of scale 20 with class_weight {0: 1000, 1: 1e-4}:
+# intercept -0.2 after 20 epochs, 56% predicted class 0, against -14 and 98%).
+# Standardised or not, breast cancer and a 20-feature synthetic set score as well
+# or better with it (0.9766 both; 0.8829-0.8856 against 0.8807).
+DENSE_INTERCEPT_RATE = 1.0
 SCHEDULERS = ("hogwild", "locked", "serial", "colored", "cyclades")
 MODEL_FILE_KIND = "hogwild.SparseSVM"
 MODEL_FILE_VERSION = 1
@@ -110,7 +119,13 @@ def predicts_positive(score):
 
 @njit(nogil=True, inline="always")
 def _margin(e, params, data):
-    return data[3][e] * _score(e, params, data)
+    """y_e (x_e . w + b): the label's sign times the score. data[3][e] is the label
+    times the sample's weight (1 unless sample_weight or class_weight say
+    otherwise), so the weight scales the loss gradient and nothing else; with
+    unit weights this is label * score, bit for bit. A weight of 0 keeps its sign
+    (+0.0 or -0.0), so the class is read from the sign bit."""
+    score = _score(e, params, data)
+    return score if math.copysign(1.0, data[3][e]) > 0 else -score
 
 
 @njit(nogil=True, inline="always")
@@ -181,7 +196,8 @@ def _penalty(e, w, data):
 
 
 def hinge_loss(e, params, data):
-    return max(0.0, 1.0 - _margin(e, params, data)) + _penalty(e, params[0], data)
+    return max(0.0, 1.0 - _margin(e, params, data)) * abs(data[3][e]) \
+        + _penalty(e, params[0], data)
 
 
 def logistic_loss(e, params, data):
@@ -189,7 +205,7 @@ def logistic_loss(e, params, data):
     ym = _margin(e, params, data)
     # log(1 + exp(-ym)) without overflow for large |ym|
     data_term = math.log1p(math.exp(-ym)) if ym > 0 else -ym + math.log1p(math.exp(ym))
-    return data_term + _penalty(e, w, data)
+    return data_term * abs(data[3][e]) + _penalty(e, w, data)
 
 
 _KERNELS = {"hinge": (hinge_update, hinge_loss), "logistic": (logistic_update, logistic_loss)}
@@ -375,10 +391,12 @@ def _sum_of_squares(values):
     return total
 
 
-def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=True):
+def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=True,
+                  intercept_rate=INTERCEPT_RATE):
     """The Objective for a prepared X (see as_csr) and labels in {-1, +1}; the
     seed (an int or a numpy SeedSequence) salts the lazy-regularisation draws.
-    The intercept, when fitted, is params[1][INTERCEPT_SLOT] (see intercept_of);
+    The intercept, when fitted, is params[1][INTERCEPT_SLOT] (see intercept_of),
+    moved by intercept_rate times a feature's step;
     every sample then touches it, so the objective has no conflict-free supports
     (schedulers colored and cyclades refuse it)."""
     update, sample_loss = _KERNELS[check_loss(loss)]
@@ -391,7 +409,7 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
     seed_seq = seed if isinstance(seed, np.random.SeedSequence) \
         else np.random.SeedSequence(seed)
     salt = seed_seq.generate_state(1, dtype=np.uint64)
-    rate = np.array([INTERCEPT_RATE if fit_intercept else 0.0], np.float32)
+    rate = np.array([intercept_rate if fit_intercept else 0.0], np.float32)
     data = (X.indptr, X.indices, X.data, labels, reg_scale, salt, rate)
     params = (np.zeros(d, dtype=np.float32), np.zeros(INTERCEPT_PAD, dtype=np.float32))
     return Objective(update, sample_loss, params=params, data=data,
@@ -452,10 +470,62 @@ def svm_file_objective(data, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
     return svm_objective(X, labels, loss, reg, seed, fit_intercept)
 
 
+def _epoch_seed(seed, epoch):
+    """The seed of one partial_fit epoch, derived from the estimator's (None: none)."""
+    if seed is None:
+        return None
+    if isinstance(seed, np.random.Generator):
+        seed = seed.bit_generator.seed_seq
+    if not isinstance(seed, np.random.SeedSequence):
+        seed = np.random.SeedSequence(seed)
+    return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, epoch))
+
+
+def sample_weights(sample_weight, n_samples):
+    """sample_weight as float64[n] (None: every sample weighs 1), or a HogwildError."""
+    if sample_weight is None:
+        return None
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    if weights.ndim == 0:  # one weight for every sample
+        weights = np.full(n_samples, float(weights))
+    if weights.shape != (n_samples,):
+        raise HogwildError(f"sample_weight must have one weight per sample ({n_samples}), "
+                           f"got shape {weights.shape}")
+    if not (np.isfinite(weights).all() and (weights >= 0).all()):
+        raise HogwildError("sample_weight must hold finite numbers >= 0")
+    return weights
+
+
+def class_weights(class_weight, classes, labels):
+    """Each sample's class weight (labels +-1 for classes[0], classes[1]): from a
+    dict {label: weight}, or "balanced" (n / (2 x the class's count), as
+    scikit-learn's), or None (all 1: returns None)."""
+    if class_weight is None:
+        return None
+    if isinstance(class_weight, str) and class_weight == "balanced":
+        positives = int(np.count_nonzero(labels > 0))
+        counts = np.array([labels.size - positives, positives], np.float64)
+        weight = np.divide(labels.size, 2 * counts, out=np.zeros(2), where=counts > 0)
+    elif isinstance(class_weight, dict):
+        unknown = [label for label in class_weight if label not in classes.tolist()]
+        if unknown:
+            raise HogwildError(f"class_weight names {unknown[0]!r}, not a class of y "
+                               f"({', '.join(map(repr, classes.tolist()))})")
+        weight = np.array([class_weight.get(label, 1.0) for label in classes.tolist()],
+                          np.float64)
+        if not (np.isfinite(weight).all() and (weight >= 0).all()):
+            raise HogwildError("class_weight's weights must be finite numbers >= 0")
+    else:
+        raise HogwildError(f"class_weight must be None, 'balanced' or a dict {{label: "
+                           f"weight}}, got {class_weight!r}")
+    return np.where(labels > 0, weight[1], weight[0])
+
+
 # --- estimator --------------------------------------------------------------------
 
 @training_parameters(
-    own={"loss": "hinge", "reg": 1e-4, "fit_intercept": True, "shuffle_rows": True},
+    own={"loss": "hinge", "reg": 1e-4, "fit_intercept": True, "class_weight": None,
+         "shuffle_rows": True},
     epochs=20, step="auto", decay=0.9, shuffle_block=16,
     notes={"step": "'auto' is 0.2 / (mean squared row norm), which suits unit-norm "
                    "TF-IDF rows and binary features alike; the value used is step_.",
@@ -485,6 +555,10 @@ class SparseSVM(Params):
         scikit-learn's SGDClassifier; LIBLINEAR's -B 1 is the regularised
         variant). Without one, an all-zero row has score 0 and is predicted
         negative, and a rare class pulls the boundary through the origin.
+    class_weight : dict, 'balanced' or None, default None
+        Weights of the classes' samples, multiplying sample_weight: {label:
+        weight} (a class not named weighs 1), or 'balanced', n / (2 x the class's
+        count), as scikit-learn's.
     shuffle_rows : bool, default True
         Shuffle the rows once before training (a copy of X). False for rows
         stored in random order already (a generated click log, a shuffled file):
@@ -503,6 +577,11 @@ class SparseSVM(Params):
     n_features_in_ : int
     step_ : float
         The step used (step='auto' resolved).
+    n_iter_ : int
+        Epochs trained: fit's epochs, plus one per partial_fit.
+    dense_input_ : bool
+        X was given dense (not scipy.sparse): the intercept then takes a feature's
+        step, as in scikit-learn's SGD, else a hundredth of it.
     {run attributes}
     """
 
@@ -513,39 +592,25 @@ class SparseSVM(Params):
                     classifier_tags=ClassifierTags(multi_class=False),
                     input_tags=InputTags(sparse=True), non_deterministic=True)
 
-    def fit(self, X, y, eval_set=None, **controls):
+    def fit(self, X, y, eval_set=None, sample_weight=None, **controls):
         """Train on X (n x d, sparse or dense) and binary labels y.
 
         eval_set=(X_test, y_test) records the test error after every epoch in
-        ``history_``. ``controls`` are hogwild.RunControls fields: callback(record)
-        once per epoch, progress, checkpoint, checkpoint_every, resume (with the same
-        X, y and seed).
+        ``history_``. sample_weight: one weight >= 0 per sample, scaling its loss (and
+        so its gradient; the regulariser is not weighted), times class_weight's.
+        ``controls`` are hogwild.RunControls fields: callback(record) once per
+        epoch, progress, checkpoint, checkpoint_every, resume (with the same X, y and
+        seed).
         """
-        check_loss(self.loss)
-        check_reg(self.reg)
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise HogwildError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
-        choose(SCHEDULERS, self.scheduler, "scheduler")
-        automatic_step = isinstance(self.step, str) and self.step == "auto"
-        self.training_config(step=1.0 if automatic_step else self.step)  # before any work
-        if self.fit_intercept and "supports" in get_scheduler(self.scheduler).needs:
-            raise HogwildError(
-                f"scheduler={self.scheduler!r} runs together only samples that share no "
-                "coordinate, and an intercept is a coordinate of every sample; pass "
-                "fit_intercept=False (--no-intercept) or another scheduler")
+        automatic_step = self._check_params()
         with phase("check data"):
-            if y is None:
-                raise HogwildError("SparseSVM requires y to be passed, but the target y is "
-                                   "None")
-            X = as_csr(X, estimator=self)
-            labels, classes = binary_labels(y, X.shape[0], require_both=True)
+            self.dense_input_ = not sp.issparse(X)
+            X, labels, classes = self._samples(X, y, sample_weight)
         evaluate = None
         if eval_set is not None:
             X_test = as_csr(eval_set[0], n_features=X.shape[1], estimator=self)
             test_labels, _ = binary_labels(eval_set[1], X_test.shape[0], classes=classes)
-
             evaluate = error_rate_metric(X_test, test_labels)
-
         if not isinstance(self.shuffle_rows, (bool, np.bool_)):
             raise HogwildError(f"shuffle_rows must be True or False, got {self.shuffle_rows!r}")
         if self.shuffle_block != 1 and self.shuffle_rows:
@@ -555,15 +620,95 @@ class SparseSVM(Params):
         with phase("objective"):
             self.step_ = auto_step(X) if automatic_step else self.step
             objective = svm_objective(X, labels, self.loss, self.reg, self.seed,
-                                      bool(self.fit_intercept))
+                                      bool(self.fit_intercept), self._intercept_rate())
         result = engine_fit(objective, self.training_config(step=self.step_),
                             run_controls(evaluate, controls))
+        self.classes_, self.n_features_in_, self.n_iter_ = classes, X.shape[1], self.epochs
+        self._keep_model(result)
+        return self
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One epoch over the batch (X, y), from the current model: for data that
+        arrives in pieces (a stream, or more than memory holds). The first call
+        needs ``classes`` (both labels the model will see); later batches must
+        have the same features and labels among them. The step is the schedule's
+        at epoch ``n_iter_`` (step='auto' is taken from the first batch), so the
+        schedule continues across calls, and after fit too."""
+        automatic_step = self._check_params()
+        first = not hasattr(self, "coef_")
+        if first and classes is None:
+            raise HogwildError("the first call to partial_fit needs classes= (the two "
+                               "labels the model will see)")
+        if classes is not None:
+            _, given = binary_labels(np.asarray(classes), len(classes), require_both=True)
+            if not first and not np.array_equal(given, self.classes_):
+                raise HogwildError(f"classes={given.tolist()} differs from the classes the "
+                                   f"model was fitted with, {self.classes_.tolist()}")
+        dense = not sp.issparse(X)
+        with phase("check data"):
+            X, labels, _ = self._samples(X, y, sample_weight,
+                                         given if first else self.classes_,
+                                         None if first else self.n_features_in_)
+        if first:
+            self.step_ = auto_step(X) if automatic_step else self.step
+            self.dense_input_ = dense
+            self.classes_, self.n_features_in_, self.n_iter_ = given, X.shape[1], 0
+        # each call draws its own order and lazy turns: the same batch given again is
+        # another epoch, not the same one
+        seed = _epoch_seed(self.seed, self.n_iter_)
+        objective = svm_objective(X, labels, self.loss, self.reg, seed, bool(self.fit_intercept),
+                                  self._intercept_rate())
+        if not first:
+            objective.params[0][:] = self.coef_
+            objective.params[1][INTERCEPT_SLOT] = self.intercept_[0]
+        step = StepSchedule(self.step_schedule, self.step_, self.decay)(self.n_iter_)
+        config = self.training_config(step=step, epochs=1, decay=1.0, step_schedule="constant",
+                                      seed=seed)
+        self._keep_model(engine_fit(objective, config, RunControls()))
+        self.n_iter_ += 1
+        return self
+
+    def _check_params(self):
+        """The parameters checked before any work; whether the step is automatic."""
+        check_loss(self.loss)
+        check_reg(self.reg)
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise HogwildError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
+        choose(SCHEDULERS, self.scheduler, "scheduler")
+        automatic_step = isinstance(self.step, str) and self.step == "auto"
+        self.training_config(step=1.0 if automatic_step else self.step)
+        if self.fit_intercept and "supports" in get_scheduler(self.scheduler).needs:
+            raise HogwildError(
+                f"scheduler={self.scheduler!r} runs together only samples that share no "
+                "coordinate, and an intercept is a coordinate of every sample; pass "
+                "fit_intercept=False (--no-intercept) or another scheduler")
+        return automatic_step
+
+    def _samples(self, X, y, sample_weight, classes=None, n_features=None):
+        """(X as CSR, the labels +-1 times each sample's weight, the classes)."""
+        if y is None:
+            raise HogwildError("SparseSVM requires y to be passed, but the target y is None")
+        X = as_csr(X, n_features=n_features, estimator=self)
+        labels, classes = binary_labels(y, X.shape[0], require_both=classes is None,
+                                        classes=classes)
+        weights = sample_weights(sample_weight, X.shape[0])
+        per_class = class_weights(self.class_weight, classes, labels)
+        if weights is not None or per_class is not None:
+            labels = labels * (1.0 if weights is None else weights) \
+                * (1.0 if per_class is None else per_class)
+            labels = labels.astype(np.float32)
+            if not (labels != 0).any():
+                raise HogwildError("every sample has weight zero: there is nothing to learn")
+        return X, labels, classes
+
+    def _intercept_rate(self):
+        """The intercept's step per unit step: scikit-learn's rule, by X's form."""
+        return DENSE_INTERCEPT_RATE if self.dense_input_ else INTERCEPT_RATE
+
+    def _keep_model(self, result):
         self.coef_ = result.params[0]
         self.intercept_ = intercept_of(result.params)
-        self.classes_ = classes
-        self.n_features_in_ = X.shape[1]
         self.keep_run(result)
-        return self
 
     def _check_fitted(self):
         if not hasattr(self, "coef_"):
@@ -636,7 +781,8 @@ class SparseSVM(Params):
         to an .npz file; see hogwild.model_file."""
         self._check_fitted()
         write_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
-                    {"params": self.get_params(), "workers": self.workers_, "step": self.step_},
+                    {"params": self.get_params(), "workers": self.workers_, "step": self.step_,
+                     "n_iter": self.n_iter_, "dense_input": self.dense_input_},
                     {"coef": self.coef_, "intercept": self.intercept_, "classes": self.classes_})
 
     @classmethod
@@ -651,6 +797,9 @@ class SparseSVM(Params):
                 raise ValueError(f"classes has shape {model.classes_.shape}, not (2,)")
             model.n_features_in_ = model.coef_.shape[0]
             model.workers_, model.step_ = meta["workers"], meta["step"]
+            # files written before partial_fit: a fit of the model's epochs, sparse X
+            model.n_iter_ = check_int("n_iter", meta.get("n_iter", model.epochs), 0)
+            model.dense_input_ = bool(meta.get("dense_input", False))
             model.history_ = []
             return model
         return read_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION, "sparse linear classifier",

@@ -21,7 +21,16 @@ from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 # (check_fit_idempotent). check_pipeline_consistency is skipped by scikit-learn
 # itself through the estimator's non_deterministic tag: with several workers,
 # Hogwild! is reproducible only in distribution.
-@parametrize_with_checks([SparseSVM(seed=0), SparseSVM(seed=0, loss="logistic")])
+SGD_WEIGHTS = ("SGD: a sample of weight 2 makes one step twice as long where its "
+               "repeat makes two steps at two times of the epoch, and a sample of weight "
+               "0 still applies the regulariser's shrink; equal in expectation, not per "
+               "run (scikit-learn expects this failure of its SGDClassifier too)")
+EXPECTED_FAILURES = {"check_sample_weight_equivalence_on_dense_data": SGD_WEIGHTS,
+                     "check_sample_weight_equivalence_on_sparse_data": SGD_WEIGHTS}
+
+
+@parametrize_with_checks([SparseSVM(seed=0), SparseSVM(seed=0, loss="logistic")],
+                         expected_failed_checks=lambda estimator: EXPECTED_FAILURES)
 def test_scikit_learn_check(estimator, check):
     check(estimator)
 
@@ -137,3 +146,122 @@ def test_a_model_of_string_labels_from_a_pandas_column_saves_and_loads(dense, tm
     model.save(tmp_path / "m.npz")
     loaded = SparseSVM.load(tmp_path / "m.npz")
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
+# --- sample_weight and class_weight ----------------------------------------------------
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_weighted_kernel_matches_the_numpy_reference(loss):
+    """The kernels keep a sample's weight in its label (sign: the class, size: the
+    weight); the reference keeps weights apart."""
+    from hogwild import fit
+    from hogwild.problems.sparse_svm import (INTERCEPT_RATE, as_csr, binary_labels,
+                                             intercept_of, svm_objective)
+    from hogwild.schedulers import shuffled_runs
+    from reference.naive import svm_sgd_epoch
+    X, y = make_sparse_classification(n_samples=2000, n_features=300, nnz_per_row=10, seed=4)
+    X = as_csr(X)
+    labels, _ = binary_labels(y, X.shape[0])
+    weights = np.random.default_rng(1).choice([0.0, 0.5, 1.0, 3.0], X.shape[0])
+    objective = svm_objective(X, (labels * weights).astype(np.float32), loss, 1e-3, seed=7)
+    result = fit(objective, epochs=3, step=0.3, decay=1.0, scheduler="serial", seed=7)
+    w, b = np.zeros(X.shape[1]), np.zeros(1)
+    rng, salt = np.random.default_rng(7), int(objective.data[5][0])
+    for epoch in range(3):
+        w = svm_sgd_epoch(X, labels, w, 1e-3, 0.3, shuffled_runs(X.shape[0], 1, rng), loss,
+                          epoch, salt, b, INTERCEPT_RATE, weights)
+    np.testing.assert_allclose(result.params[0], w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(intercept_of(result.params), b, rtol=1e-4, atol=1e-5)
+
+
+def test_unit_weights_are_bitwise_no_weights_and_weight_2_is_half_the_reg_at_twice_the_step(
+        dense):
+    X, y = dense
+    plain = serial(step=0.05).fit(X, y)
+    np.testing.assert_array_equal(serial(step=0.05).fit(X, y, sample_weight=np.ones(600)).coef_,
+                                  plain.coef_)
+    np.testing.assert_array_equal(serial(step=0.05, class_weight={-1: 1, 1: 1.0}).fit(X, y).coef_,
+                                  plain.coef_)
+    # (1/n) sum 2 l_e + reg/2 |w|^2 = 2 ((1/n) sum l_e + (reg/2)/2 |w|^2): the same steps
+    doubled = serial(step=0.05, reg=2e-4).fit(X, y, sample_weight=2.0)
+    halved = serial(step=0.1, reg=1e-4).fit(X, y)
+    np.testing.assert_array_equal(doubled.coef_, halved.coef_)
+
+
+def test_balanced_class_weight_finds_the_rare_class_as_liblinear_does():
+    from sklearn.metrics import balanced_accuracy_score
+    from sklearn.svm import LinearSVC
+    X, y = make_sparse_classification(n_samples=16000, n_features=500, nnz_per_row=15, seed=2)
+    kept = (y < 0) | (np.arange(y.size) % 12 == 0)  # every negative, 1 positive in 12
+    X, rare = X[kept], np.where(y[kept] > 0, 1, 0)  # about 4% positive
+    train, test = slice(0, 6000), slice(6000, None)
+
+    def balanced(model):
+        model.fit(X[train], rare[train])
+        return balanced_accuracy_score(rare[test], model.predict(X[test]))
+    plain = balanced(SparseSVM(seed=0))
+    ours = balanced(SparseSVM(seed=0, class_weight="balanced"))
+    peer = balanced(LinearSVC(C=1 / (6000 * 1e-4), class_weight="balanced"))
+    assert ours > plain + 0.05 and ours > peer - 0.02, (plain, ours, peer)
+
+
+@pytest.mark.parametrize("options,message", [
+    (dict(sample_weight=np.ones(5)), r"^sample_weight must have one weight per sample \(600\), "
+                                     r"got shape \(5,\)$"),
+    (dict(sample_weight=-np.ones(600)), "^sample_weight must hold finite numbers >= 0$"),
+    (dict(sample_weight=np.zeros(600)), "^every sample has weight zero: there is nothing to "
+                                        "learn$"),
+])
+def test_bad_sample_weights_are_named(dense, options, message):
+    with pytest.raises(HogwildError, match=message):
+        serial().fit(*dense, **options)
+
+
+@pytest.mark.parametrize("class_weight,message", [
+    ({7: 2.0}, r"^class_weight names 7, not a class of y \(-1.0, 1.0\)$"),
+    ("heavy", r"^class_weight must be None, 'balanced' or a dict \{label: weight\}, got "
+              r"'heavy'$"),
+    ({1: np.nan}, "^class_weight's weights must be finite numbers >= 0$"),
+])
+def test_bad_class_weights_are_named(dense, class_weight, message):
+    with pytest.raises(HogwildError, match=message):
+        serial(class_weight=class_weight).fit(*dense)
+
+
+# --- partial_fit -------------------------------------------------------------------------
+
+def test_partial_fit_over_batches_reaches_fits_accuracy_and_is_reproducible(dense):
+    X, y = dense[0], (dense[1] > 0).astype(int)
+    batches = np.array_split(np.arange(600), 4)
+
+    def streamed():
+        model = SparseSVM(seed=3, workers=1)
+        for _ in range(10):
+            for rows in batches:
+                model.partial_fit(X[rows], y[rows], classes=[0, 1])
+        return model
+    model = streamed()
+    assert model.n_iter_ == 40
+    assert model.score(X, y) >= SparseSVM(seed=3, workers=1).fit(X, y).score(X, y) - 0.01
+    np.testing.assert_array_equal(streamed().coef_, model.coef_)
+
+
+def test_partial_fit_continues_fits_schedule_and_checks_its_batches(dense):
+    X, y = dense[0], (dense[1] > 0).astype(int)
+    model = serial().fit(X, y)
+    assert model.n_iter_ == 5
+    model.partial_fit(X[:100], np.ones(100, int))  # one class in a batch: fine
+    assert model.n_iter_ == 6
+    assert model.history_[-1].step == pytest.approx(model.step_ * 0.9 ** 5, rel=1e-6)
+    with pytest.raises(HogwildError, match=r"^X has 29 features, but SparseSVM is expecting 30 "
+                                           r"features as input$"):
+        model.partial_fit(X[:, :29], y)
+    with pytest.raises(HogwildError, match=r"^classes=\[0, 2\] differs from the classes the "
+                                           r"model was fitted with, \[0, 1\]$"):
+        model.partial_fit(X, y, classes=[0, 2])
+    with pytest.raises(HogwildError, match=r"^labels must be the classes the model was fitted "
+                                           r"with \(0, 1\); got 5$"):
+        model.partial_fit(X[:3], [0, 1, 5])
+    with pytest.raises(HogwildError, match=r"^the first call to partial_fit needs classes= "
+                                           r"\(the two labels the model will see\)$"):
+        SparseSVM().partial_fit(X, y)

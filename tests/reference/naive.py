@@ -29,12 +29,14 @@ def lazy_turn(e, epoch, salt, log2_epochs=3):
 
 
 def svm_sgd_epoch(X, labels, w, reg, step, order, loss="hinge", epoch=0, salt=0,
-                  intercept=None, intercept_rate=0.0):
+                  intercept=None, intercept_rate=0.0, weights=None):
     """One serial epoch of the degree-scaled SGD in the given sample order (in place).
     Inactive hinge samples apply 8 epochs' shrink on their lazy turn only; an
     intercept (a 1-element array, updated in place) takes 8 times its step on an
-    active sample's lazy turn only."""
+    active sample's lazy turn only. ``weights``: each sample's loss weight (its
+    gradient's factor; the regulariser's shrink is not weighted)."""
     n = X.shape[0]
+    weights = np.ones(n) if weights is None else weights
     b = intercept if intercept is not None else np.zeros(1)
     degree = np.bincount(X.indices, minlength=X.shape[1])
     reg_scale = np.where(degree > 0, reg * n / np.maximum(degree, 1), 0.0)
@@ -48,9 +50,9 @@ def svm_sgd_epoch(X, labels, w, reg, step, order, loss="hinge", epoch=0, salt=0,
                 w[cols] = w[cols] * shrink ** 8
             continue
         if loss == "hinge":
-            g = step * labels[e]
+            g = step * labels[e] * weights[e]
         else:
-            g = step * labels[e] / (1.0 + np.exp(margin))
+            g = step * labels[e] * weights[e] / (1.0 + np.exp(margin))
         w[cols] = w[cols] * shrink + g * vals
         if intercept_rate and lazy_turn(int(e), epoch, salt):
             b[0] += g * intercept_rate * 8
