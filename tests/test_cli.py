@@ -189,10 +189,12 @@ def test_run_mc_on_a_jumbo_matrix_json(capsys, tmp_path, monkeypatch):
     result = json.loads(out)
     assert (result["n_ratings"], result["n_test"], result["workers"]) == (200000, 2000, 2)
     assert result["model"] == "paper" and len(result["history"]) == 15
+    assert (result["reg"], result["bias_reg"], result["init_scale"]) == (1.0, 1.0, 0.1)
     assert result["test_rmse"] < 1.10 * 0.5  # the noise is the best achievable RMSE
     assert result["ratings_per_s"] > 0 and result["peak_rss_bytes"] > 0
-    # training ratings and per-row regularisation; the test ratings and their mean
-    assert result["data_bytes"] == 200000 * 12 + 2 * 1000 * 4 + (2000 * 12 + 4)
+    # training ratings and per-row regularisation; the test ratings, their mean and the
+    # rating range predictions are clipped to
+    assert result["data_bytes"] == 200000 * 12 + 2 * 1000 * 4 + (2000 * 12 + 12)
     assert result["params_bytes"] == 2 * 1000 * 3 * 4  # L and R of the paper model
     assert result["minimum_bytes"] == result["data_bytes"] + result["params_bytes"]
     assert result["peak_over_minimum"] == result["peak_rss_bytes"] / result["minimum_bytes"]

@@ -194,7 +194,7 @@ def test_unseen_ids_fall_back_with_one_warning_or_raise():
     with pytest.raises(HogwildError, match="user id 'stranger' was never seen in training"):
         m.predict(["stranger"], ["movie-1"], unknown="error")
     with pytest.raises(HogwildError, match="user id 'nobody' was never seen in training"):
-        m.recommend("nobody")
+        m.recommend("nobody", unknown="error")  # the default falls back (cold start)
 
 
 def test_test_set_with_unseen_ids_warns_once_and_still_scores():
@@ -415,3 +415,52 @@ def test_a_blocked_layout_of_ratings_on_disk_is_cached_for_the_next_fit(tmp_path
                                 shuffle_ratings=False).fit(train)
     assert [p.name for p in (tmp_path / "layouts").iterdir()] == [entry.name]  # replaced
     assert other.history_[0].objective != fits[0][0].history_[0].objective
+
+
+# --- issue 31: predictions on the rating scale, cold start ------------------------------
+
+def _scaled_ratings(n_users=60, n_items=40, seed=0):
+    """Ratings on a 1-5 scale, many at its ends (where raw predictions overshoot)."""
+    rng = np.random.default_rng(seed)
+    users = rng.integers(0, n_users, 3000)
+    items = rng.integers(0, n_items, 3000)
+    taste = rng.normal(0, 1.5, n_users)[users] + rng.normal(0, 1.5, n_items)[items]
+    return users, items, np.clip(np.round(3 + taste), 1, 5).astype(np.float32)
+
+
+def test_predictions_are_clipped_to_the_training_scale_and_the_recorded_rmse_is_predicts():
+    users, items, values = _scaled_ratings()
+    train, test = slice(0, 2500), slice(2500, None)
+    options = dict(rank=8, epochs=30, workers=1, seed=0, step=0.05)
+    model = MatrixFactorization(**options).fit(
+        (users[train], items[train], values[train]),
+        eval_set=(users[test], items[test], values[test]))
+    raw = MatrixFactorization(clip=False, **options).fit((users[train], items[train],
+                                                          values[train]))
+    assert model.rating_range_ == (1.0, 5.0)
+    every_pair = np.meshgrid(np.arange(60), np.arange(40))
+    clipped, unclipped = (m.predict(every_pair[0].ravel(), every_pair[1].ravel())
+                          for m in (model, raw))
+    assert unclipped.max() > 5 and unclipped.min() < 1  # the overshoot clipping removes
+    np.testing.assert_array_equal(clipped, np.clip(unclipped, 1, 5))
+    recorded = model.history_[-1].metrics["test_rmse"]
+    assert recorded == pytest.approx(rmse(model.predict(users[test], items[test]),
+                                          values[test]), rel=1e-5)
+
+
+def test_an_unseen_user_gets_the_items_an_unseen_user_is_predicted_to_like(tmp_path):
+    users, items, values = _scaled_ratings()
+    model = MatrixFactorization(rank=8, epochs=5, workers=1, seed=0).fit((users, items, values))
+    with pytest.warns(UserWarning, match="^user id 'new' was never seen in training; "
+                                         "recommending the items an unseen user"):
+        ids, scores = model.recommend("new", n=5)
+    fallback = model.global_mean_ + model.item_bias_.astype(np.float64)
+    np.testing.assert_array_equal(ids, np.argsort(-fallback, kind="stable")[:5])
+    np.testing.assert_allclose(scores, np.sort(fallback)[::-1][:5], rtol=1e-6)
+    with pytest.raises(HogwildError, match="^user id 'new' was never seen in training$"):
+        model.recommend("new", unknown="error")
+    model.save(tmp_path / "m.npz")
+    loaded = MatrixFactorization.load(tmp_path / "m.npz")
+    assert loaded.rating_range_ == (1.0, 5.0)
+    with pytest.warns(UserWarning):
+        np.testing.assert_array_equal(loaded.recommend("new", n=5)[0], ids)

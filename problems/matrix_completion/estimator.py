@@ -2,6 +2,7 @@
 save, load) and the test RMSE."""
 import math
 import threading
+import warnings
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from hogwild.problems.matrix_completion.layouts import layout_key, load_layout, 
 from hogwild.problems.matrix_completion.models import (FACTOR_DTYPES, check_rank, mf_objective,
                                                        rating_model)
 from hogwild.schedulers import get_scheduler
-from hogwild.disk_arrays import array_mean
+from hogwild.disk_arrays import array_mean, extremes, pieces
 from hogwild.structure import BlockLayout, blocked_copy
 
 SCHEDULERS = ("hogwild", "blocked", "fpsgd", "serial", "locked", "colored", "cyclades")
@@ -29,12 +30,12 @@ MODEL_FILE_KIND = "hogwild.MatrixFactorization"
 MODEL_FILE_VERSION = 1
 
 
-def rmse_metric(model, rank, users, items, values, mean):
+def rmse_metric(model, rank, users, items, values, mean, bounds=(-np.inf, np.inf)):
     """The test RMSE of ratings (dense indices, -1 for unseen) of a ``model`` of
     ``rank`` as a hogwild.Metric, computed where the factors are (on the GPU without
-    a copy)."""
+    a copy), of predictions clipped to ``bounds`` as predict() clips them."""
     data = (np.ascontiguousarray(users, np.int32), np.ascontiguousarray(items, np.int32),
-            np.ascontiguousarray(values, np.float32), np.array([mean], np.float32))
+            np.ascontiguousarray(values, np.float32), np.array([mean, *bounds], np.float32))
     return Metric("test_rmse", rating_model(model).squared_error(rank), data, values.size,
                   finish=math.sqrt)
 
@@ -46,7 +47,8 @@ def rmse(predictions, values):
 
 @training_parameters(
     own={"rank": 32, "model": "biased", "reg": None, "bias_reg": None, "grid": None,
-         "shuffle_ratings": True, "init_scale": None, "factor_dtype": "float32"},
+         "shuffle_ratings": True, "init_scale": None, "factor_dtype": "float32",
+         "clip": True},
     epochs=20, step=None, decay=0.9, shuffle_block=256,
     notes={"step": "None: 0.03 for the biased model, 0.02 for the paper's.",
            "scheduler": "MatrixFactorization runs 'hogwild', 'blocked' (bitwise "
@@ -87,6 +89,10 @@ class MatrixFactorization(Params):
         'float16' stores the factors in half precision while training on the GPU
         (half the memory traffic per rating; arithmetic stays float32, as in
         cuMF_SGD); backend='gpu' only. The fitted factors are float32 either way.
+    clip : bool, default True
+        Clip predictions (and the recorded test RMSE's) to the range of the training
+        ratings, rating_range_ (a model of a 0.5-5 scale predicts no 5.61); False:
+        the model's raw values. recommend() ranks by the raw values.
     {training parameters}
 
     Attributes
@@ -96,6 +102,12 @@ class MatrixFactorization(Params):
     user_bias_, item_bias_ : numpy.ndarray of float32
         Zeros for the paper's model.
     global_mean_ : float
+    rating_range_ : (float, float)
+        The lowest and highest training rating.
+    reg_, bias_reg_, init_scale_ : float
+        The values used (reg=None etc. resolved for the model).
+    item_counts_ : numpy.ndarray of int64
+        Training ratings per item (recommend's cold start breaks ties by it).
     step_ : float
         The step used (step=None resolved for the model).
     {run attributes}
@@ -119,6 +131,8 @@ class MatrixFactorization(Params):
                 or not 0 <= init_scale < math.inf:
             raise HogwildError(f"init_scale must be a finite number >= 0, got {init_scale!r}")
         choose(FACTOR_DTYPES, self.factor_dtype, "factor_dtype")
+        if not isinstance(self.clip, (bool, np.bool_)):
+            raise HogwildError(f"clip must be True or False, got {self.clip!r}")
         if self.factor_dtype == "float16" and not get_backend(self.backend).half_precision:
             raise HogwildError(f"factor_dtype='float16' needs backend='gpu' (numba compiles "
                                f"no half precision for the CPU); got backend={self.backend!r}")
@@ -136,6 +150,7 @@ class MatrixFactorization(Params):
         resume (with the same ratings and seed).
         """
         rank, reg, bias_reg, step, init_scale = self.settings()
+        self.reg_, self.bias_reg_, self.init_scale_ = reg, bias_reg, init_scale
         raw_users, raw_items, raw_values = ratings_arrays(ratings)
         if not len(raw_users) == len(raw_items) == len(raw_values):
             raise HogwildError(f"users, items and values must have the same length, got "
@@ -177,6 +192,7 @@ class MatrixFactorization(Params):
                 user_index, users = IdIndex.build(raw_users)
                 item_index, items = IdIndex.build(raw_items)
         n_users, n_items = len(user_index), len(item_index)
+        self.item_counts_ = _counts(items, n_items)
         if layout is None and self.shuffle_ratings:
             with phase("shuffle"):
                 order = np.random.default_rng(seeds[0]).permutation(values.size)
@@ -192,6 +208,7 @@ class MatrixFactorization(Params):
         self.user_ids_, self.item_ids_ = user_index.ids, item_index.ids
         self._user_index, self._item_index = user_index, item_index
         self.global_mean_ = mean
+        self.rating_range_ = tuple(float(bound) for bound in extremes(values))
         evaluate = None
         if eval_set is not None:
             test_users, test_items, test_values = ratings_arrays(eval_set)
@@ -200,7 +217,8 @@ class MatrixFactorization(Params):
             test_i = item_index.find(test_items)
             warn_unseen(test_u, test_i, "test ratings")
 
-            evaluate = rmse_metric(self.model, rank, test_u, test_i, test_values, mean)
+            evaluate = rmse_metric(self.model, rank, test_u, test_i, test_values, mean,
+                                   self._bounds())
 
         try:
             result = engine_fit(objective, self.training_config(step=step, seed=seeds[2]),
@@ -236,9 +254,15 @@ class MatrixFactorization(Params):
     def _predict_indices(self, u, i):
         out = np.empty(u.size, np.float32)
         offset = rating_model(self.model).offset(self.global_mean_)
+        low, high = self._bounds()
         predict_into(self.user_factors_, self.item_factors_, self.user_bias_, self.item_bias_,
-                 np.float32(offset), np.float32(self.global_mean_), u, i, out)
+                     np.float32(offset), np.float32(self.global_mean_), np.float32(low),
+                     np.float32(high), u, i, out)
         return out
+
+    def _bounds(self):
+        """The range predictions are clipped to: the training ratings' with clip."""
+        return self.rating_range_ if self.clip else (-np.inf, np.inf)
 
     def predict(self, users, items, unknown="fallback"):
         """Predicted ratings for (users[k], items[k]) pairs of external ids.
@@ -264,15 +288,26 @@ class MatrixFactorization(Params):
             warn_unseen(u, i, "pairs")
         return self._predict_indices(u, i)
 
-    def recommend(self, user, n=10, exclude_seen=True):
+    def recommend(self, user, n=10, exclude_seen=True, unknown="fallback"):
         """(item ids, scores): the n items with the highest predicted rating for one
         user (external id), best first; exclude_seen drops the items the user rated
-        in training."""
+        in training. A user never seen in training (cold start): "fallback" ranks
+        the items by what predict() gives an unseen user, the training mean plus
+        the item's bias, the most rated first among equals (the paper's model has
+        no biases: the most rated items), with a warning; "error" raises a
+        HogwildError."""
         self._check_fitted()
         n = check_int("n", n, 1)
+        choose(("fallback", "error"), unknown, "unknown-id policy")
         (u,) = self._user_index.find(np.array([user]))
         if u < 0:
-            raise HogwildError(f"user id {user!r} was never seen in training")
+            if unknown == "error":
+                raise HogwildError(f"user id {user!r} was never seen in training")
+            warnings.warn(f"user id {user!r} was never seen in training; recommending the "
+                          "items an unseen user is predicted to rate highest", stacklevel=2)
+            scores = self.global_mean_ + self.item_bias_.astype(np.float64)
+            best = np.lexsort((-self.item_counts_, -scores))[:n]
+            return self.item_ids_[best], scores[best]
         scores = self.item_factors_ @ self.user_factors_[u] + self.item_bias_
         scores = scores.astype(np.float64) + self.user_bias_[u] + \
             rating_model(self.model).offset(self.global_mean_)
@@ -298,12 +333,14 @@ class MatrixFactorization(Params):
             np.zeros(0, np.int64), np.zeros(0, np.int32))  # streamed: none kept
         write_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
                     {"params": self.get_params(), "global_mean": self.global_mean_,
-                     "workers": self.workers_, "step": self.step_},
+                     "rating_range": self.rating_range_, "workers": self.workers_,
+                     "step": self.step_},
                     {"user_factors": self.user_factors_, "item_factors": self.item_factors_,
                      "user_bias": self.user_bias_, "item_bias": self.item_bias_,
                      "user_ids": _savable_ids(self.user_ids_, "user"),
                      "item_ids": _savable_ids(self.item_ids_, "item"),
-                     "seen_indptr": indptr, "seen_items": grouped})
+                     "seen_indptr": indptr, "seen_items": grouped,
+                     "item_counts": self.item_counts_})
 
     @classmethod
     def load(cls, path):
@@ -319,9 +356,15 @@ class MatrixFactorization(Params):
             model.item_bias_ = arrays["item_bias"]
             model.user_ids_ = arrays["user_ids"]
             model.item_ids_ = arrays["item_ids"]
+            # files written before cold-start recommendations: no counts, all equal
+            model.item_counts_ = arrays.get("item_counts", np.zeros(model.item_ids_.size,
+                                                                    np.int64))
             model._seen = (arrays["seen_indptr"], arrays["seen_items"]) \
                 if arrays["seen_indptr"].size else None  # trained on streamed ratings
             model.global_mean_ = float(meta["global_mean"])
+            # files written before clipping: predictions were not clipped
+            low, high = meta.get("rating_range", (-np.inf, np.inf))
+            model.rating_range_ = (float(low), float(high))
             model.workers_ = meta["workers"]
             model.step_ = meta["step"]
             model.history_ = []
@@ -331,6 +374,15 @@ class MatrixFactorization(Params):
             return model
         return read_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
                           "matrix-factorization model", build)
+
+
+def _counts(ids, n):
+    """How many times each of 0..n-1 occurs in ids, a piece at a time (ids may lie
+    on disk)."""
+    counts = np.zeros(n, np.int64)
+    for piece in pieces(ids):
+        counts += np.bincount(piece, minlength=n)
+    return counts
 
 
 def _lay_out(raw_users, raw_items, values, grid, rng):
@@ -359,6 +411,7 @@ def _check_shapes(model):
                                ("item_factors", model.item_factors_, (items, model.rank)),
                                ("user_bias", model.user_bias_, (users,)),
                                ("item_bias", model.item_bias_, (items,)),
+                               ("item_counts", model.item_counts_, (items,)),
                                ("seen_indptr", indptr, (users + 1,))):
         if array.shape != shape or array.dtype.kind not in "fiu":
             raise ValueError(f"{name} is {array.dtype}{list(array.shape)}, expected shape "

@@ -167,23 +167,23 @@ def biased_warp_update(rank):
 # --- prediction, held-out errors, the seen-items index ---------------------------
 
 @njit(nogil=True, cache=True, fastmath=FASTMATH_FLAGS)
-def predict_into(L, R, user_bias, item_bias, offset, mean, users, items, out):
-    """out[k] = prediction for (users[k], items[k]); an index of -1 (never seen in
-    training) falls back to the training mean plus the known side's bias."""
+def predict_into(L, R, user_bias, item_bias, offset, mean, low, high, users, items, out):
+    """out[k] = prediction for (users[k], items[k]), clipped to [low, high]; an index
+    of -1 (never seen in training) falls back to the training mean plus the known
+    side's bias."""
     for k in range(users.size):
         u, v = users[k], items[k]
         if u >= 0 and v >= 0:
             total = offset + user_bias[u] + item_bias[v]
             for j in range(L.shape[1]):
                 total += L[u, j] * R[v, j]
-            out[k] = total
         else:
             total = mean
             if u >= 0:
                 total += user_bias[u]
             if v >= 0:
                 total += item_bias[v]
-            out[k] = total
+        out[k] = min(max(total, low), high)
 
 
 @njit(nogil=True, cache=True)
@@ -205,10 +205,11 @@ def group_by_user(users, items, n_users):
 
 def squared_error_paper(rank):
     """The paper model's held-out error at ``rank``: (prediction - rating)^2 for
-    rating e; data = (users, items, ratings, float32[1] = (training mean,)); a user
-    or item unseen in training (index -1) is predicted by the mean, as predict_into
-    does. The rank is a compile-time constant (5x faster than a loop to
-    L.shape[1]); factors are read through float32, so half precision works."""
+    rating e; data = (users, items, ratings, float32[3] = (training mean, lowest and
+    highest prediction)): a user or item unseen in training (index -1) is predicted
+    by the mean, and predictions are clipped, as predict_into does. The rank is a
+    compile-time constant (5x faster than a loop to L.shape[1]); factors are read
+    through float32, so half precision works."""
     k = int(rank)
 
     def squared_error(e, params, data):
@@ -218,7 +219,7 @@ def squared_error_paper(rank):
             pred = np.float32(0.0)
             for j in range(k):
                 pred += np.float32(params[0][u, j]) * np.float32(params[1][v, j])
-        err = pred - data[2][e]
+        err = min(max(pred, data[3][1]), data[3][2]) - data[2][e]
         return err * err
 
     return squared_error
@@ -239,7 +240,7 @@ def squared_error_biased(rank):
         if u >= 0 and v >= 0:
             for j in range(k):
                 pred += np.float32(params[0][u, j]) * np.float32(params[1][v, j])
-        err = pred - data[2][e]
+        err = min(max(pred, data[3][1]), data[3][2]) - data[2][e]
         return err * err
 
     return squared_error
