@@ -32,6 +32,9 @@ from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory
 from hogwild.model_file import read_model, write_model
 from hogwild.objective import Metric, Objective
 from hogwild.phases import phase
+from hogwild.problems.linear_kernels import LAZY_EPOCHS_LOG2, lazy_turn
+from hogwild.problems.multiclass import (CLASS_SLOT, ovr_error_metric, ovr_objective,
+                                        ovr_scores)
 from hogwild.schedulers import get_scheduler
 from hogwild.steps import StepSchedule
 from hogwild.structure import IdArray, Supports
@@ -68,32 +71,8 @@ MODEL_FILE_VERSION = 1
 # the samples that move w also write it.
 # Helpers called from kernels must themselves be numba functions (@njit); they are
 # inlined (numba's inline="always") so that LLVM optimises each update as one body.
-#
-# Lazy regularisation. Most hinge samples are inactive (margin >= 1) once training
-# is under way; for them the only update is the regulariser's shrink of their
-# features, and writing those shared coordinates costs more than the rest of the
-# update (cache lines bounce between workers). So an inactive sample applies the
-# shrink of LAZY_EPOCHS epochs at once, (1 - step * reg_scale)^LAZY_EPOCHS, in one
-# epoch out of LAZY_EPOCHS on average, chosen by a hash of (sample, epoch, salt)
-# that is independent of the visiting order: in expectation (in log space) each
-# feature is shrunk exactly as in the paper's update, with far fewer writes.
-
-LAZY_EPOCHS_LOG2 = 3  # shrink inactive samples in 1 epoch of 2**3 = 8
-_MIX_1 = np.uint64(0x9E3779B97F4A7C15)
-_MIX_2 = np.uint64(0xD1B54A32D192ED03)
-_MIX_3 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX_4 = np.uint64(0x94D049BB133111EB)
-
-
-@njit(nogil=True, inline="always")
-def lazy_turn(e, epoch, salt):
-    """True for about one (sample, epoch) pair in 2**LAZY_EPOCHS_LOG2 (splitmix64 hash)."""
-    x = np.uint64(e) * _MIX_1 + np.uint64(epoch) * _MIX_2 + salt
-    x = (x ^ (x >> np.uint64(30))) * _MIX_3
-    x = (x ^ (x >> np.uint64(27))) * _MIX_4
-    x = x ^ (x >> np.uint64(31))
-    return (x >> np.uint64(64 - LAZY_EPOCHS_LOG2)) == np.uint64(0)
-
+# Inactive hinge samples regularise lazily (hogwild.problems.linear_kernels). More
+# than two classes train one-vs-rest in one pass (hogwild.problems.multiclass).
 
 INTERCEPT_PAD = 32  # float32s: 128 bytes, whatever the array's alignment, hold
 INTERCEPT_SLOT = 16  # one whole 64-byte cache line around element 16
@@ -304,10 +283,31 @@ def binary_labels(y, n_samples, require_both=False, classes=None):
     second one positive. A y with a single label -1, 0 or +1 takes the classes of
     that convention ({-1, +1} or {0, 1}) unless ``require_both``.
     """
+    y = label_array(y, n_samples)
+    if classes is None:
+        classes = distinct_labels(y)
+        if classes.size > 2:
+            shown = ", ".join(map(repr, classes[:5].tolist())) + \
+                (", ..." if classes.size > 5 else "")
+            raise HogwildError(f"Only binary classification is supported here. The type of "
+                               f"the target is multiclass: y has {classes.size} classes "
+                               f"({shown})")
+        if classes.size == 1:
+            if require_both or classes[0] not in (-1, 0, 1):
+                raise HogwildError(f"y has 1 class ({classes[:1].tolist()[0]!r}); a classifier "
+                                   "needs samples of 2 classes")
+            classes = np.array([0, 1]) if classes[0] == 0 else np.array([-1, 1])
+    codes, classes = class_indices(y, classes)
+    return np.where(codes == 1, np.float32(1.0), np.float32(-1.0)), classes
+
+
+def label_array(y, n_samples):
+    """y as a checked 1-D array of n_samples labels (a column vector is read as one,
+    with scikit-learn's warning)."""
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
-                      f"read as shape ({y.shape[0]},)", _column_warning(), stacklevel=3)
+                      f"read as shape ({y.shape[0]},)", _column_warning(), stacklevel=4)
         y = y.ravel()
     if y.ndim != 1:
         raise HogwildError(f"y must be 1-dimensional, got shape {y.shape}")
@@ -320,32 +320,27 @@ def binary_labels(y, n_samples, require_both=False, classes=None):
         if y.dtype.kind == "c" or not np.array_equal(y, np.round(y)):
             raise HogwildError("Unknown label type: continuous (y holds numbers that are "
                                "not whole); a classifier needs class labels")
-    if classes is not None:
-        return _coded(y, classes, "labels must be the classes the model was fitted with")
+    return y
+
+
+def distinct_labels(y):
+    """The sorted distinct labels of y (labels in a pandas object column become a
+    str or int array: a model file holds no Python objects)."""
     found = np.unique(y)
-    if found.dtype == object:  # labels in a pandas object column: str or int classes_
-        found = np.array(found.tolist())
-    if found.size > 2:
-        shown = ", ".join(map(repr, found[:5].tolist())) + (", ..." if found.size > 5 else "")
-        raise HogwildError(f"Only binary classification is supported. The type of the target "
-                           f"is multiclass: y has {found.size} classes ({shown})")
-    if found.size == 1:
-        if require_both or found[0] not in (-1, 0, 1):
-            raise HogwildError(f"y has 1 class ({found[:1].tolist()[0]!r}); a classifier needs "
-                               "samples of 2 classes")
-        found = np.array([0, 1]) if found[0] == 0 else np.array([-1, 1])
-    return _coded(y, found, "")
+    return np.array(found.tolist()) if found.dtype == object else found
 
 
-def _coded(y, classes, problem):
-    """+1 where y is classes[1], -1 where it is classes[0]; another label is a
-    HogwildError saying ``problem``."""
-    positive = y == classes[1]
-    if not (positive | (y == classes[0])).all():
-        low, high, stray = np.array([classes[0], classes[1],
-                                     y[~(positive | (y == classes[0]))][0]]).tolist()
-        raise HogwildError(f"{problem} ({low!r}, {high!r}); got {stray!r}")
-    return np.where(positive, np.float32(1.0), np.float32(-1.0)), classes
+def class_indices(y, classes):
+    """(the index in ``classes`` of each label of y, int32; classes); a label not
+    among them is a HogwildError naming it."""
+    codes = np.clip(np.searchsorted(classes, y), 0, classes.size - 1)
+    known = classes[codes] == y
+    if not known.all():
+        shown = ", ".join(map(repr, classes.tolist()))
+        stray = np.array([y[~known][0]]).tolist()[0]
+        raise HogwildError(f"labels must be the classes the model was fitted with ({shown}); "
+                           f"got {stray!r}")
+    return codes.astype(np.int32), classes
 
 
 def _column_warning():
@@ -401,14 +396,7 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
     (schedulers colored and cyclades refuse it)."""
     update, sample_loss = _KERNELS[check_loss(loss)]
     n, d = X.shape
-    low, high = extremes(X.indptr)
-    if low < 0 or high > X.indices.size:  # what the engine's checked pass would catch
-        raise HogwildError(f"X's row offsets (indptr) run from {low} to {high}, outside "
-                           f"its {X.indices.size:,} nonzeros")
-    reg_scale = _reg_scale(X.indices, d, check_reg(reg) * n)
-    seed_seq = seed if isinstance(seed, np.random.SeedSequence) \
-        else np.random.SeedSequence(seed)
-    salt = seed_seq.generate_state(1, dtype=np.uint64)
+    reg_scale, salt = _regulariser(X, reg, seed)
     rate = np.array([intercept_rate if fit_intercept else 0.0], np.float32)
     data = (X.indptr, X.indices, X.data, labels, reg_scale, salt, rate)
     params = (np.zeros(d, dtype=np.float32), np.zeros(INTERCEPT_PAD, dtype=np.float32))
@@ -417,6 +405,28 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
                      supports=None if fit_intercept else functools.partial(Supports.from_csr, X),
                      id_arrays=(IdArray(ids=1, params=(0,), data=(4,)),),
                      indices_checked=True, sample_offsets=0)
+
+
+def multiclass_objective(X, codes, weights, n_classes, loss="hinge", reg=1e-4, seed=None,
+                         fit_intercept=True, intercept_rate=INTERCEPT_RATE):
+    """The one-vs-rest Objective of ``n_classes`` classes (hogwild.problems.multiclass)
+    for a prepared X, class indices ``codes`` and per-sample ``weights``; the
+    regulariser, seed and intercept as svm_objective's."""
+    reg_scale, salt = _regulariser(X, reg, seed)
+    return ovr_objective(X, codes, weights, n_classes, check_loss(loss), reg_scale, salt,
+                         intercept_rate if fit_intercept else 0.0)
+
+
+def _regulariser(X, reg, seed):
+    """(reg_scale = reg * n / d_u per feature, the lazy draws' salt from the seed)."""
+    low, high = extremes(X.indptr)
+    if low < 0 or high > X.indices.size:  # what the engine's checked pass would catch
+        raise HogwildError(f"X's row offsets (indptr) run from {low} to {high}, outside "
+                           f"its {X.indices.size:,} nonzeros")
+    reg_scale = _reg_scale(X.indices, X.shape[1], check_reg(reg) * X.shape[0])
+    seed_seq = seed if isinstance(seed, np.random.SeedSequence) \
+        else np.random.SeedSequence(seed)
+    return reg_scale, seed_seq.generate_state(1, dtype=np.uint64)
 
 
 @njit(nogil=True, cache=True)
@@ -496,16 +506,16 @@ def sample_weights(sample_weight, n_samples):
     return weights
 
 
-def class_weights(class_weight, classes, labels):
-    """Each sample's class weight (labels +-1 for classes[0], classes[1]): from a
-    dict {label: weight}, or "balanced" (n / (2 x the class's count), as
-    scikit-learn's), or None (all 1: returns None)."""
+def class_weights(class_weight, classes, codes):
+    """Each sample's class weight (``codes``: its index in ``classes``): from a dict
+    {label: weight}, or "balanced" (n / (K x the class's count), as scikit-learn's),
+    or None (all 1: returns None)."""
     if class_weight is None:
         return None
     if isinstance(class_weight, str) and class_weight == "balanced":
-        positives = int(np.count_nonzero(labels > 0))
-        counts = np.array([labels.size - positives, positives], np.float64)
-        weight = np.divide(labels.size, 2 * counts, out=np.zeros(2), where=counts > 0)
+        counts = np.bincount(codes, minlength=classes.size).astype(np.float64)
+        weight = np.divide(codes.size, classes.size * counts, out=np.zeros(classes.size),
+                           where=counts > 0)
     elif isinstance(class_weight, dict):
         unknown = [label for label in class_weight if label not in classes.tolist()]
         if unknown:
@@ -518,7 +528,7 @@ def class_weights(class_weight, classes, labels):
     else:
         raise HogwildError(f"class_weight must be None, 'balanced' or a dict {{label: "
                            f"weight}}, got {class_weight!r}")
-    return np.where(labels > 0, weight[1], weight[0])
+    return weight[codes]
 
 
 # --- estimator --------------------------------------------------------------------
@@ -589,7 +599,7 @@ class SparseSVM(Params):
         """What scikit-learn (>= 1.6) asks of an estimator it meets in a pipeline."""
         from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
         return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
-                    classifier_tags=ClassifierTags(multi_class=False),
+                    classifier_tags=ClassifierTags(multi_class=True),
                     input_tags=InputTags(sparse=True), non_deterministic=True)
 
     def fit(self, X, y, eval_set=None, sample_weight=None, **controls):
@@ -605,22 +615,24 @@ class SparseSVM(Params):
         automatic_step = self._check_params()
         with phase("check data"):
             self.dense_input_ = not sp.issparse(X)
-            X, labels, classes = self._samples(X, y, sample_weight)
+            X, targets, classes = self._samples(X, y, sample_weight)
         evaluate = None
         if eval_set is not None:
             X_test = as_csr(eval_set[0], n_features=X.shape[1], estimator=self)
-            test_labels, _ = binary_labels(eval_set[1], X_test.shape[0], classes=classes)
-            evaluate = error_rate_metric(X_test, test_labels)
+            codes, _ = class_indices(label_array(eval_set[1], X_test.shape[0]), classes)
+            evaluate = error_rate_metric(X_test, np.where(codes == 1, np.float32(1.0),
+                                                          np.float32(-1.0))) \
+                if classes.size == 2 else ovr_error_metric(X_test, codes, classes.size)
         if not isinstance(self.shuffle_rows, (bool, np.bool_)):
             raise HogwildError(f"shuffle_rows must be True or False, got {self.shuffle_rows!r}")
         if self.shuffle_block != 1 and self.shuffle_rows:
             with phase("shuffle"):
                 rows = np.random.default_rng(self.seed).permutation(X.shape[0])
-                X, labels = X[rows], labels[rows]
+                X = X[rows]
+                targets = targets[rows] if classes.size == 2 else tuple(t[rows] for t in targets)
         with phase("objective"):
             self.step_ = auto_step(X) if automatic_step else self.step
-            objective = svm_objective(X, labels, self.loss, self.reg, self.seed,
-                                      bool(self.fit_intercept), self._intercept_rate())
+            objective = self._objective(X, targets, classes.size, self.seed)
         result = engine_fit(objective, self.training_config(step=self.step_),
                             run_controls(evaluate, controls))
         self.classes_, self.n_features_in_, self.n_iter_ = classes, X.shape[1], self.epochs
@@ -637,18 +649,21 @@ class SparseSVM(Params):
         automatic_step = self._check_params()
         first = not hasattr(self, "coef_")
         if first and classes is None:
-            raise HogwildError("the first call to partial_fit needs classes= (the two "
-                               "labels the model will see)")
+            raise HogwildError("the first call to partial_fit needs classes= (every label "
+                               "the model will see)")
         if classes is not None:
-            _, given = binary_labels(np.asarray(classes), len(classes), require_both=True)
+            given = distinct_labels(label_array(classes, len(classes)))
+            if given.size < 2:
+                raise HogwildError(f"classes={given.tolist()}: a classifier needs 2 classes "
+                                   "or more")
             if not first and not np.array_equal(given, self.classes_):
                 raise HogwildError(f"classes={given.tolist()} differs from the classes the "
                                    f"model was fitted with, {self.classes_.tolist()}")
         dense = not sp.issparse(X)
         with phase("check data"):
-            X, labels, _ = self._samples(X, y, sample_weight,
-                                         given if first else self.classes_,
-                                         None if first else self.n_features_in_)
+            X, targets, _ = self._samples(X, y, sample_weight,
+                                          given if first else self.classes_,
+                                          None if first else self.n_features_in_)
         if first:
             self.step_ = auto_step(X) if automatic_step else self.step
             self.dense_input_ = dense
@@ -656,11 +671,14 @@ class SparseSVM(Params):
         # each call draws its own order and lazy turns: the same batch given again is
         # another epoch, not the same one
         seed = _epoch_seed(self.seed, self.n_iter_)
-        objective = svm_objective(X, labels, self.loss, self.reg, seed, bool(self.fit_intercept),
-                                  self._intercept_rate())
-        if not first:
-            objective.params[0][:] = self.coef_
-            objective.params[1][INTERCEPT_SLOT] = self.intercept_[0]
+        objective = self._objective(X, targets, self.classes_.size, seed)
+        if not first:  # from the current model
+            if self.classes_.size == 2:
+                objective.params[0][:] = self.coef_
+                objective.params[1][INTERCEPT_SLOT] = self.intercept_[0]
+            else:
+                objective.params[0][:] = self.coef_.T
+                objective.params[1][CLASS_SLOT:CLASS_SLOT + self.classes_.size] = self.intercept_
         step = StepSchedule(self.step_schedule, self.step_, self.decay)(self.n_iter_)
         config = self.training_config(step=step, epochs=1, decay=1.0, step_schedule="constant",
                                       seed=seed)
@@ -685,40 +703,78 @@ class SparseSVM(Params):
         return automatic_step
 
     def _samples(self, X, y, sample_weight, classes=None, n_features=None):
-        """(X as CSR, the labels +-1 times each sample's weight, the classes)."""
+        """(X as CSR, the targets, the classes): with two classes the targets are the
+        labels +-1 times each sample's weight, with more (class indices, weights)."""
         if y is None:
             raise HogwildError("SparseSVM requires y to be passed, but the target y is None")
         X = as_csr(X, n_features=n_features, estimator=self)
-        labels, classes = binary_labels(y, X.shape[0], require_both=classes is None,
-                                        classes=classes)
+        y = label_array(y, X.shape[0])
+        if classes is None:
+            classes = distinct_labels(y)
+            if classes.size < 2:
+                raise HogwildError(f"y has 1 class ({classes.tolist()[0]!r}); a classifier "
+                                   "needs samples of 2 classes or more")
+        codes, classes = class_indices(y, classes)
         weights = sample_weights(sample_weight, X.shape[0])
-        per_class = class_weights(self.class_weight, classes, labels)
-        if weights is not None or per_class is not None:
-            labels = labels * (1.0 if weights is None else weights) \
-                * (1.0 if per_class is None else per_class)
-            labels = labels.astype(np.float32)
-            if not (labels != 0).any():
-                raise HogwildError("every sample has weight zero: there is nothing to learn")
+        per_class = class_weights(self.class_weight, classes, codes)
+        weight = None if weights is None and per_class is None else \
+            (1.0 if weights is None else weights) * (1.0 if per_class is None else per_class)
+        if weight is not None and not (weight != 0).any():
+            raise HogwildError("every sample has weight zero: there is nothing to learn")
+        if classes.size > 2:
+            return X, (codes, np.ones(X.shape[0], np.float32) if weight is None
+                       else weight.astype(np.float32)), classes
+        labels = np.where(codes == 1, np.float32(1.0), np.float32(-1.0))
+        if weight is not None:
+            labels = (labels * weight).astype(np.float32)
         return X, labels, classes
+
+    def _objective(self, X, targets, n_classes, seed):
+        """The binary Objective, or the one-vs-rest one of more classes."""
+        if n_classes == 2:
+            return svm_objective(X, targets, self.loss, self.reg, seed,
+                                 bool(self.fit_intercept), self._intercept_rate())
+        return multiclass_objective(X, *targets, n_classes, self.loss, self.reg, seed,
+                                    bool(self.fit_intercept), self._intercept_rate())
 
     def _intercept_rate(self):
         """The intercept's step per unit step: scikit-learn's rule, by X's form."""
         return DENSE_INTERCEPT_RATE if self.dense_input_ else INTERCEPT_RATE
 
     def _keep_model(self, result):
-        self.coef_ = result.params[0]
-        self.intercept_ = intercept_of(result.params)
+        if self.classes_.size == 2:
+            self.coef_ = result.params[0]
+            self.intercept_ = intercept_of(result.params)
+        else:  # scikit-learn's shapes: (K, d) and (K,)
+            self.coef_ = np.ascontiguousarray(result.params[0].T)
+            self.intercept_ = result.params[1][CLASS_SLOT:CLASS_SLOT + self.classes_.size].copy()
         self.keep_run(result)
 
     def _check_fitted(self):
+        """The number of classes of a fitted model (else scikit-learn's error)."""
         if not hasattr(self, "coef_"):
             raise not_fitted(self, "fit(X, y)")
+        return self.classes_.size
 
     def decision_function(self, X):
         """x . coef_ + intercept_ for each row of X, computed by the training
         metric's own float32 code (_score), so predict() and the recorded test
-        error never disagree on a row near the boundary."""
+        error never disagree on a row near the boundary; with more than two
+        classes, one column per class."""
+        if self._check_fitted() > 2:
+            return self._class_scores(X)
         return self._per_row(_decision_values, X, np.float32)
+
+    def _class_scores(self, X):
+        """The (n, K) scores of the one-vs-rest model."""
+        X = as_csr(X, n_features=self.n_features_in_, estimator=self)
+        k = self.classes_.size
+        intercepts = np.zeros(CLASS_SLOT + k + 16, np.float32)
+        intercepts[CLASS_SLOT:CLASS_SLOT + k] = self.intercept_
+        out = np.empty((X.shape[0], k), np.float32)
+        ovr_scores(np.ascontiguousarray(self.coef_.T, np.float32), intercepts, X.indptr,
+                   X.indices, X.data, out)
+        return out
 
     def _positive(self, X):
         """predicts_positive for each row of X, one byte a row."""
@@ -735,12 +791,15 @@ class SparseSVM(Params):
         return out
 
     def predict(self, X):
+        if self._check_fitted() > 2:  # the highest score; ties: the first class
+            return self.classes_[self._class_scores(X).argmax(axis=1)]
         return np.where(self._positive(X), self.classes_[1], self.classes_[0])
 
     @property
     def predict_proba(self):
         """P(classes_[0]), P(classes_[1]) for each row of X: the logistic loss's model,
-        sigmoid(decision_function(X)). The hinge loss models no probability: there
+        sigmoid(decision_function(X)); with more classes, each class's sigmoid
+        normalised over the classes. The hinge loss models no probability: there
         the attribute is missing (an AttributeError), as SGDClassifier's."""
         self._probabilistic("predict_proba")
         return self._predict_proba
@@ -762,11 +821,19 @@ class SparseSVM(Params):
     def _predict_log_proba(self, X):
         score = self.decision_function(X).astype(np.float64)
         # log sigmoid(s) = -log(1 + e^-s), without overflow for either sign
-        return np.column_stack([-np.logaddexp(0.0, score), -np.logaddexp(0.0, -score)])
+        if score.ndim == 1:
+            return np.column_stack([-np.logaddexp(0.0, score), -np.logaddexp(0.0, -score)])
+        # one-vs-rest: each class's sigmoid, normalised over the classes (as
+        # scikit-learn's SGDClassifier)
+        each = -np.logaddexp(0.0, -score)
+        top = each.max(axis=1, keepdims=True)
+        return each - top - np.log(np.exp(each - top).sum(axis=1, keepdims=True))
 
     def score(self, X, y):
         """Mean accuracy, with three boolean temporaries (it is run on training sets
         of 10^7 rows and more, whose rows are all in memory by then)."""
+        if self._check_fitted() > 2:
+            return float(np.mean(self.predict(X) == np.asarray(y)))
         right = self._positive(X)
         y = np.asarray(y)
         is_high = y == self.classes_[1]
@@ -790,12 +857,16 @@ class SparseSVM(Params):
         """A model written by save(); a file of another kind or version is refused."""
         def build(meta, arrays):
             model = cls(**meta["params"])
-            model.coef_ = _float_vector(arrays["coef"], "coef")
-            model.intercept_ = _float_vector(arrays["intercept"], "intercept", size=1)
             model.classes_ = arrays["classes"]
-            if model.classes_.shape != (2,):
-                raise ValueError(f"classes has shape {model.classes_.shape}, not (2,)")
-            model.n_features_in_ = model.coef_.shape[0]
+            k = model.classes_.shape[0] if model.classes_.ndim == 1 else 0
+            if k < 2:
+                raise ValueError(f"classes has shape {model.classes_.shape}, not (K,) with "
+                                 "K >= 2")
+            model.coef_ = _float_vector(arrays["coef"], "coef") if k == 2 \
+                else _float_matrix(arrays["coef"], "coef", k)
+            model.intercept_ = _float_vector(arrays["intercept"], "intercept",
+                                             size=1 if k == 2 else k)
+            model.n_features_in_ = model.coef_.shape[-1]
             model.workers_, model.step_ = meta["workers"], meta["step"]
             # files written before partial_fit: a fit of the model's epochs, sparse X
             model.n_iter_ = check_int("n_iter", meta.get("n_iter", model.epochs), 0)
@@ -804,6 +875,15 @@ class SparseSVM(Params):
             return model
         return read_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION, "sparse linear classifier",
                           build)
+
+
+def _float_matrix(array, name, rows):
+    """A saved model's float matrix of ``rows`` rows, or a ValueError."""
+    if array.ndim != 2 or array.dtype.kind != "f" or array.shape[0] != rows \
+            or not np.isfinite(array).all():
+        raise ValueError(f"{name} is {array.dtype}{list(array.shape)}, not a finite float "
+                         f"matrix of {rows} rows (one per class)")
+    return array
 
 
 def _float_vector(array, name, size=None):

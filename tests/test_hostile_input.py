@@ -566,7 +566,9 @@ def test_loading_a_bad_model_file_is_one_error(tmp_path, content, message):
     (lambda meta, arrays: arrays.__setitem__("coef", np.array(["a", "b"])),
      "coef is <U1[2], not a finite float vector"),
     (lambda meta, arrays: arrays.__setitem__("classes", np.array([1, 2, 3])),
-     "classes has shape (3,), not (2,)"),
+     "coef is float32[4], not a finite float matrix of 3 rows (one per class)"),
+    (lambda meta, arrays: arrays.__setitem__("classes", np.array([1])),
+     "classes has shape (1,), not (K,) with K >= 2"),
 ])
 def test_an_edited_model_file_is_one_error(tmp_path, edit, detail):
     from hogwild.problems.sparse_svm import SparseSVM

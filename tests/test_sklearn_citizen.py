@@ -263,5 +263,81 @@ def test_partial_fit_continues_fits_schedule_and_checks_its_batches(dense):
                                            r"with \(0, 1\); got 5$"):
         model.partial_fit(X[:3], [0, 1, 5])
     with pytest.raises(HogwildError, match=r"^the first call to partial_fit needs classes= "
-                                           r"\(the two labels the model will see\)$"):
+                                           r"\(every label the model will see\)$"):
         SparseSVM().partial_fit(X, y)
+
+
+# --- more than two classes: one-vs-rest in one pass ------------------------------------
+
+def three_classes(n=1500, seed=6):
+    """Sparse rows of three classes, each with its own informative features."""
+    X, y = make_sparse_classification(n_samples=n, n_features=200, nnz_per_row=10, seed=seed)
+    rng = np.random.default_rng(seed)
+    label = rng.integers(0, 3, n)
+    X = X.tolil()
+    for e in range(n):  # a marker feature per class, present in most of its rows
+        if rng.random() < 0.8:
+            X[e, 190 + label[e]] = 1.0
+    return X.tocsr(), label
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_one_pass_over_k_classes_is_bitwise_k_binary_runs(loss):
+    """Class k's column of the one-vs-rest model is the binary model of class k
+    against the rest: same order, same lazy turns, same float operations."""
+    from hogwild import fit
+    from hogwild.problems.sparse_svm import (as_csr, intercept_of, multiclass_objective,
+                                             svm_objective)
+    X, label = three_classes()
+    X = as_csr(X)
+    joint = fit(multiclass_objective(X, label.astype(np.int32), np.ones(X.shape[0], np.float32),
+                                     3, loss, 1e-3, seed=5),
+                epochs=3, step=0.2, scheduler="serial", seed=5)
+    for k in range(3):
+        alone = fit(svm_objective(X, np.where(label == k, 1, -1).astype(np.float32), loss,
+                                  1e-3, seed=5), epochs=3, step=0.2, scheduler="serial", seed=5)
+        np.testing.assert_array_equal(joint.params[0][:, k], alone.params[0])
+        assert joint.params[1][16 + k] == intercept_of(alone.params)[0]
+
+
+def test_three_classes_train_predict_and_keep_scikit_learns_shapes(tmp_path):
+    X, label = three_classes()
+    names = np.array(["red", "green", "blue"])[label]
+    train, test = slice(0, 1200), slice(1200, None)
+    model = SparseSVM(seed=0, workers=1, loss="logistic").fit(
+        X[train], names[train], eval_set=(X[test], names[test]))
+    assert model.classes_.tolist() == ["blue", "green", "red"]
+    assert model.coef_.shape == (3, 200) and model.intercept_.shape == (3,)
+    scores = model.decision_function(X[test])
+    assert scores.shape == (300, 3)
+    predicted = model.predict(X[test])
+    np.testing.assert_array_equal(predicted, model.classes_[scores.argmax(axis=1)])
+    accuracy = model.score(X[test], names[test])
+    assert accuracy > 0.75
+    assert model.history_[-1].metrics["test_error"] == pytest.approx(1 - accuracy)
+    proba = model.predict_proba(X[test])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(model.classes_[proba.argmax(axis=1)], predicted)
+    model.save(tmp_path / "m.npz")
+    np.testing.assert_array_equal(SparseSVM.load(tmp_path / "m.npz").predict(X[test]),
+                                  predicted)
+    streamed = SparseSVM(seed=0, workers=1)
+    for _ in range(5):
+        for rows in np.array_split(np.arange(1200), 3):
+            streamed.partial_fit(X[rows], names[rows], classes=["red", "green", "blue"])
+    assert streamed.coef_.shape == (3, 200) and streamed.score(X[test], names[test]) > 0.7
+
+
+def test_news20_twenty_classes_with_defaults_as_linear_svc_does():
+    """Issue 31's acceptance: the 20 newsgroups, defaults, test accuracy >= 0.846
+    (the data's README: LinearSVC one-vs-rest 0.8563, SGDClassifier 0.8485-0.8540)."""
+    from hogwild.datasets.svmlight import load_svmlight
+    from hogwild.paths import shared_data_dir
+    folder = shared_data_dir() / "news20-bydate-multiclass"
+    if not (folder / "train.svm.gz").is_file():
+        pytest.skip(f"news20-bydate-multiclass is not in {folder.parent} (HOGWILD_DATA)")
+    train = load_svmlight(folder / "train.svm.gz", n_features=53644, cache=False)
+    test = load_svmlight(folder / "test.svm.gz", n_features=53644, cache=False)
+    X, y, X_test, y_test = train.X, train.y, test.X, test.y
+    accuracy = SparseSVM(seed=0).fit(X, y).score(X_test, y_test)
+    assert accuracy >= 0.846, accuracy
