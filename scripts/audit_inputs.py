@@ -296,8 +296,8 @@ def cli_cases(files):
 
     for name in [n for n in files if n.endswith((".svm", ".svm.gz"))] + [
             "fifo", "folder", "missing", "long_name", "photo.png"]:
-        expect = "ok" if name in ("good.svm", "good.svm.gz", "long_line.svm", "tabs.svm") \
-            else "error"
+        expect = "ok" if name in ("good.svm", "good.svm.gz", "long_line.svm", "tabs.svm",
+                                  "three_classes.svm") else "error"  # 3 classes: one-vs-rest
         add("run svm --data", name, ["run", "svm", "--data", files[name], "--epochs", "1"],
             expect)
         test_set = name in ("one_class.svm", "no_features.svm")  # labels: a test needs no two
