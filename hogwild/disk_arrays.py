@@ -7,6 +7,7 @@ import mmap
 import os
 
 import numpy as np
+from numba import njit
 
 from hogwild.errors import HogwildError
 
@@ -84,6 +85,22 @@ def extremes(array):
         low = piece.min() if low is None else min(low, piece.min())
         high = piece.max() if high is None else max(high, piece.max())
     return low, high
+
+
+def occurrences(ids, n):
+    """How many times each of 0..n-1 occurs in ``ids`` (non-negative integers below
+    n), a piece at a time in compiled code: np.bincount would first copy int32 ids
+    to int64, 8 bytes an id."""
+    counts = np.zeros(n, np.int64)
+    for piece in pieces(ids):
+        _count(piece, counts)
+    return counts
+
+
+@njit(nogil=True, cache=True)
+def _count(ids, counts):
+    for k in range(ids.size):
+        counts[ids[k]] += 1
 
 
 def array_mean(array):

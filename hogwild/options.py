@@ -213,9 +213,6 @@ TRAINING = (
            "(hogwild.streaming).", optional=True),
 )
 
-BY_NAME = {option.name: option for option in TRAINING}
-
-
 def checked(values, table=TRAINING):
     """Every option of ``values`` (name -> value, one per row of ``table``) checked,
     alone and then against the others; returns the final values (sizes in bytes,

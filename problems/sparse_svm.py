@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from hogwild.backends.host import all_finite
-from hogwild.disk_arrays import extremes, pieces
+from hogwild.disk_arrays import extremes, occurrences, pieces
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_int, choose
 from hogwild.config import RunControls
@@ -298,7 +298,12 @@ def binary_labels(y, n_samples, require_both=False, classes=None):
                                    "needs samples of 2 classes")
             classes = np.array([0, 1]) if classes[0] == 0 else np.array([-1, 1])
     codes, classes = class_indices(y, classes)
-    return np.where(codes == 1, np.float32(1.0), np.float32(-1.0)), classes
+    return signs(codes), classes
+
+
+def signs(codes):
+    """+1 (float32) for class index 1, -1 for class 0: a binary problem's labels."""
+    return np.where(codes == 1, np.float32(1.0), np.float32(-1.0))
 
 
 def label_array(y, n_samples):
@@ -355,18 +360,8 @@ def _column_warning():
 
 def _reg_scale(indices, n_features, scale):
     """scale / d_u for each feature u, d_u the number of rows with a nonzero in it
-    (0 where d_u = 0), counted a piece at a time in compiled code: np.bincount
-    would first copy int32 indices to int64, 8 bytes a nonzero."""
-    counts = np.zeros(n_features, np.int64)
-    for piece in pieces(indices):
-        _count(piece, counts)
-    return _inverse(counts, scale)
-
-
-@njit(nogil=True, cache=True)
-def _count(indices, counts):
-    for k in range(indices.size):
-        counts[indices[k]] += 1
+    (0 where d_u = 0)."""
+    return _inverse(occurrences(indices, n_features), scale)
 
 
 @njit(nogil=True, cache=True)
@@ -620,9 +615,8 @@ class SparseSVM(Params):
         if eval_set is not None:
             X_test = as_csr(eval_set[0], n_features=X.shape[1], estimator=self)
             codes, _ = class_indices(label_array(eval_set[1], X_test.shape[0]), classes)
-            evaluate = error_rate_metric(X_test, np.where(codes == 1, np.float32(1.0),
-                                                          np.float32(-1.0))) \
-                if classes.size == 2 else ovr_error_metric(X_test, codes, classes.size)
+            evaluate = error_rate_metric(X_test, signs(codes)) if classes.size == 2 \
+                else ovr_error_metric(X_test, codes, classes.size)
         if not isinstance(self.shuffle_rows, (bool, np.bool_)):
             raise HogwildError(f"shuffle_rows must be True or False, got {self.shuffle_rows!r}")
         if self.shuffle_block != 1 and self.shuffle_rows:
@@ -724,7 +718,7 @@ class SparseSVM(Params):
         if classes.size > 2:
             return X, (codes, np.ones(X.shape[0], np.float32) if weight is None
                        else weight.astype(np.float32)), classes
-        labels = np.where(codes == 1, np.float32(1.0), np.float32(-1.0))
+        labels = signs(codes)
         if weight is not None:
             labels = (labels * weight).astype(np.float32)
         return X, labels, classes

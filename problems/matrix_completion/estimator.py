@@ -22,7 +22,7 @@ from hogwild.problems.matrix_completion.layouts import layout_key, load_layout, 
 from hogwild.problems.matrix_completion.models import (FACTOR_DTYPES, check_rank, mf_objective,
                                                        rating_model)
 from hogwild.schedulers import get_scheduler
-from hogwild.disk_arrays import array_mean, extremes, pieces
+from hogwild.disk_arrays import array_mean, extremes, occurrences
 from hogwild.structure import BlockLayout, blocked_copy
 
 SCHEDULERS = ("hogwild", "blocked", "fpsgd", "serial", "locked", "colored", "cyclades")
@@ -192,7 +192,7 @@ class MatrixFactorization(Params):
                 user_index, users = IdIndex.build(raw_users)
                 item_index, items = IdIndex.build(raw_items)
         n_users, n_items = len(user_index), len(item_index)
-        self.item_counts_ = _counts(items, n_items)
+        self.item_counts_ = occurrences(items, n_items)
         if layout is None and self.shuffle_ratings:
             with phase("shuffle"):
                 order = np.random.default_rng(seeds[0]).permutation(values.size)
@@ -374,15 +374,6 @@ class MatrixFactorization(Params):
             return model
         return read_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
                           "matrix-factorization model", build)
-
-
-def _counts(ids, n):
-    """How many times each of 0..n-1 occurs in ids, a piece at a time (ids may lie
-    on disk)."""
-    counts = np.zeros(n, np.int64)
-    for piece in pieces(ids):
-        counts += np.bincount(piece, minlength=n)
-    return counts
 
 
 def _lay_out(raw_users, raw_items, values, grid, rng):
