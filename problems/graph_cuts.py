@@ -19,13 +19,11 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 import numpy as np
-from numba import njit, types
+from numba import njit
 from scipy.sparse import csr_matrix
-from numba.core import cgutils
-from numba.extending import intrinsic
-from numba.np.arrayobj import populate_array
 
 from hogwild.config import TrainingConfig, settle
+from hogwild.kernels.stack import stack_array
 from hogwild.structure import IdArray, Supports
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_int
@@ -33,26 +31,6 @@ from hogwild.limits import available_memory
 from hogwild.objective import Objective
 
 MAX_LABELS = 64
-
-
-@intrinsic
-def stack_array(typingctx, size):
-    """A float32 array of ``size`` (a compile-time constant) on the stack of the
-    compiled loop, so a per-edge scratch buffer costs no heap allocation."""
-    if not isinstance(size, types.IntegerLiteral):
-        return None
-    n = size.literal_value
-    array_type = types.Array(types.float32, 1, "C")
-
-    def codegen(context, builder, signature, args):
-        buffer = cgutils.alloca_once(builder, context.get_value_type(types.float32), size=n)
-        array = context.make_array(array_type)(context, builder)
-        intp = lambda value: context.get_constant(types.intp, value)  # noqa: E731
-        populate_array(array, data=buffer, shape=[intp(n)], strides=[intp(4)],
-                       itemsize=intp(4), meminfo=None)
-        return array._getvalue()
-
-    return array_type(size), codegen
 
 
 def sorting_network(size):
@@ -110,7 +88,7 @@ def simplex_projector(n_labels):
 
     @njit(nogil=True)
     def project_rows(X):
-        scratch = stack_array(k)
+        scratch = stack_array(k, np.float32)
         for v in range(X.shape[0]):
             project_row(X, v, scratch, first, second)
 
@@ -144,7 +122,7 @@ def cut_kernels(n_labels):
                     X[u, j] += g
                 if move_v:
                     X[v, j] -= g
-        scratch = stack_array(k)
+        scratch = stack_array(k, np.float32)
         if move_u:
             project_row(X, u, scratch, first, second)
         if move_v:

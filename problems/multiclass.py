@@ -22,51 +22,13 @@ import math
 import numpy as np
 from numba import njit
 
+from hogwild.kernels.stack import stack_array
 from hogwild.objective import Metric, Objective
 from hogwild.problems.linear_kernels import LAZY_EPOCHS_LOG2, lazy_turn
 from hogwild.structure import IdArray, Supports
 
 CLASS_SLOT = 16  # intercepts start a 64-byte cache line in, and end one before the end
-
-
-@njit(nogil=True, inline="always")
-def _class_score(e, k, W, b, data):
-    """x_e . W[:, k] + b_k."""
-    indptr, indices, values = data[0], data[1], data[2]
-    total = b[CLASS_SLOT + k]
-    for p in range(indptr[e], indptr[e + 1]):
-        total += W[indices[p], k] * values[p]
-    return total
-
-
-@njit(nogil=True, inline="always")
-def _class_step(e, k, W, data, step, g):
-    """W[j, k] <- W[j, k] * (1 - step * reg_scale_j) + g * x_ej over e's features."""
-    indptr, indices, values, reg_scale = data[0], data[1], data[2], data[5]
-    for p in range(indptr[e], indptr[e + 1]):
-        j = indices[p]
-        shrink = max(np.float32(0.0), np.float32(1.0) - step * reg_scale[j])
-        W[j, k] = W[j, k] * shrink + g * values[p]
-
-
-@njit(nogil=True, inline="always")
-def _class_lazy_shrink(e, k, W, data, step):
-    """The shrink of 2**LAZY_EPOCHS_LOG2 epochs at once (see linear_kernels)."""
-    indptr, indices, reg_scale = data[0], data[1], data[5]
-    for p in range(indptr[e], indptr[e + 1]):
-        j = indices[p]
-        shrink = max(np.float32(0.0), np.float32(1.0) - step * reg_scale[j])
-        for _ in range(LAZY_EPOCHS_LOG2):
-            shrink *= shrink
-        W[j, k] *= shrink
-
-
-@njit(nogil=True, inline="always")
-def _class_intercept(turn, k, b, data, g):
-    """The intercept's step, thinned to the lazy turns as the binary kernel's."""
-    rate = data[7][0]
-    if rate != 0 and turn:
-        b[CLASS_SLOT + k] += g * (rate * (1 << LAZY_EPOCHS_LOG2))
+CHUNK = 32  # classes scored together in one pass over a sample's features (stack scratch)
 
 
 @njit(nogil=True, inline="always")
@@ -74,61 +36,124 @@ def _sign(e, k, data):
     return np.float32(1.0) if data[3][e] == k else np.float32(-1.0)
 
 
-def ovr_hinge_update(e, params, data, step, epoch):
-    W, b = params[0], params[1]
-    s = np.float32(step)
-    turn = lazy_turn(e, epoch, data[6][0])
-    for k in range(data[8][0]):
-        y = _sign(e, k, data)
-        if y * _class_score(e, k, W, b, data) < 1:
-            g = s * y * data[4][e]
-            _class_step(e, k, W, data, s, g)
-            _class_intercept(turn, k, b, data, g)
-        elif turn:
-            _class_lazy_shrink(e, k, W, data, s)
-
-
-def ovr_logistic_update(e, params, data, step, epoch):
-    W, b = params[0], params[1]
-    s = np.float32(step)
-    turn = lazy_turn(e, epoch, data[6][0])
-    for k in range(data[8][0]):
-        y = _sign(e, k, data)
-        g = s * y * data[4][e] / (np.float32(1.0) + math.exp(y * _class_score(e, k, W, b,
-                                                                               data)))
-        _class_step(e, k, W, data, s, g)
-        _class_intercept(turn, k, b, data, g)
+@njit(nogil=True, inline="always")
+def _chunk_scores(e, first, count, W, b, data, scores):
+    """scores[c] = x_e . W[:, k] + b_k for the classes k = first + c < first + count,
+    in one pass over e's features (each reads W[j, first:first + count],
+    contiguous); each score is summed in the same order as one class alone."""
+    indptr, indices, values = data[0], data[1], data[2]
+    for c in range(count):
+        scores[c] = b[CLASS_SLOT + first + c]
+    for p in range(indptr[e], indptr[e + 1]):
+        j, x = indices[p], values[p]
+        for c in range(count):
+            scores[c] += W[j, first + c] * x
 
 
 @njit(nogil=True, inline="always")
-def _margin_and_penalty(e, k, params, data):
-    """(y_ek (x_e . W[:, k] + b_k), the regulariser's share 0.5 sum_j reg_scale_j
-    W[j, k]^2 over e's features), in one pass over them."""
-    W, indptr, indices, values, reg_scale = params[0], data[0], data[1], data[2], data[5]
-    score, penalty = params[1][CLASS_SLOT + k], 0.0
+def _chunk_margins(e, first, count, W, b, data, margins):
+    """margins[c] = y_ek (x_e . W[:, k] + b_k) (see _chunk_scores)."""
+    _chunk_scores(e, first, count, W, b, data, margins)
+    for c in range(count):
+        margins[c] *= _sign(e, first + c, data)
+
+
+@njit(nogil=True, inline="always")
+def _chunk_steps(e, first, count, W, b, data, step, turn, margins, gains):
+    """One pass over e's features: a class with margins[c] < 1 (every class, for
+    the logistic loss: margins -inf) takes W[j, k] <- W[j, k] (1 - step reg_scale_j)
+    + gains[c] x_ej and its intercept step; another, on its lazy turn, the shrink of
+    2**LAZY_EPOCHS_LOG2 epochs (see linear_kernels)."""
+    indptr, indices, values, reg_scale = data[0], data[1], data[2], data[5]
     for p in range(indptr[e], indptr[e + 1]):
-        weight = W[indices[p], k]
-        score += weight * values[p]
-        penalty += reg_scale[indices[p]] * weight * weight
-    return _sign(e, k, data) * score, 0.5 * penalty
+        j, x = indices[p], values[p]
+        shrink = max(np.float32(0.0), np.float32(1.0) - step * reg_scale[j])
+        lazy = shrink
+        if turn:
+            for _ in range(LAZY_EPOCHS_LOG2):
+                lazy *= lazy
+        for c in range(count):
+            if margins[c] < 1:
+                W[j, first + c] = W[j, first + c] * shrink + gains[c] * x
+            elif turn:
+                W[j, first + c] *= lazy
+    rate = data[7][0]
+    if rate != 0 and turn:  # the intercepts' steps, thinned to the lazy turns
+        for c in range(count):
+            if margins[c] < 1:
+                b[CLASS_SLOT + first + c] += gains[c] * (rate * (1 << LAZY_EPOCHS_LOG2))
+
+
+@njit(nogil=True, inline="always")
+def _ovr_step(e, params, data, step, epoch, logistic):
+    """Every class's step for sample e, CHUNK classes per pass over its features:
+    the hinge loss steps the classes inside the margin, the logistic loss all."""
+    W, b = params[0], params[1]
+    s = np.float32(step)
+    turn = lazy_turn(e, epoch, data[6][0])
+    margins, gains = stack_array(CHUNK, np.float32), stack_array(CHUNK, np.float32)
+    n_classes = data[8][0]
+    for first in range(0, n_classes, CHUNK):
+        count = min(CHUNK, n_classes - first)
+        _chunk_margins(e, first, count, W, b, data, margins)
+        for c in range(count):
+            gains[c] = s * _sign(e, first + c, data) * data[4][e]
+            if logistic:
+                gains[c] /= np.float32(1.0) + math.exp(margins[c])
+                margins[c] = -np.inf  # every class steps
+        _chunk_steps(e, first, count, W, b, data, s, turn, margins, gains)
+
+
+def ovr_hinge_update(e, params, data, step, epoch):
+    _ovr_step(e, params, data, step, epoch, False)
+
+
+def ovr_logistic_update(e, params, data, step, epoch):
+    _ovr_step(e, params, data, step, epoch, True)
+
+
+@njit(nogil=True, inline="always")
+def _chunk_margins_and_penalties(e, first, count, params, data, margins, penalties):
+    """_chunk_margins, and penalties[c] = the regulariser's share 0.5 sum_j
+    reg_scale_j W[j, k]^2 over e's features, in the same pass."""
+    W, indptr, indices, values, reg_scale = params[0], data[0], data[1], data[2], data[5]
+    for c in range(count):
+        margins[c] = params[1][CLASS_SLOT + first + c]
+        penalties[c] = 0.0
+    for p in range(indptr[e], indptr[e + 1]):
+        j, x, r = indices[p], values[p], reg_scale[indices[p]]
+        for c in range(count):
+            weight = W[j, first + c]
+            margins[c] += weight * x
+            penalties[c] += r * weight * weight
+    for c in range(count):
+        margins[c] *= _sign(e, first + c, data)
+        penalties[c] *= 0.5
+
+
+@njit(nogil=True, inline="always")
+def _ovr_loss(e, params, data, logistic):
+    margins, penalties = stack_array(CHUNK, np.float32), stack_array(CHUNK, np.float64)
+    total, n_classes = 0.0, data[8][0]
+    for first in range(0, n_classes, CHUNK):
+        count = min(CHUNK, n_classes - first)
+        _chunk_margins_and_penalties(e, first, count, params, data, margins, penalties)
+        for c in range(count):
+            m = margins[c]
+            if logistic:  # log(1 + exp(-m)) without overflow for large |m|
+                term = math.log1p(math.exp(-m)) if m > 0 else -m + math.log1p(math.exp(m))
+            else:
+                term = max(0.0, 1.0 - m)
+            total += term * data[4][e] + penalties[c]
+    return total
 
 
 def ovr_hinge_loss(e, params, data):
-    total = 0.0
-    for k in range(data[8][0]):
-        margin, penalty = _margin_and_penalty(e, k, params, data)
-        total += max(0.0, 1.0 - margin) * data[4][e] + penalty
-    return total
+    return _ovr_loss(e, params, data, False)
 
 
 def ovr_logistic_loss(e, params, data):
-    total = 0.0
-    for k in range(data[8][0]):
-        m, penalty = _margin_and_penalty(e, k, params, data)
-        # log(1 + exp(-m)) without overflow for large |m|
-        term = math.log1p(math.exp(-m)) if m > 0 else -m + math.log1p(math.exp(m))
-        total += term * data[4][e] + penalty
-    return total
+    return _ovr_loss(e, params, data, True)
 
 
 KERNELS = {"hinge": (ovr_hinge_update, ovr_hinge_loss),
@@ -158,11 +183,14 @@ def ovr_objective(X, classes_of, weights, n_classes, loss, reg_scale, salt, inte
 def ovr_wrong(e, params, data):
     """1.0 when the highest score of row e is not its class's (ties: the lowest
     class index, as numpy's argmax), else 0.0."""
-    best, best_score = 0, _class_score(e, 0, params[0], params[1], data)
-    for k in range(1, data[4][0]):
-        score = _class_score(e, k, params[0], params[1], data)
-        if score > best_score:
-            best, best_score = k, score
+    scores = stack_array(CHUNK, np.float32)
+    best, best_score, n_classes = 0, -np.inf, data[4][0]
+    for first in range(0, n_classes, CHUNK):
+        count = min(CHUNK, n_classes - first)
+        _chunk_scores(e, first, count, params[0], params[1], data, scores)
+        for c in range(count):
+            if scores[c] > best_score or first + c == 0:
+                best, best_score = first + c, scores[c]
     return 1.0 if best != data[3][e] else 0.0
 
 
@@ -175,10 +203,12 @@ def ovr_error_metric(X, classes_of, n_classes):
 
 @njit(nogil=True, cache=True)
 def ovr_scores(W, b, indptr, indices, values, out):
-    """out[e, k] = x_e . W[:, k] + b_k for every row and class."""
+    """out[e, k] = x_e . W[:, k] + b_k for every row and class, a row's features
+    read once, each score summed in the kernels' order."""
     for e in range(out.shape[0]):
         for k in range(out.shape[1]):
-            total = b[CLASS_SLOT + k]
-            for p in range(indptr[e], indptr[e + 1]):
-                total += W[indices[p], k] * values[p]
-            out[e, k] = total
+            out[e, k] = b[CLASS_SLOT + k]
+        for p in range(indptr[e], indptr[e + 1]):
+            j, x = indices[p], values[p]
+            for k in range(out.shape[1]):
+                out[e, k] += W[j, k] * x
