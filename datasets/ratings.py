@@ -102,3 +102,45 @@ def split_ratings(ratings, test_fraction=0.2, seed=0, by="rating"):
         raise HogwildError(f"test_fraction {test_fraction} of {n} ratings leaves an empty "
                            f"{'test' if not test.any() else 'train'} set")
     return ratings.subset(~test), ratings.subset(test)
+
+
+@dataclass
+class Interactions:
+    """Implicit feedback split per user: ``train`` and ``test`` are users x items
+    scipy.sparse CSR matrices of ones (the same shape; row u is user_ids[u], column
+    i item_ids[i])."""
+
+    train: object
+    test: object
+    user_ids: np.ndarray
+    item_ids: np.ndarray
+
+    def describe(self):
+        return (f"{self.train.nnz:,} + {self.test.nnz:,} held-out interactions, "
+                f"{self.user_ids.size:,} users, {self.item_ids.size:,} items")
+
+
+def interactions_from_ratings(ratings, threshold=4.0, test_fraction=0.2, seed=0):
+    """Ratings as implicit feedback: each rating >= ``threshold`` is an interaction
+    (MovieLens' 4 and 5 stars: LightFM's and implicit's convention), split per user
+    (split_ratings(by="user"): every user keeps one in training). Users and items
+    with no interaction are dropped."""
+    import scipy.sparse as sp
+
+    if not np.isfinite(threshold):
+        raise HogwildError(f"threshold must be a finite number, got {threshold!r}")
+    positive = ratings.subset(ratings.values >= threshold)
+    if len(positive) == 0:
+        raise HogwildError(f"no rating is >= {threshold:g}: no interactions "
+                           f"(the ratings run from {ratings.values.min():g} to "
+                           f"{ratings.values.max():g})")
+    user_ids, users = np.unique(positive.users, return_inverse=True)
+    item_ids, items = np.unique(positive.items, return_inverse=True)
+    dense = Ratings(users, items, np.ones(users.size, np.float32), positive.source)
+    train, test = split_ratings(dense, test_fraction, seed, by="user")
+    shape = (user_ids.size, item_ids.size)
+
+    def matrix(part):
+        return sp.csr_matrix((part.values, (part.users, part.items)), shape=shape)
+
+    return Interactions(matrix(train), matrix(test), user_ids, item_ids)

@@ -282,12 +282,14 @@ class _Run:
                                                                    epoch)
             seconds = end - (last_end if runner.runs_ahead and last_end is not None else start)
             last_end = end
+            measuring = time.perf_counter()
+            measured = metrics(params) if runner.reports else {}
             record = EpochRecord(epoch=epoch + 1, step=runner.applied_step(step),
                                  seconds=seconds, updates=int(updates),
                                  updates_per_s=updates / seconds if seconds > 0 else math.inf,
-                                 objective=float(value),
-                                 metrics=metrics(params) if runner.reports else {},
-                                 plan_seconds=plan_seconds)
+                                 objective=float(value), metrics=measured,
+                                 plan_seconds=plan_seconds,
+                                 metric_seconds=time.perf_counter() - measuring)
             self.history.append(record)
             if progress is not None and runner.reports:
                 progress((epoch + 1) * n, epochs * n)
@@ -328,7 +330,7 @@ class _Run:
         end = time.perf_counter()
         if not runner.all_finite(params):
             raise _diverged("parameters", epoch + 1, step)
-        n = self.objective.n_samples
+        n = self.objective.loss_samples or self.objective.n_samples
         if self.stream is None:
             value = runner.loss_sum(self.loops, params, data, n) / n
         if not math.isfinite(value):

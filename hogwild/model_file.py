@@ -61,3 +61,18 @@ def _plain(value):
     if isinstance(value, np.generic):
         return value.item()
     raise TypeError(f"cannot save a parameter of type {type(value).__name__}")
+
+
+def check_shapes(shapes, indptr, grouped, n_items, what):
+    """A loaded model's arrays fit each other, or a ValueError naming the first that
+    does not (an edited file would index past them): ``shapes`` = (name, array,
+    expected shape) numeric arrays; (indptr, grouped) each user's item indices
+    (CSR), all below ``n_items`` (``what``: the users' items, for the message)."""
+    for name, array, shape in shapes:
+        if array.shape != shape or array.dtype.kind not in "fiu" or min(shape) < 0:
+            raise ValueError(f"{name} is {array.dtype}{list(array.shape)}, expected shape "
+                             f"{list(shape)}")
+    if grouped.dtype.kind not in "iu" or indptr.dtype.kind not in "iu" or \
+            (grouped.size and not 0 <= grouped.min() <= grouped.max() < n_items) or \
+            indptr[0] != 0 or indptr[-1] != grouped.size or (np.diff(indptr) < 0).any():
+        raise ValueError(f"{what} do not fit the item count")

@@ -63,7 +63,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from hogwild.disk_arrays import extremes
-from hogwild.errors import HogwildError
+from hogwild.errors import HogwildError, check_int
 from hogwild.kernels.compiler import python_function
 from hogwild.structure import BlockLayout, Graph, IdArray, Supports
 
@@ -159,6 +159,10 @@ class Objective:
     sample_offsets : int, optional
         The index of a data array of n_samples + 1 offsets (a CSR indptr), so that
         samples can be streamed from disk with their nonzeros.
+    loss_samples : int, optional
+        Estimate each epoch's objective on the first ``loss_samples`` samples
+        rather than all: for samples stored in random order, an unbiased estimate
+        at a fraction of a pass (where a pass costs much of an epoch). None: all.
     """
 
     update: Callable
@@ -177,6 +181,7 @@ class Objective:
     train_in_place: bool = False
     indices_checked: bool = False
     sample_offsets: Optional[int] = None
+    loss_samples: Optional[int] = None
 
     def __post_init__(self):
         object.__setattr__(self, "params", _as_array_tuple(self.params, "params"))
@@ -199,6 +204,10 @@ class Objective:
         if int(self.n_samples) < 1:
             raise HogwildError(f"empty data: objective '{self.name}' has no samples")
         object.__setattr__(self, "n_samples", int(self.n_samples))
+        if self.loss_samples is not None:
+            object.__setattr__(self, "loss_samples",
+                               min(check_int("loss_samples", self.loss_samples, 1),
+                                   self.n_samples))
         _check_signature(self.update, "update", (4, 5), "(e, params, data, step[, epoch])")
         _check_signature(self.loss, "loss", (3,), "(e, params, data)")
         if self.warp_update is not None:

@@ -9,7 +9,9 @@ class EpochRecord:
     """One epoch: ``step`` is the step the backend applied (the schedule's, times
     the ranks under MPI's linear scaling rule, averaged over the epoch's updates
     during its warm-up); ``seconds`` is the update phase alone; drawing the epoch's
-    plan (``plan_seconds``: batches, components) and evaluation are excluded."""
+    plan (``plan_seconds``: batches, components) and evaluation are excluded; the
+    held-out metrics took ``metric_seconds`` (so that a caller timing epochs by the
+    clock can leave them out)."""
 
     epoch: int
     step: float
@@ -19,6 +21,7 @@ class EpochRecord:
     objective: float
     metrics: dict = field(default_factory=dict)
     plan_seconds: float = 0.0
+    metric_seconds: float = 0.0
 
 
 @dataclass

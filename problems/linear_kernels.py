@@ -13,18 +13,12 @@ feature is shrunk exactly as in the paper's update, with far fewer writes.
 import numpy as np
 from numba import njit
 
+from hogwild.kernels.draws import sample_hash
+
 LAZY_EPOCHS_LOG2 = 3  # shrink inactive samples in 1 epoch of 2**3 = 8
-_MIX_1 = np.uint64(0x9E3779B97F4A7C15)
-_MIX_2 = np.uint64(0xD1B54A32D192ED03)
-_MIX_3 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX_4 = np.uint64(0x94D049BB133111EB)
 
 
 @njit(nogil=True, inline="always")
 def lazy_turn(e, epoch, salt):
-    """True for about one (sample, epoch) pair in 2**LAZY_EPOCHS_LOG2 (splitmix64 hash)."""
-    x = np.uint64(e) * _MIX_1 + np.uint64(epoch) * _MIX_2 + salt
-    x = (x ^ (x >> np.uint64(30))) * _MIX_3
-    x = (x ^ (x >> np.uint64(27))) * _MIX_4
-    x = x ^ (x >> np.uint64(31))
-    return (x >> np.uint64(64 - LAZY_EPOCHS_LOG2)) == np.uint64(0)
+    """True for about one (sample, epoch) pair in 2**LAZY_EPOCHS_LOG2."""
+    return (sample_hash(e, epoch, salt) >> np.uint64(64 - LAZY_EPOCHS_LOG2)) == np.uint64(0)

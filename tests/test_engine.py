@@ -711,3 +711,26 @@ def test_initial_values_depend_on_the_seed_alone(monkeypatch):
         np.testing.assert_array_equal(drawn[0], other)
     assert abs(drawn[0].std() - 0.5) < 0.02 and abs(drawn[0].mean()) < 0.02
     assert not np.array_equal(drawn[0], random_init.normal_array((700, 9), 0.5, 4))
+
+
+def no_step(e, params, data, step):
+    params[0][0] += 0.0
+
+
+def value_loss(e, params, data):
+    return data[0][e] + params[0][0]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_loss_samples_estimates_the_objective_on_the_first_samples(workers):
+    values = np.arange(100_000, dtype=np.float64)  # more than a loss chunk
+    whole = Objective(no_step, value_loss, (np.zeros(1),), (values,), values.size)
+    first = Objective(no_step, value_loss, (np.zeros(1),), (values,), values.size,
+                      loss_samples=40_000)
+    for objective, expected in ((whole, values.mean()), (first, values[:40_000].mean())):
+        result = fit(objective, hogwild.TrainingConfig(epochs=1, workers=workers))
+        assert result.history[0].objective == pytest.approx(expected)
+    assert Objective(no_step, value_loss, (np.zeros(1),), (values,), 10,
+                     loss_samples=10 ** 9).loss_samples == 10
+    with pytest.raises(HogwildError, match="loss_samples must be an integer >= 1, got 0"):
+        Objective(no_step, value_loss, (np.zeros(1),), (values,), 10, loss_samples=0)

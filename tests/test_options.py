@@ -15,11 +15,11 @@ from hogwild.config import TrainingConfig, config_class
 from hogwild.errors import HogwildError
 from hogwild.estimator import Params, training_parameters
 from hogwild.options import TRAINING, Option
-from hogwild.problems.matrix_completion import MatrixFactorization
+from hogwild.problems.matrix_completion import ImplicitFactorization, MatrixFactorization
 from hogwild.problems.sparse_svm import SparseSVM
 
 ROOT = Path(__file__).resolve().parent.parent
-ESTIMATORS = (SparseSVM, MatrixFactorization)
+ESTIMATORS = (SparseSVM, MatrixFactorization, ImplicitFactorization)
 
 
 def problem_parser(problem):
@@ -45,7 +45,7 @@ def test_training_config_has_exactly_the_rows_of_the_table_each_declared_once():
         assert declared == ["options.py"], (option.name, declared)
 
 
-@pytest.mark.parametrize("problem", ["svm", "mc", "cuts"])
+@pytest.mark.parametrize("problem", ["svm", "mc", "implicit", "cuts"])
 def test_every_option_is_a_flag_of_every_problem_with_the_tables_help(problem):
     parser = problem_parser(problem)
     actions = {action.dest: action for action in parser._actions}

@@ -2,6 +2,7 @@
 
     hogwild run svm [--data NAME|PATH] [--test PATH] [--workers N] ...
     hogwild run mc [--data ml-1m|ml-100k|PATH|jumbo:ROWSxCOLSxNNZ] [--rank K] ...
+    hogwild run implicit [--data ml-1m|ml-100k|PATH] [--loss warp|bpr] [--threshold 4] ...
     hogwild run cuts [--data GRAPH|IMAGE] [--labels D] [--terminals ...] [--out PATH] ...
     hogwild run svm|mc|cuts --ranks N ...      (an MPI job of N ranks: backend mpi)
     mpirun -n N hogwild run svm|mc|cuts --backend mpi ...
@@ -30,7 +31,7 @@ from hogwild.cli.commands import download, list_datasets, sparsity
 from hogwild.cli.options import check_numbers, build_parser
 from hogwild.cli.probe import run_probe
 from hogwild.cli.ranks import abort_job, launch
-from hogwild.cli.run import run_cuts, run_mc, run_svm
+from hogwild.cli.run import run_cuts, run_implicit, run_mc, run_svm
 from hogwild.backends.mpi import agree, import_mpi, in_mpi_job, job_rank, job_size
 from hogwild.errors import HogwildError, Interrupted
 from hogwild.paths import not_regular
@@ -165,6 +166,8 @@ def _dispatch(args, argv=()):
             run_probe(args)
         elif args.problem == "mc":
             run_mc(args)
+        elif args.problem == "implicit":
+            run_implicit(args)
         elif args.problem == "cuts":
             run_cuts(args)
         else:

@@ -3,6 +3,7 @@ group of training options that every problem shares (hogwild.TrainingConfig's an
 hogwild.RunControls' fields), with each problem's defaults taken from the library;
 then the checks of numbers that need no data."""
 import argparse
+import math
 
 from hogwild.cli.values import integer, number
 from hogwild.config import TRAINING_OPTIONS, TrainingConfig
@@ -50,6 +51,7 @@ def build_parser():
 
     _add_training_options(svm, "svm")
     _add_mc_parser(problems, RATINGS_DATASETS)
+    _add_implicit_parser(problems, RATINGS_DATASETS)
     _add_cuts_parser(problems)
 
     download = commands.add_parser(
@@ -98,9 +100,10 @@ def _problem_defaults(problem):
     if problem == "cuts":
         from hogwild.problems.graph_cuts import CUT_TRAINING
         return {option.name: getattr(CUT_TRAINING, option.name) for option in TRAINING}, {}
-    from hogwild.problems.matrix_completion import MatrixFactorization
+    from hogwild.problems.matrix_completion import ImplicitFactorization, MatrixFactorization
     from hogwild.problems.sparse_svm import SparseSVM
-    estimator = SparseSVM if problem == "svm" else MatrixFactorization
+    estimator = {"svm": SparseSVM, "mc": MatrixFactorization,
+                 "implicit": ImplicitFactorization}[problem]
     defaults = estimator().get_params()
     return {option.name: defaults[option.name] for option in TRAINING}, \
         estimator.training_notes
@@ -273,7 +276,8 @@ INT_OPTIONS = {"terminal_seed": (0, None), "split_seed": (0, None),
                "streams": (1, 4096), "device": (0, 1023), "nodes": (1, None),
                "clock_every": (1, None), "ranks": (1, 4096), "sync_every": (1, None),
                "checkpoint_every": (1, None), "grid": (1, 2**15),
-               "jumbo_rank": (1, 2**15), "labels": (2, 2**15), "rounds": (1, None)}
+               "jumbo_rank": (1, 2**15), "labels": (2, 2**15), "rounds": (1, None),
+               "max_sampled": (1, 2**20), "k": (1, 2**20)}
 
 
 # Number options at least 0 and at most this (inf: any finite number), checked likewise.
@@ -290,7 +294,7 @@ def check_numbers(args):
         _staleness(args.staleness)
     if getattr(args, "test_fraction", None) is not None:  # also where jumbo data ignores it
         from hogwild.datasets.ratings import check_split
-        check_split(args.test_fraction, args.split)
+        check_split(args.test_fraction, getattr(args, "split", "user"))
     for name, high in FLOAT_OPTIONS.items():
         value = getattr(args, name, None)
         if value is not None and not 0 <= value <= high:
@@ -301,6 +305,8 @@ def check_numbers(args):
         if getattr(args, name, None) is not None and args.backend != "gpu":
             raise HogwildError(f"--{name} is for --backend gpu (CUDA streams and devices); "
                                f"this run has --backend {args.backend}")
+    if not math.isfinite(getattr(args, "threshold", 0.0)):
+        raise HogwildError(f"--threshold must be a finite number, got {args.threshold!r}")
     if getattr(args, "connectivity", 4) not in (4, 8):  # an image's; checked for every input
         raise HogwildError(f"--connectivity must be 4 or 8, got {args.connectivity}")
     if hasattr(args, "exchange"):  # a training command: every option named, used or not
@@ -369,6 +375,43 @@ def _add_mc_parser(problems, rating_datasets):
                          "(--backend gpu only; default: float32)")
     mc.add_argument("--save", help="write the fitted model to this .npz file")
     _add_training_options(mc, "mc")
+
+
+def _add_implicit_parser(problems, rating_datasets):
+    implicit = problems.add_parser(
+        "implicit", help="implicit-feedback recommender (WARP or BPR ranking)",
+        description="Rank items per user from implicit feedback (which items each user "
+                    "interacted with) by matrix factorisation with Hogwild! SGD and negative "
+                    "sampling: WARP (as LightFM) or BPR (as implicit). Ratings >= "
+                    "--threshold are the interactions; each user's are split "
+                    "train/test, and precision@k, recall@k, ndcg@k and AUC are reported on "
+                    "the held-out ones.")
+    implicit.add_argument("--data", default="ml-1m",
+                          help=f"dataset name ({', '.join(rating_datasets)}) or a 'user item "
+                               "rating' file (default: ml-1m)")
+    implicit.add_argument("--threshold", type=number, default=4.0,
+                          help="ratings >= this are interactions (default: 4, MovieLens' 4 and "
+                               "5 stars)")
+    implicit.add_argument("--test-fraction", type=number, default=0.2,
+                          help="each user's interactions held out for testing (default: 0.2)")
+    implicit.add_argument("--split-seed", type=integer, default=0,
+                          help="seed of the per-user train/test split (default: 0)")
+    implicit.add_argument("--rank", type=integer, default=32,
+                          help="factors per user and item (default: 32)")
+    implicit.add_argument("--loss", default="warp",
+                          help="warp (default; LightFM's rank-weighted loss) or bpr (implicit's "
+                               "Bayesian personalised ranking)")
+    implicit.add_argument("--reg", type=number, default=None,
+                          help="L2 on the rows each step touches (default: 0.6 warp, 0.03 bpr)")
+    implicit.add_argument("--init-scale", type=number, default=None,
+                          help="factors start N(0, s^2) (default: 0.01 warp, 0.1 bpr)")
+    implicit.add_argument("--max-sampled", type=integer, default=10,
+                          help="WARP's draws per step before it gives up (default: 10)")
+    implicit.add_argument("--k", type=integer, default=10,
+                          help="the cut-off of precision@k, recall@k and ndcg@k (default: 10)")
+    implicit.add_argument("--save", help="write the fitted model to this .npz file "
+                                         "(ImplicitFactorization.load reads it)")
+    _add_training_options(implicit, "implicit")
 
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif")

@@ -34,6 +34,9 @@ def _epoch_line(record, epochs, unit="updates"):
     test_text = f"  test error {100 * test:6.2f}%" if test is not None else ""
     if "test_rmse" in record.metrics:
         test_text = f"  test RMSE {record.metrics['test_rmse']:.4f}"
+    precision = next((name for name in record.metrics if name.startswith("precision@")), None)
+    if precision is not None:
+        test_text = f"  {precision} {record.metrics[precision]:.4f}"
     if "rounded_cut" in record.metrics:
         test_text = f"  rounded cut {record.metrics['rounded_cut']:.6g}"
     return (f"epoch {record.epoch:>3}/{epochs}  objective {record.objective:.6f}{test_text}"
@@ -259,6 +262,56 @@ def run_mc(args):
           f"{result['ratings_per_s'] / 1e6:.2f} M ratings/s in the update phase "
           f"({update_seconds:.2f} s), {result['wall_seconds']:.2f} s wall, "
           f"{_memory_text(result)}" + (f"; model saved to {args.save}" if args.save else ""))
+
+
+def run_implicit(args):
+    from hogwild.datasets.ratings import interactions_from_ratings
+    from hogwild.datasets.registry import load_ratings
+    from hogwild.problems.matrix_completion import ImplicitFactorization
+
+    started = time.perf_counter()
+    with _progress(args, "interactions") as (report, progress, log):
+        with phase("read data"):
+            data = interactions_from_ratings(load_ratings(args.data), args.threshold,
+                                             args.test_fraction, args.split_seed)
+        model = ImplicitFactorization(rank=args.rank, loss=args.loss, reg=args.reg,
+                                      init_scale=args.init_scale,
+                                      max_sampled=args.max_sampled, **training_fields(args))
+        model.fit(data.train, eval_set=data.test, k=args.k, callback=report,
+                  progress=progress, **control_fields(args))
+    if args.save:
+        model.save(args.save)
+    history = model.history_
+    update_seconds = sum(r.seconds for r in history)
+    measures = history[-1].metrics
+    split_text = (f"ratings >= {args.threshold:g}, per-user split {1 - args.test_fraction:.0%}/"
+                  f"{args.test_fraction:.0%}, seed {args.split_seed}")
+    result = {
+        "problem": "implicit", "data": str(args.data), "split": split_text,
+        "n_interactions": int(data.train.nnz), "n_test": int(data.test.nnz),
+        "n_users": int(data.user_ids.size), "n_items": int(data.item_ids.size),
+        "rank": args.rank, "loss": args.loss, "reg": model.reg_,
+        "init_scale": model.init_scale_, "max_sampled": args.max_sampled,
+        "step": model.step_, "decay": model.decay_, "scheduler": args.scheduler,
+        "backend": args.backend, "workers": model.workers_, "epochs": args.epochs,
+        "seed": args.seed, "objective": history[-1].objective, **measures,
+        "update_seconds": update_seconds,
+        "interactions_per_s": sum(r.updates for r in history) / update_seconds,
+        **_setup_fields(log, model),
+        "wall_seconds": time.perf_counter() - started, "history": _history(history),
+    }
+    if args.json:
+        print(json.dumps(result))
+        return
+    k = args.k
+    print(f"done: {workers_text(args.scheduler, model.workers_, model.distributed_)}, "
+          f"{args.loss} rank {args.rank} on {args.data} ({data.describe()}; {split_text}): "
+          f"precision@{k} {measures[f'precision@{k}']:.4f}, recall@{k} "
+          f"{measures[f'recall@{k}']:.4f}, ndcg@{k} {measures[f'ndcg@{k}']:.4f}, AUC "
+          f"{measures['auc']:.4f}; {result['interactions_per_s'] / 1e6:.2f} M interactions/s "
+          f"in the update phase ({update_seconds:.2f} s), {result['wall_seconds']:.2f} s "
+          f"wall, {_memory_text(result)}" + (f"; model saved to {args.save}" if args.save
+                                             else ""))
 
 
 def _graph_terminals(spec, n_labels, ids, seed):

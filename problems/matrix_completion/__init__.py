@@ -27,18 +27,23 @@ factor by s * error * other factor). The kernels are generated per rank: the ran
 is a compile-time constant of the update, so LLVM unrolls and vectorises the
 rank-length loops, and fastmath lets it vectorise the dot product.
 
+Implicit feedback (which items each user interacted with, no ratings) is ranked
+rather than predicted: ImplicitFactorization (module implicit, WARP and BPR
+losses; module ranking, precision@k and the rest).
+
 Modules: models (the two models, chosen once by name: RatingModel, mf_objective),
 kernels (compiled update, loss, warp forms, prediction loops), ids (input forms,
 id mapping), estimator (MatrixFactorization, the test RMSE).
 """
 from hogwild.problems.matrix_completion.estimator import (MatrixFactorization, rmse,
                                                           rmse_metric)
+from hogwild.problems.matrix_completion.implicit import ImplicitFactorization
 from hogwild.problems.matrix_completion.ids import IdIndex, check_values, ratings_arrays
 from hogwild.problems.matrix_completion.models import (MAX_RANK, MODELS, WARP_RANK,
                                                        RatingModel, factor_kernels,
                                                        factor_warp_update, mf_objective,
                                                        rating_model)
 
-__all__ = ["MatrixFactorization", "mf_objective", "rmse", "rmse_metric", "IdIndex",
-           "check_values", "ratings_arrays", "MAX_RANK", "MODELS", "WARP_RANK",
-           "RatingModel", "factor_kernels", "factor_warp_update", "rating_model"]
+__all__ = ["MatrixFactorization", "ImplicitFactorization", "mf_objective", "rmse",
+           "rmse_metric", "IdIndex", "check_values", "ratings_arrays", "MAX_RANK", "MODELS",
+           "WARP_RANK", "RatingModel", "factor_kernels", "factor_warp_update", "rating_model"]

@@ -12,7 +12,7 @@ from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_int, check_seed, choose
 from hogwild.estimator import Params, not_fitted, run_controls, training_parameters
 from hogwild.limits import check_workers
-from hogwild.model_file import read_model, write_model
+from hogwild.model_file import check_shapes, read_model, write_model
 from hogwild.objective import Metric
 from hogwild.phases import phase
 from hogwild.problems.matrix_completion.ids import (IdIndex, check_values, ratings_arrays,
@@ -398,19 +398,13 @@ def _check_shapes(model):
     users, items = model.user_ids_.size, model.item_ids_.size
     indptr, grouped = model._seen if model._seen is not None else (
         np.zeros(users + 1, np.int64), np.zeros(0, np.int32))
-    for name, array, shape in (("user_factors", model.user_factors_, (users, model.rank)),
-                               ("item_factors", model.item_factors_, (items, model.rank)),
-                               ("user_bias", model.user_bias_, (users,)),
-                               ("item_bias", model.item_bias_, (items,)),
-                               ("item_counts", model.item_counts_, (items,)),
-                               ("seen_indptr", indptr, (users + 1,))):
-        if array.shape != shape or array.dtype.kind not in "fiu":
-            raise ValueError(f"{name} is {array.dtype}{list(array.shape)}, expected shape "
-                             f"{list(shape)}")
-    if grouped.dtype.kind not in "iu" or indptr.dtype.kind not in "iu" or \
-            (grouped.size and not 0 <= grouped.min() <= grouped.max() < items) or \
-            indptr[0] != 0 or indptr[-1] != grouped.size or (np.diff(indptr) < 0).any():
-        raise ValueError("the items each user rated do not fit the item ids")
+    check_shapes((("user_factors", model.user_factors_, (users, model.rank)),
+                  ("item_factors", model.item_factors_, (items, model.rank)),
+                  ("user_bias", model.user_bias_, (users,)),
+                  ("item_bias", model.item_bias_, (items,)),
+                  ("item_counts", model.item_counts_, (items,)),
+                  ("seen_indptr", indptr, (users + 1,))), indptr, grouped, items,
+                 "the items each user rated")
 
 
 def _savable_ids(ids, what):

@@ -1,0 +1,375 @@
+"""Implicit feedback (clicks, plays, purchases): matrix factorisation that ranks
+each user's items, trained with Hogwild! SGD on the observed (user, item) pairs.
+
+The score of item i for user u is U_u . V_i + b_i. Each sample is one observed
+pair (u, i); its step compares i with items drawn at random (negative sampling):
+
+- ``bpr`` (Rendle et al. 2009, as in implicit's BPR): one item j the user did not
+  interact with; ascend log sigmoid(x_uij), x_uij = score(u, i) - score(u, j).
+- ``warp`` (Weston et al. 2011, as in LightFM's WARP): draw up to ``max_sampled``
+  items until one, j, scores above score(u, i) - 1; step on the hinge 1 - x_uij
+  weighted by log(floor((n_items - 1) / draws)), an estimate of how far down the
+  ranking i sits (a positive already on top takes many draws and a small step).
+
+Both regularise the rows they touch by ``reg`` (L2 on U_u, V_i, V_j and the two
+item biases). A draw the user interacted with in training is skipped, as both
+libraries do. The draws come from a hash of (sample, epoch, seed)
+(hogwild.kernels.draws), so that a run does not depend on which worker visits a
+sample when. Every update touches three rows, one of them random: the workers
+share them without locks, the scheduler is "hogwild" or "serial".
+
+The per-epoch objective recorded is an estimate, on the first LOSS_SAMPLES pairs
+(shuffled), each against one fixed draw: BPR's log-loss with its regulariser,
+WARP's hinge alone (its regulariser acts on the steps it takes, as LightFM's, not
+on an objective).
+"""
+import math
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+from hogwild.engine import fit as engine_fit
+from hogwild.errors import HogwildError, check_int, check_seed, choose
+from hogwild.estimator import Params, not_fitted, run_controls, training_parameters
+from hogwild.kernels.draws import below, sample_hash
+from hogwild.model_file import check_shapes, read_model, write_model
+from hogwild.objective import Objective
+from hogwild.phases import phase
+from hogwild.problems.matrix_completion.models import check_rank
+from hogwild.problems.matrix_completion.ranking import (interaction_lists, lower_bound,
+                                                        ranking_metrics)
+from hogwild.random_init import normal_array
+
+LOSSES = ("warp", "bpr")
+# Each loss's defaults at rank 32: chosen on MovieLens 100K (ratings >= 4, a per-user
+# 80/20 split, 3 seeds), checked on MovieLens 1M (scripts/bench_implicit.py). WARP's
+# weighted steps are large: a small step, decaying fast, and a strong reg; BPR's
+# single draws give small gradients: a large step.
+LOSS_DEFAULTS = {"warp": {"step": 0.03, "decay": 0.7, "reg": 0.6, "init_scale": 0.01},
+                 "bpr": {"step": 0.3, "decay": 0.9, "reg": 0.03, "init_scale": 0.1}}
+SCHEDULERS = ("hogwild", "serial")
+MAX_WARP_WEIGHT = 10.0  # LightFM's MAX_LOSS: the heaviest WARP step
+LOSS_SAMPLES = 1 << 16  # the per-epoch objective's estimate: this many pairs (shuffled)
+_LOSS_DRAW = np.uint64(0x5851F42D4C957F2D)  # the objective's fixed draws, apart from training's
+MODEL_FILE_KIND = "hogwild.ImplicitFactorization"
+MODEL_FILE_VERSION = 1
+
+
+@njit(nogil=True, inline="always")
+def seen(u, j, data):
+    """Whether user u interacted with item j in training (binary search)."""
+    at = lower_bound(data[3], data[2][u], data[2][u + 1], j)
+    return at < data[2][u + 1] and data[3][at] == j
+
+
+def implicit_kernels(rank, loss):
+    """(update, loss) of ``loss`` at ``rank`` (a compile-time constant): params = (U
+    float32[n_users, rank], V float32[n_items, rank], b float32[n_items]); data =
+    (users int32[n], items int32[n], seen_indptr int64[n_users + 1], seen_items
+    int32 (each user's training items, sorted), settings float32[2] = (reg,
+    max_sampled), salt uint64[1])."""
+    k, warp = int(rank), choose(LOSSES, loss, "loss") == "warp"
+
+    @njit(nogil=True, inline="always")
+    def score(U, V, b, u, i):
+        total = b[i]
+        for f in range(k):
+            total += U[u, f] * V[i, f]
+        return total
+
+    @njit(nogil=True, inline="always")
+    def step_pair(U, V, b, u, i, j, g, s, reg):
+        """Ascend g x_uij: U_u += g (V_i - V_j), V_i += g U_u, V_j -= g U_u, b_i +=
+        g, b_j -= g, each row shrunk by s reg."""
+        keep = np.float32(1.0) - s * reg
+        b[i] = b[i] * keep + g
+        b[j] = b[j] * keep - g
+        for f in range(k):
+            a, p, q = U[u, f], V[i, f], V[j, f]
+            U[u, f] = a * keep + g * (p - q)
+            V[i, f] = p * keep + g * a
+            V[j, f] = q * keep - g * a
+
+    def update(e, params, data, step, epoch):
+        U, V, b = params[0], params[1], params[2]
+        u, i = data[0][e], data[1][e]
+        s, reg, n_items = np.float32(step), data[4][0], V.shape[0]
+        if warp:
+            positive = score(U, V, b, u, i)
+            for draw in range(1, int(data[4][1]) + 1):
+                j = below(sample_hash(e, epoch, data[5][0] + np.uint64(draw)), n_items)
+                if seen(u, j, data):
+                    continue
+                if score(U, V, b, u, j) > positive - np.float32(1.0):
+                    weight = min(math.log(max(1.0, float((n_items - 1) // draw))),
+                                 MAX_WARP_WEIGHT)
+                    step_pair(U, V, b, u, i, j, np.float32(s * weight), s, reg)
+                    return
+        else:
+            j = below(sample_hash(e, epoch, data[5][0]), n_items)
+            if not seen(u, j, data):
+                x = score(U, V, b, u, i) - score(U, V, b, u, j)
+                step_pair(U, V, b, u, i, j, s / (np.float32(1.0) + math.exp(x)), s, reg)
+
+    def sample_loss(e, params, data):
+        U, V, b = params[0], params[1], params[2]
+        u, i = data[0][e], data[1][e]
+        j = below(sample_hash(e, 0, data[5][0] ^ _LOSS_DRAW), V.shape[0])
+        if seen(u, j, data):
+            j = i  # no negative: the pair's loss is its regulariser's alone
+        x = score(U, V, b, u, i) - score(U, V, b, u, j)
+        if warp:  # the hinge alone: WARP's regulariser acts on its steps only
+            return max(0.0, 1.0 - x) if j != i else 0.0
+        penalty = 0.0
+        for f in range(k):
+            penalty += U[u, f] * U[u, f] + V[i, f] * V[i, f] + V[j, f] * V[j, f]
+        penalty = 0.5 * data[4][0] * (penalty + b[i] * b[i] + b[j] * b[j])
+        if j == i:
+            return penalty
+        # -log sigmoid(x) without overflow for large |x|
+        return (math.log1p(math.exp(-x)) if x > 0 else -x + math.log1p(math.exp(x))) + penalty
+
+    return update, sample_loss
+
+
+def implicit_objective(users, items, seen, n_items, *, rank=32, loss="warp", reg=0.0,
+                       max_sampled=10, init_scale=0.1, seed=None):
+    """The Objective of observed pairs (users[k], items[k]) as dense indices, in the
+    order given; ``seen`` = (indptr, items) of each user's training items, sorted
+    (ranking.interaction_lists). Factors start N(0, init_scale^2), biases 0."""
+    rank = check_rank(rank)
+    users = np.ascontiguousarray(users, np.int32)
+    items = np.ascontiguousarray(items, np.int32)
+    n_users = seen[0].size - 1
+    user_seed, item_seed, salt_seed = (seed if isinstance(seed, np.random.SeedSequence)
+                                       else np.random.SeedSequence(seed)).spawn(3)
+    params = (normal_array((n_users, rank), init_scale, user_seed),
+              normal_array((n_items, rank), init_scale, item_seed),
+              np.zeros(n_items, np.float32))
+    salt = salt_seed.generate_state(1, np.uint64)
+    data = (users, items, seen[0], seen[1], np.array([reg, max_sampled], np.float32), salt)
+    update, sample_loss = implicit_kernels(rank, loss)
+    return Objective(update, sample_loss, params, data, users.size,
+                     name=f"implicit-{loss}-rank{rank}", fastmath=True, train_in_place=True,
+                     indices_checked=True, loss_samples=LOSS_SAMPLES)
+
+
+@training_parameters(
+    own={"rank": 32, "loss": "warp", "reg": None, "max_sampled": 10, "init_scale": None},
+    epochs=20, step=None, decay=None, shuffle_block=256,
+    notes={"step": "None: 0.03 for WARP, 0.3 for BPR (LOSS_DEFAULTS).",
+           "decay": "None: 0.7 for WARP, 0.9 for BPR.",
+           "scheduler": "ImplicitFactorization runs 'hogwild' and 'serial' (each step "
+                        "touches a random item: no conflict-free schedule exists)."})
+class ImplicitFactorization(Params):
+    """Matrix factorisation of implicit feedback (which items each user interacted
+    with), ranking items per user; trained with Hogwild! SGD and negative sampling.
+
+    Parameters
+    ----------
+    rank : int, default 32
+        Factors per user and item, 1 to 512.
+    loss : {'warp', 'bpr'}, default 'warp'
+        'warp': LightFM's rank-weighted loss (better top-k precision); 'bpr':
+        implicit's Bayesian personalised ranking (one draw per step: faster
+        epochs). See the module docstring.
+    reg : float or None, default None
+        L2 on the rows a step touches; None: 0.6 for WARP, 0.03 for BPR.
+    max_sampled : int, default 10
+        WARP's draws per step before it gives up (a positive above every draw
+        takes no step).
+    init_scale : float or None, default None
+        Factors start N(0, init_scale^2), item biases at 0; None: 0.01 for WARP,
+        0.1 for BPR.
+    {training parameters}
+
+    Attributes
+    ----------
+    user_factors_, item_factors_ : numpy.ndarray of float32
+    item_bias_ : numpy.ndarray of float32
+    item_counts_ : numpy.ndarray of int64
+        Training interactions per item (a user without any is recommended the
+        most popular).
+    step_, decay_, reg_, init_scale_ : float
+        The values used (None resolved for the loss).
+    {run attributes}
+    """
+
+    def settings(self):
+        """Validated (rank, reg, init_scale, max_sampled, {step, decay}), the loss's
+        defaults filled in; every training option checked before any work."""
+        defaults = LOSS_DEFAULTS[choose(LOSSES, self.loss, "loss")]
+        choose(SCHEDULERS, self.scheduler, "scheduler")
+        given = {name: getattr(self, name) for name in defaults}
+        value = {name: defaults[name] if given[name] is None else given[name]
+                 for name in defaults}
+        resolved = {"step": value["step"], "decay": value["decay"]}
+        self.training_config(**resolved)
+        return (check_rank(self.rank), _nonnegative("reg", value["reg"]),
+                _nonnegative("init_scale", value["init_scale"]),
+                check_int("max_sampled", self.max_sampled, 1, 1 << 20), resolved)
+
+    def fit(self, interactions, eval_set=None, k=10, **controls):
+        """Train on ``interactions``, a users x items scipy.sparse matrix whose stored
+        entries > 0 are the observed pairs (values beyond that are ignored).
+
+        eval_set: held-out interactions of the same shape; precision@k,
+        recall@k, ndcg@k and auc (hogwild.problems.matrix_completion.ranking)
+        are recorded after each epoch in history_. ``controls``: as
+        MatrixFactorization.fit's.
+        """
+        rank, reg, init_scale, max_sampled, resolved = self.settings()
+        if not sp.issparse(interactions) or interactions.ndim != 2:
+            raise HogwildError(f"interactions must be a scipy.sparse users x items matrix, "
+                               f"got {type(interactions).__name__}")
+        n_users, n_items = interactions.shape
+        if n_items < 2:
+            raise HogwildError(f"implicit feedback needs at least 2 items to rank, got "
+                               f"{n_items}")
+        with phase("interactions"):
+            indptr, seen_items = interaction_lists(interactions, n_users, n_items,
+                                                   "interactions")
+        if seen_items.size == 0:
+            raise HogwildError("empty data: interactions holds no entry > 0")
+        seeds = np.random.SeedSequence(check_seed(self.seed)).spawn(3)
+        users = np.repeat(np.arange(n_users, dtype=np.int32), np.diff(indptr))
+        order = np.random.default_rng(seeds[0]).permutation(users.size)
+        objective = implicit_objective(users[order], seen_items[order], (indptr, seen_items),
+                                       n_items, rank=rank, loss=self.loss, reg=reg,
+                                       max_sampled=max_sampled, init_scale=init_scale,
+                                       seed=seeds[1])
+        del users, order
+        evaluate = None
+        if eval_set is not None:
+            k = check_int("k", k, 1)
+            interaction_lists(eval_set, n_users, n_items, "eval_set")  # checked now
+
+            def evaluate(params):
+                return ranking_metrics(params[0], params[1], params[2], eval_set,
+                                       interactions, k)
+        result = engine_fit(objective, self.training_config(**resolved, seed=seeds[2]),
+                            run_controls(evaluate, controls))
+        self.step_, self.decay_ = resolved["step"], resolved["decay"]
+        self.reg_, self.init_scale_ = reg, init_scale
+        self.user_factors_, self.item_factors_, self.item_bias_ = result.params
+        self.item_counts_ = np.bincount(seen_items, minlength=n_items).astype(np.int64)
+        self._seen = (indptr, seen_items)
+        self.keep_run(result)
+        return self
+
+    def _check_fitted(self):
+        if not hasattr(self, "user_factors_"):
+            raise not_fitted(self, "fit(interactions)")
+
+    def _item(self, item):
+        if isinstance(item, bool) or not isinstance(item, (int, np.integer)) or \
+                not 0 <= item < self.item_factors_.shape[0]:
+            raise HogwildError(f"item must be an item index from 0 to "
+                               f"{self.item_factors_.shape[0] - 1}, got {item!r}")
+        return int(item)
+
+    def recommend(self, user, n=10, exclude_seen=True):
+        """(items, scores): the n highest-scoring items for ``user`` (a row index),
+        best first, the items they interacted with in training left out unless
+        exclude_seen=False. A user with no training interactions, or an index past
+        the users trained on (cold start), is given the most popular items, with a
+        warning."""
+        self._check_fitted()
+        n = check_int("n", n, 1)
+        if isinstance(user, bool) or not isinstance(user, (int, np.integer)) or user < 0:
+            raise HogwildError(f"user must be a user index >= 0, got {user!r}")
+        indptr, seen_items = self._seen
+        if user >= self.user_factors_.shape[0] or indptr[user + 1] == indptr[user]:
+            warnings.warn(f"user {user} has no training interactions; recommending the most "
+                          "popular items", stacklevel=2)
+            scores = self.item_counts_.astype(np.float64)
+        else:
+            scores = (self.item_factors_ @ self.user_factors_[user]
+                      + self.item_bias_).astype(np.float64)
+            if exclude_seen:
+                scores[seen_items[indptr[user]:indptr[user + 1]]] = -np.inf
+        return _best(scores, n)
+
+    def similar_items(self, item, n=10):
+        """(items, cosine similarities): the n items whose factors are closest in
+        angle to ``item``'s (an item index), the item itself left out."""
+        self._check_fitted()
+        item, n = self._item(item), check_int("n", n, 1)
+        V = self.item_factors_.astype(np.float64)
+        norms = np.linalg.norm(V, axis=1)
+        scores = V @ V[item] / np.maximum(norms * norms[item], np.finfo(np.float64).tiny)
+        scores[item] = -np.inf
+        return _best(scores, n)
+
+    def score(self, test, k=10):
+        """precision@k of held-out interactions (users x items), the training
+        interactions left out of each ranking; see ranking_metrics for the rest."""
+        return self.evaluate(test, k)[f"precision@{k}"]
+
+    def evaluate(self, test, k=10):
+        """ranking_metrics of held-out interactions, the training ones left out."""
+        self._check_fitted()
+        indptr, seen_items = self._seen
+        train = sp.csr_matrix((np.ones(seen_items.size, np.int8), seen_items, indptr),
+                              shape=(self.user_factors_.shape[0], self.item_factors_.shape[0]))
+        return ranking_metrics(self.user_factors_, self.item_factors_, self.item_bias_, test,
+                               train, k)
+
+    def save(self, path):
+        """Write the fitted model to an .npz file (hogwild.model_file)."""
+        self._check_fitted()
+        write_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
+                    {"params": self.get_params(), "workers": self.workers_,
+                     "resolved": {"step": self.step_, "decay": self.decay_, "reg": self.reg_,
+                                  "init_scale": self.init_scale_}},
+                    {"user_factors": self.user_factors_, "item_factors": self.item_factors_,
+                     "item_bias": self.item_bias_, "item_counts": self.item_counts_,
+                     "seen_indptr": self._seen[0], "seen_items": self._seen[1]})
+
+    @classmethod
+    def load(cls, path):
+        """A model written by save(); a file of another kind or version is refused."""
+        def build(meta, arrays):
+            model = cls(**meta["params"])
+            model.user_factors_, model.item_factors_ = arrays["user_factors"], \
+                arrays["item_factors"]
+            model.item_bias_, model.item_counts_ = arrays["item_bias"], arrays["item_counts"]
+            model._seen = (arrays["seen_indptr"], arrays["seen_items"])
+            model.workers_, model.history_ = meta["workers"], []
+            for name, value in meta["resolved"].items():
+                setattr(model, name + "_", value)
+            _check_shapes(model)
+            return model
+        return read_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
+                          "implicit-feedback model", build)
+
+
+def _nonnegative(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) \
+            or not 0 <= value < math.inf:
+        raise HogwildError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def _best(scores, n):
+    """(indices, scores) of the n highest finite scores, best first."""
+    n = min(n, int(np.isfinite(scores).sum()))
+    best = np.argpartition(-scores, n - 1)[:n] if n else np.zeros(0, np.int64)
+    best = best[np.argsort(-scores[best], kind="stable")]
+    return best, scores[best]
+
+
+def _check_shapes(model):
+    """A loaded model's arrays fit each other (a ValueError naming the first that
+    does not: an edited file would index past them)."""
+    users = model.user_factors_.shape[0] if model.user_factors_.ndim == 2 else -1
+    items = model.item_factors_.shape[0] if model.item_factors_.ndim == 2 else -1
+    indptr, seen_items = model._seen
+    check_shapes((("user_factors", model.user_factors_, (users, model.rank)),
+                  ("item_factors", model.item_factors_, (items, model.rank)),
+                  ("item_bias", model.item_bias_, (items,)),
+                  ("item_counts", model.item_counts_, (items,)),
+                  ("seen_indptr", indptr, (users + 1,))), indptr, seen_items, items,
+                 "the items each user interacted with")

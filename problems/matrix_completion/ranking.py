@@ -1,0 +1,160 @@
+"""Held-out ranking measures of an implicit-feedback model, per user, as LightFM's
+and implicit's evaluations define them: each user's items are ranked by score
+with the items they interacted with in training left out; a user counts when they
+have held-out items.
+
+- precision@k: held-out items among the top k, over k;
+- recall@k: held-out items among the top k, over the user's held-out items;
+- ndcg@k: sum over hits at rank r (from 1) of 1 / log2(r + 1), over the same sum
+  for a perfect ranking (min(k, held-out items) hits first);
+- auc: the fraction of (held-out item, other item) pairs ranked right, ties half
+  (other items: neither in training nor held out)."""
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+from hogwild.errors import HogwildError, check_int
+from hogwild.limits import usable_cores
+
+MEASURES = ("precision", "recall", "ndcg", "auc")
+
+
+@njit(nogil=True, inline="always")
+def lower_bound(values, low, high, value):
+    """The first index in [low, high) of the sorted ``values`` whose value is not
+    below ``value`` (high where none is)."""
+    while low < high:
+        middle = (low + high) >> 1
+        if values[middle] < value:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+@njit(nogil=True, cache=True, fastmath=True)
+def _scores(U, V, bias, u, s):
+    """s[i] = U[u] . V[i] + bias[i] (float32 products, as the kernels score)."""
+    for i in range(V.shape[0]):
+        total = np.float32(0.0)
+        for f in range(V.shape[1]):
+            total += U[u, f] * V[i, f]
+        s[i] = total + bias[i]
+
+
+@njit(nogil=True, cache=True)
+def _rank_users(U, V, bias, users, train_indptr, train_items, test_indptr, test_items, k,
+                held_out, sums):
+    """Add the measures of each user in ``users`` (order of MEASURES) to sums[0:4]
+    and count them in sums[4]; held_out is scratch of n_items booleans, False on
+    entry and exit. Per user, one pass over the items for the top k (kept sorted by
+    insertion, ties to the lower item index as a stable sort) and the AUC (each
+    other item looked up among the user's sorted held-out scores)."""
+    n_items = V.shape[0]
+    top_items, top_scores, s = np.empty(k, np.int64), np.empty(k), np.empty(n_items)
+    held = np.empty(max(1, int((test_indptr[1:] - test_indptr[:-1]).max())))
+    for u in users:
+        if test_indptr[u + 1] == test_indptr[u]:
+            continue
+        _scores(U, V, bias, u, s)
+        for p in range(train_indptr[u], train_indptr[u + 1]):
+            s[train_items[p]] = -np.inf
+        n_test = 0
+        for p in range(test_indptr[u], test_indptr[u + 1]):
+            item = test_items[p]
+            if s[item] > -np.inf:  # an item also in training is not held out
+                held_out[item] = True
+                value, at = s[item], n_test  # insertion sort: a user holds out few
+                while at > 0 and held[at - 1] > value:
+                    held[at] = held[at - 1]
+                    at -= 1
+                held[at] = value
+                n_test += 1
+        if n_test == 0:
+            continue
+        filled, hits, dcg, candidates, right = 0, 0, 0.0, 0, 0.0
+        for i in range(n_items):
+            value = s[i]
+            if value == -np.inf:
+                continue
+            if not held_out[i]:
+                candidates += 1
+                low, ties = lower_bound(held, 0, n_test, value), 0
+                while low + ties < n_test and held[low + ties] == value:
+                    ties += 1
+                right += (n_test - low - ties) + 0.5 * ties
+            if filled == k and value <= top_scores[k - 1]:
+                continue
+            at = min(filled, k - 1)
+            while at > 0 and top_scores[at - 1] < value:
+                top_scores[at], top_items[at] = top_scores[at - 1], top_items[at - 1]
+                at -= 1
+            top_scores[at], top_items[at] = value, i
+            filled = min(filled + 1, k)
+        for r in range(filled):
+            if held_out[top_items[r]]:
+                hits += 1
+                dcg += 1.0 / np.log2(r + 2.0)
+        ideal = 0.0
+        for r in range(min(k, n_test)):
+            ideal += 1.0 / np.log2(r + 2.0)
+        sums[0] += hits / k
+        sums[1] += hits / n_test
+        sums[2] += dcg / ideal
+        sums[3] += right / (n_test * candidates) if candidates > 0 else 0.5
+        sums[4] += 1
+        for p in range(test_indptr[u], test_indptr[u + 1]):
+            held_out[test_items[p]] = False
+
+
+def interaction_lists(matrix, n_users, n_items, what):
+    """(indptr int64[n_users + 1], items int32, sorted within users) of a user x item
+    scipy.sparse matrix of interactions (stored entries > 0)."""
+    if not sp.issparse(matrix):
+        raise HogwildError(f"{what} must be a scipy.sparse user x item matrix, got "
+                           f"{type(matrix).__name__}")
+    if matrix.shape != (n_users, n_items):
+        raise HogwildError(f"{what} is {matrix.shape[0]} x {matrix.shape[1]}; the model's "
+                           f"users x items are {n_users} x {n_items}")
+    csr = sp.csr_matrix(matrix, copy=True)
+    csr.data = (csr.data > 0).astype(np.int8)
+    csr.eliminate_zeros()
+    csr.sum_duplicates()
+    csr.sort_indices()
+    return csr.indptr.astype(np.int64), csr.indices.astype(np.int32)
+
+
+def ranking_metrics(user_factors, item_factors, item_bias, test, train=None, k=10):
+    """{"precision@k", "recall@k", "ndcg@k", "auc", "test_users"} of the scores
+    user_factors @ item_factors.T + item_bias on the held-out interactions ``test``
+    (a users x items scipy.sparse matrix), the ``train`` interactions left out of
+    each user's ranking (see the module docstring)."""
+    k = check_int("k", k, 1)
+    n_users, n_items = user_factors.shape[0], item_factors.shape[0]
+    test_indptr, test_items = interaction_lists(test, n_users, n_items, "the test set")
+    train_indptr, train_items = (np.zeros(n_users + 1, np.int64), np.zeros(0, np.int32)) \
+        if train is None else interaction_lists(train, n_users, n_items, "the training set")
+    U = np.ascontiguousarray(user_factors, np.float32)
+    V = np.ascontiguousarray(item_factors, np.float32)
+    bias = np.zeros(n_items, np.float32) if item_bias is None \
+        else np.ascontiguousarray(item_bias, np.float32)
+
+    def rank_share(users):
+        """The sums of a share of the users (compiled, without the GIL: the shares
+        run on all cores; no BLAS, whose idle threads would spin into the next
+        epoch's training)."""
+        sums, held_out = np.zeros(5), np.zeros(n_items, np.bool_)
+        _rank_users(U, V, bias, users, train_indptr, train_items, test_indptr, test_items,
+                    k, held_out, sums)
+        return sums
+
+    shares = np.array_split(np.arange(n_users), min(usable_cores(), n_users))
+    with ThreadPoolExecutor(len(shares)) as pool:
+        sums = sum(pool.map(rank_share, shares))
+    if sums[4] == 0:
+        raise HogwildError("the test set holds no interactions")
+    mean = sums[:4] / sums[4]
+    return {f"precision@{k}": float(mean[0]), f"recall@{k}": float(mean[1]),
+            f"ndcg@{k}": float(mean[2]), "auc": float(mean[3]), "test_users": int(sums[4])}

@@ -1,0 +1,260 @@
+"""Implicit-feedback benchmark: ImplicitFactorization (WARP and BPR) at 1 and 2
+workers next to LightFM's WARP and implicit's BPR at 1 and 2 threads, on
+MovieLens 100K and 1M as implicit data (ratings >= 4 are interactions, each
+user's split 80/20 with seed 0), rank 32, 20 epochs, every library with its own
+defaults otherwise. Prints one JSON document (also --out); --plot draws
+precision@10 against training seconds.
+
+    python scripts/bench_implicit.py              # full run (about 10 minutes here)
+    python scripts/bench_implicit.py --quick      # a smoke run on planted data
+
+Method. Every model is scored by the same code (hogwild's ranking_metrics: each
+user's items ranked with their training items left out) after every epoch, and
+that evaluation is left out of the clock. Training seconds are wall-clock: ours
+from the start of fit() to each epoch's end (data preparation, compilation
+checks and the engine's per-epoch objective included) less the held-out
+metrics' time (EpochRecord.metric_seconds); LightFM's, the sum of its
+fit_partial(epochs=1) calls; implicit's, from the start of fit() to each epoch's
+callback, less the evaluation done in earlier callbacks. Time to a precision is
+the training seconds at the first epoch whose precision@10 reaches it; the
+target is the better peer's final precision@10 at one thread less 0.005 (the
+issue's tolerance). Rounds interleave the configurations; figures are medians
+over rounds and ratios compare medians of the same run.
+
+Peers (pip install lightfm implicit; LightFM 1.17 builds from source: see
+docs/implicit.md): LightFM(no_components=32, loss="warp") with its adagrad
+step 0.05 and no regularisation; implicit's CPU BayesianPersonalizedRanking
+(factors=32, its learning rate 0.01 and regularisation 0.01).
+"""
+import statistics
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from hogwild.bench.machine import (benchmark_arguments, compute_ceiling, describe_machine,
+                                   machine_lines, publish)
+from hogwild.datasets.ratings import Ratings, interactions_from_ratings
+from hogwild.datasets.registry import RATINGS_DATASETS, load_ratings
+from hogwild.problems.matrix_completion import ImplicitFactorization
+from hogwild.problems.matrix_completion.ranking import ranking_metrics
+
+RANK, EPOCHS, THREADS, TOLERANCE = 32, 20, (1, 2), 0.005
+PRECISION = "precision@10"
+
+
+def ours(data, loss, workers, epochs, seed):
+    """(training seconds after each epoch, measures after each epoch)."""
+    clock = []
+    started = time.perf_counter()
+    model = ImplicitFactorization(loss=loss, workers=workers, epochs=epochs, rank=RANK,
+                                  seed=seed)
+    model.fit(data.train, eval_set=data.test,
+              callback=lambda record: clock.append(time.perf_counter()))
+    left_out = np.cumsum([r.metric_seconds for r in model.history_])
+    return list(np.array(clock) - started - left_out), [r.metrics for r in model.history_]
+
+
+def lightfm_run(data, threads, epochs, seed):
+    from lightfm import LightFM
+    model = LightFM(no_components=RANK, loss="warp", random_state=seed)
+    seconds, measures, total = [], [], 0.0
+    for _ in range(epochs):
+        started = time.perf_counter()
+        model.fit_partial(data.train, epochs=1, num_threads=threads)
+        total += time.perf_counter() - started
+        seconds.append(total)
+        measures.append(ranking_metrics(model.user_embeddings, model.item_embeddings,
+                                        model.item_biases, data.test, data.train))
+    return seconds, measures
+
+
+def implicit_run(data, threads, epochs, seed):
+    from implicit.cpu.bpr import BayesianPersonalizedRanking
+    model = BayesianPersonalizedRanking(factors=RANK, iterations=epochs, num_threads=threads,
+                                        random_state=seed)
+    seconds, measures, evaluating = [], [], [0.0]
+
+    def after_epoch(*_):
+        now = time.perf_counter()
+        seconds.append(now - started - evaluating[0])
+        # the factors as they are now (implicit trains them in place)
+        measures.append(ranking_metrics(model.user_factors, model.item_factors, None,
+                                        data.test, data.train))
+        evaluating[0] += time.perf_counter() - now
+
+    started = time.perf_counter()
+    model.fit(data.train, show_progress=False, callback=after_epoch)
+    return seconds, measures
+
+
+def peers_available():
+    found = {}
+    for name, module in (("lightfm", "lightfm"), ("implicit", "implicit.cpu.bpr")):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                __import__(module)
+            found[name] = True
+        except ImportError:
+            print(f"{name} not installed: left out (see docs/implicit.md)", file=sys.stderr)
+    return found
+
+
+def configurations(peers):
+    """(label, run(data, threads, epochs, seed), threads) in the order rounds run them."""
+    runs = []
+    for threads in THREADS:
+        runs.append((f"hogwild-warp-{threads}",
+                     lambda d, t, e, s: ours(d, "warp", t, e, s), threads))
+        runs.append((f"hogwild-bpr-{threads}",
+                     lambda d, t, e, s: ours(d, "bpr", t, e, s), threads))
+        if "lightfm" in peers:
+            runs.append((f"lightfm-warp-{threads}", lightfm_run, threads))
+        if "implicit" in peers:
+            runs.append((f"implicit-bpr-{threads}", implicit_run, threads))
+    return runs
+
+
+def time_to(seconds, measures, target):
+    """Training seconds at the first epoch reaching precision@10 >= target, or None."""
+    for t, m in zip(seconds, measures):
+        if m[PRECISION] >= target:
+            return t
+    return None
+
+
+def bench(name, data, epochs, rounds, seed, peers):
+    runs = {}
+    for round_ in range(rounds):
+        for label, run, threads in configurations(peers):
+            seconds, measures = run(data, threads, epochs, seed + round_)
+            runs.setdefault(label, []).append({"seconds": seconds, "measures": measures})
+        print(f"  {name}: round {round_ + 1}/{rounds} done", file=sys.stderr, flush=True)
+    finals = {label: statistics.median(r["measures"][-1][PRECISION] for r in values)
+              for label, values in runs.items()}
+    peer_finals = {label: finals[label] for label in ("lightfm-warp-1", "implicit-bpr-1")
+                   if label in finals}
+    better_peer = max(peer_finals, key=peer_finals.get) if peer_finals else "hogwild-warp-1"
+    target = finals[better_peer] - TOLERANCE
+    results = {}
+    for label, values in runs.items():
+        reached = [time_to(r["seconds"], r["measures"], target) for r in values]
+        results[label] = {
+            "final": {key: statistics.median(r["measures"][-1][key] for r in values)
+                      for key in (PRECISION, "recall@10", "ndcg@10", "auc")},
+            "train_seconds": statistics.median(r["seconds"][-1] for r in values),
+            "seconds_to_target": statistics.median(reached) if None not in reached else None,
+            "reached_target_in_rounds": sum(t is not None for t in reached),
+            # the first round's curve, for the plot: (seconds, precision@10) per epoch
+            "curve": [[t, m[PRECISION]] for t, m in zip(values[0]["seconds"],
+                                                         values[0]["measures"])],
+        }
+
+    def speedup(slow, fast):
+        a, b = results.get(slow, {}), results.get(fast, {})
+        if a.get("seconds_to_target") and b.get("seconds_to_target"):
+            return a["seconds_to_target"] / b["seconds_to_target"]
+        return None
+
+    ratios = {
+        "precision_hogwild_warp_1_minus_better_peer": finals["hogwild-warp-1"]
+        - finals[better_peer],
+        "time_to_target_lightfm_1_over_hogwild_warp_1": speedup("lightfm-warp-1",
+                                                                "hogwild-warp-1"),
+        "time_to_target_implicit_1_over_hogwild_warp_1": speedup("implicit-bpr-1",
+                                                                 "hogwild-warp-1"),
+        "time_to_target_hogwild_warp_1_over_2": speedup("hogwild-warp-1", "hogwild-warp-2"),
+        "rate_hogwild_warp_2_over_1": results["hogwild-warp-1"]["train_seconds"]
+        / results["hogwild-warp-2"]["train_seconds"],
+        "rate_hogwild_bpr_2_over_1": results["hogwild-bpr-1"]["train_seconds"]
+        / results["hogwild-bpr-2"]["train_seconds"],
+    }
+    return {"dataset": name, "n_train": int(data.train.nnz), "n_test": int(data.test.nnz),
+            "n_users": int(data.user_ids.size), "n_items": int(data.item_ids.size),
+            "rank": RANK, "epochs": epochs, "rounds": rounds, "better_peer": better_peer,
+            "target_precision": target, "results": results,
+            "ratios": {k: v for k, v in ratios.items() if v is not None}}
+
+
+def planted_interactions(seed):
+    """A small planted problem for --quick: 6 groups of users and items, each user
+    interacting with a quarter of their group's items."""
+    rng = np.random.default_rng(seed)
+    user_group, item_group = rng.integers(0, 6, 600), rng.integers(0, 6, 400)
+    likes = rng.random((600, 400)) < np.where(user_group[:, None] == item_group, 0.25, 0.01)
+    users, items = np.nonzero(likes)
+    return interactions_from_ratings(Ratings(users, items, np.full(users.size, 5.0)))
+
+
+def markdown(report):
+    lines = machine_lines(report)
+    for d in report["datasets"]:
+        lines += [f"### {d['dataset']} ({d['n_train']:,} training / {d['n_test']:,} held-out "
+                  f"interactions, {d['n_users']:,} users x {d['n_items']:,} items; rank "
+                  f"{d['rank']}, {d['epochs']} epochs, median of {d['rounds']} rounds)", "",
+                  f"Target: precision@10 >= {d['target_precision']:.4f} ({d['better_peer']}'s "
+                  f"final less {TOLERANCE}).", "",
+                  "| configuration | precision@10 | recall@10 | ndcg@10 | AUC | training s | "
+                  "s to target |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for label, r in d["results"].items():
+            f = r["final"]
+            to_target = "not reached" if r["seconds_to_target"] is None \
+                else f"{r['seconds_to_target']:.2f}"
+            lines.append(f"| {label} | {f[PRECISION]:.4f} | {f['recall@10']:.4f} | "
+                         f"{f['ndcg@10']:.4f} | {f['auc']:.4f} | {r['train_seconds']:.2f} | "
+                         f"{to_target} |")
+        lines += ["", "Ratios: " + ", ".join(f"{k} = {v:.3f}" for k, v in d["ratios"].items()),
+                  ""]
+    return "\n".join(lines)
+
+
+def plot(report, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    datasets = report["datasets"]
+    figure, axes = plt.subplots(1, len(datasets), figsize=(6 * len(datasets), 4.5),
+                                squeeze=False)
+    for axis, d in zip(axes[0], datasets):
+        for label, r in d["results"].items():
+            seconds, precision = zip(*r["curve"])
+            axis.plot(seconds, precision, marker=".", label=label,
+                      linestyle="-" if label.endswith("-1") else "--")
+        axis.axhline(d["target_precision"], color="gray", linewidth=0.8)
+        axis.set_xscale("log")
+        axis.set(title=f"{d['dataset']}: rank {d['rank']}, {d['epochs']} epochs",
+                 xlabel="training seconds (log)", ylabel="precision@10")
+        axis.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def main(argv=None):
+    parser = benchmark_arguments(__doc__.split("\n")[0], "a smoke run on planted data")
+    parser.add_argument("--plot", help="also draw precision@10 against seconds to this PNG")
+    args = parser.parse_args(argv)
+    peers = peers_available()
+    report = {"benchmark": "bench_implicit", "quick": args.quick,
+              "machine": describe_machine(("lightfm", "implicit")),
+              "compute_ceiling_2_over_1": compute_ceiling(0.3 if args.quick else 1.0),
+              "datasets": []}
+    if args.quick:
+        report["datasets"].append(bench("planted-600x400", planted_interactions(args.seed),
+                                        epochs=3, rounds=1, seed=args.seed, peers=peers))
+    for name in () if args.quick else ("ml-100k", "ml-1m"):
+        if RATINGS_DATASETS[name].locate() is None:
+            print(f"{name}: not in the shared data folder or the download cache (hogwild "
+                  f"download {name})", file=sys.stderr)
+            continue
+        data = interactions_from_ratings(load_ratings(name), threshold=4, test_fraction=0.2,
+                                         seed=0)
+        report["datasets"].append(bench(name, data, EPOCHS, args.rounds, args.seed, peers))
+    publish(report, markdown, args.out, args.markdown)
+    if args.plot and report["datasets"]:
+        plot(report, args.plot)
+
+
+if __name__ == "__main__":
+    main()
