@@ -4,6 +4,8 @@ Files: MovieLens 100K ``u.data`` (tab-separated), 1M/10M ``ratings.dat``
 ('::'), 20M/25M/latest ``ratings.csv`` (with a header), and any "user item
 rating" text or CSV, plain, gzip or bzip2 (see ratings_parser for the rules).
 """
+import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -15,6 +17,7 @@ from hogwild.datasets.files import read_bytes
 from hogwild.errors import DataFormatError, HogwildError, choose
 
 SPLITS = ("rating", "user")
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclass
@@ -44,23 +47,128 @@ class Ratings:
 
 
 def read_ratings(path) -> Ratings:
-    """Read a "user item rating [...]" file; ids become int64, ratings float32."""
+    """Read a "user item rating [...]" file; ratings become float32. An id column
+    whose every id is an integer from 0 to 2**63 - 1 becomes int64, any other its
+    ids' text (string ids). Separators: blanks, ',', '::' or a tab (the compiled
+    parser, for integer ids), or ';' or '|', with quoted fields as Book-Crossing's
+    "276725";"034545104X";"0" (found on the first line)."""
     path = Path(path)
     raw = read_bytes(path)
+    separator = _separator(raw)
+    if separator in FAST_SEPARATORS:
+        ratings, status, line = _read_integer_ids(path, raw)
+        if status not in (P.BAD_USER, P.BAD_ITEM):
+            return ratings
+    return _read_delimited(path, raw, separator)
+
+
+# Separators looked for on the first line, in this order (None: runs of blanks);
+# the compiled parser reads the first four's files of integer ids.
+SEPARATORS = {"::": "'::'", "\t": "a tab", ";": "';'", "|": "'|'", ",": "','"}
+FAST_SEPARATORS = ("::", "\t", ",", None)
+
+
+def _separator(raw):
+    """The separator of the first line that is neither blank nor a '#' comment."""
+    for line in raw[:1 << 16].decode("utf-8", "replace").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return next((s for s in SEPARATORS if s in line), None)
+    return None
+
+
+def _split(line, separator):
+    if separator is None:
+        return line.split()
+    if len(separator) == 1:
+        return next(csv.reader([line], delimiter=separator), [])
+    return line.split(separator)
+
+
+def _is_number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _read_integer_ids(path, raw):
+    """(Ratings, OK, 0) by the compiled parser, or (None, status, line) at the first
+    line it cannot read; a bad rating or a missing field is raised here."""
     buf = np.frombuffer(raw, dtype=np.uint8)
     lines = P.count_lines(buf)
     users = np.empty(lines, np.int64)
     items = np.empty(lines, np.int64)
     values = np.empty(lines, np.float32)
     n, status, line = P.parse(buf, users, items, values)
+    if status in (P.BAD_USER, P.BAD_ITEM):
+        return None, status, line  # string ids (or another separator): read as text
     if status != P.OK:
         text = raw.split(b"\n", line)[line - 1].decode("utf-8", "replace").rstrip()
-        shown = text if len(text) <= 80 else text[:77] + "..."
-        raise DataFormatError(f"{path}, line {line}: malformed rating line "
-                              f"({P.REASONS[status]}): {shown!r}")
+        raise _malformed(path, line, P.REASONS[status], text)
     if n == 0:
         raise HogwildError(f"empty data: {path} holds no ratings")
-    return Ratings(users[:n].copy(), items[:n].copy(), values[:n].copy(), str(path))
+    return Ratings(users[:n].copy(), items[:n].copy(), values[:n].copy(), str(path)), \
+        status, 0
+
+
+def _malformed(path, line, reason, text):
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    return DataFormatError(f"{path}, line {line}: malformed rating line ({reason}): "
+                           f"{shown!r}")
+
+
+def _read_delimited(path, raw, separator):
+    """Lines split in Python: string ids, ';' or '|' separators, quoted fields."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[:error.start].count(b"\n") + 1
+        raise DataFormatError(f"{path}, line {line}: not UTF-8 text (at byte offset "
+                              f"{error.start:,}), so not a rating file") from None
+    lines = text.splitlines()
+    if separator is not None and len(separator) == 1:  # quoted fields: csv's rules
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=separator)
+        rows = ((reader.line_num, fields, lines[reader.line_num - 1]) for fields in reader)
+    else:
+        rows = ((number, _split(line, separator), line) for number, line in
+                enumerate(lines, 1))
+    expected = (f"expected user, item and rating fields separated by "
+                f"{SEPARATORS.get(separator, 'blanks')}, as on the first line")
+    users, items, values, first = [], [], [], True
+    for number, fields, line in rows:
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if first and len(fields) >= 3 and not _is_number(fields[2].strip()):
+            first = False  # a header
+            continue
+        first = False
+        if len(fields) < 3:
+            raise _malformed(path, number, expected, line.rstrip())
+        user, item = fields[0].strip(), fields[1].strip()
+        for what, field in (("user", user), ("item", item)):
+            if not field:
+                raise _malformed(path, number, f"the {what} id is empty", line.rstrip())
+        try:
+            rating = float(fields[2].strip())
+        except ValueError:
+            raise _malformed(path, number, P.REASONS[P.BAD_RATING], line.rstrip()) from None
+        if not abs(rating) <= FLOAT32_MAX:
+            raise _malformed(path, number, P.REASONS[P.NOT_FINITE], line.rstrip())
+        users.append(user)
+        items.append(item)
+        values.append(rating)
+    if not values:
+        raise HogwildError(f"empty data: {path} holds no ratings")
+    return Ratings(_id_array(users), _id_array(items), np.array(values, np.float32),
+                   str(path))
+
+
+def _id_array(ids):
+    """int64 where every id is an integer from 0 to 2**63 - 1, else the ids' text."""
+    if all(i.isascii() and i.isdigit() for i in ids) and max(map(int, ids)) <= 2 ** 63 - 1:
+        return np.array([int(i) for i in ids], np.int64)
+    return np.array(ids, str)
 
 
 def check_split(test_fraction, by):

@@ -6,8 +6,8 @@ the first line is skipped when it starts with a letter, an underscore or a quote
 and its second field is not an id too ("userId,movieId,rating,timestamp"); a first
 line of another form (such as "-7 3 4" or "a 1 3") is data, and an error where it
 is malformed. Ids must be
-non-negative integers (MovieLens and most rating dumps); string ids go through a
-DataFrame instead.
+non-negative integers (MovieLens and most rating dumps): at the first that is not,
+the caller reads the file as text instead (hogwild.datasets.ratings: string ids).
 """
 from numba import njit
 
@@ -20,9 +20,7 @@ BAD_RATING = 3
 NOT_FINITE = 4
 MISSING_FIELD = 5
 
-REASONS = {
-    BAD_USER: "the user id is not an integer from 0 to 2**63 - 1",
-    BAD_ITEM: "the item id is not an integer from 0 to 2**63 - 1",
+REASONS = {  # BAD_USER and BAD_ITEM send the file to the text reader
     BAD_RATING: "the rating is not a number",
     NOT_FINITE: "the rating is NaN, Inf or beyond float32's range (|x| > 3.4e38)",
     MISSING_FIELD: "expected user, item and rating fields",

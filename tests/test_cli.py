@@ -272,6 +272,20 @@ def test_mc_nan_rating_names_the_line(capsys, tmp_path):
                    "'2\\t1\\tNaN'\n")
 
 
+@pytest.mark.parametrize("separator", [",", ";", "|", "\t"])
+def test_mc_trains_on_string_ids_with_any_separator(capsys, tmp_path, separator):
+    rng = np.random.default_rng(0)
+    lines = {(f"user {u}", f"movie-{i}"): 1 + (u + i) % 5 for u, i in
+             zip(rng.integers(0, 40, 600), rng.integers(0, 30, 600))}
+    path = tmp_path / "ratings.txt"
+    path.write_text(f"user{separator}title{separator}stars\n" + "".join(
+        f"{u}{separator}{i}{separator}{r}\n" for (u, i), r in lines.items()))
+    status, out, _ = run(capsys, "run", "mc", "--data", str(path), "--epochs", "2", "--json")
+    assert status == 0
+    result = json.loads(out)
+    assert result["n_ratings"] + result["n_test"] == len(lines) and result["n_users"] == 40
+
+
 def test_download_command_from_a_mirror(capsys, tmp_path, monkeypatch):
     import hashlib
     import zipfile

@@ -362,15 +362,17 @@ def test_a_keyed_checkpoint_needs_its_key(tmp_path, monkeypatch):
 
 # --- data that was silently misread -----------------------------------------------------
 
-def test_a_malformed_first_line_of_ratings_is_an_error_not_a_header(capsys, tmp_path):
+def test_a_first_line_of_ratings_that_is_no_header_is_read_as_data(capsys, tmp_path):
+    """'-7 3 4' was once skipped as a header; it is data (user ids as text, since
+    -7 is no id from 0 to 2**63 - 1), and no rating is lost."""
+    from hogwild.datasets.ratings import read_ratings
     path = tmp_path / "ratings.txt"
     path.write_text("-7 3 4\n1 2 3\n2 3 4\n")
-    status, _, err = run(capsys, "run", "mc", "--data", path, "--epochs", "1")
-    assert status == 2
-    one_line_error(err, f"{path}, line 1: malformed rating line (the user id is not an integer "
-                        "from 0 to 2**63 - 1): '-7 3 4'")
+    ratings = read_ratings(path)
+    assert ratings.users.tolist() == ["-7", "1", "2"] and ratings.items.tolist() == [3, 2, 3]
+    status, _, _ = run(capsys, "run", "mc", "--data", path, "--epochs", "1")
+    assert status == 0
     path.write_text("user,item,rating\n1,2,3\n2,3,4\n3,1,2\n")  # a header still is one
-    from hogwild.datasets.ratings import read_ratings
     assert len(read_ratings(path)) == 3
 
 

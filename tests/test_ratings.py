@@ -45,18 +45,45 @@ def test_reads_each_rating_format(tmp_path, name, text, compress):
     assert r.values.dtype == np.float32 and r.users.dtype == np.int64
 
 
+@pytest.mark.parametrize("text,users,items", [
+    ("1,10,5\n2,x7,3\n", [1, 2], ["10", "x7"]),
+    ("user,item,rating\n1,10,5\n-1,10,3\n", ["1", "-1"], [10, 10]),
+    # issue 16, item 4: 2**64 + 1 and 2**65 + 1 overflowed the multiply and read as 1;
+    # beyond int64 an id is its text, never another id's number
+    ("1,10,5\n18446744073709551617,10,3\n", ["1", "18446744073709551617"], [10, 10]),
+    ("1,10,5\n2,36893488147419103233,3\n", [1, 2], ["10", "36893488147419103233"]),
+    ("1,10,5\n9223372036854775807,10,3\n", [1, 2 ** 63 - 1], [10, 10]),
+    ('User-ID;ISBN;Book-Rating\n"276725";"034545104X";"0"\n"7";"0155061224";"5"\n',
+     [276725, 7], ["034545104X", "0155061224"]),  # Book-Crossing: ';', quoted fields
+    ("alice|The Matrix|5\nbob|Heat|4.5\n", ["alice", "bob"], ["The Matrix", "Heat"]),
+    ("a b 3\n# c\n\nb  a\t4\n", ["a", "b"], ["b", "a"]),
+])
+def test_ids_that_are_not_all_integers_are_read_as_strings_per_column(tmp_path, text, users,
+                                                                      items):
+    r = read_ratings(write(tmp_path, "ids.txt", text))
+    for got, expected in ((r.users, users), (r.items, items)):
+        assert got.tolist() == expected
+        assert got.dtype.kind == ("i" if isinstance(expected[0], int) else "U")
+    assert r.values.dtype == np.float32 and len(r) == 2
+
+
 @pytest.mark.parametrize("text,message", [
-    ("1,10,5\n2,x7,3\n", r"line 2: malformed rating line \(the item id is not an integer "
-                         r"from 0 to 2\*\*63 - 1\): '2,x7,3'"),
-    ("user,item,rating\n1,10,5\n-1,10,3\n", r"line 3: malformed rating line \(the user id is "
-                                            r"not an integer from 0 to 2\*\*63 - 1\): "
-                                            r"'-1,10,3'"),
-    # issue 16, item 4: 2**64 + 1 and 2**65 + 1 overflowed the multiply and read as 1
-    ("1,10,5\n18446744073709551617,10,3\n", r"line 2: malformed rating line \(the user id is "
-                                           r"not an integer from 0 to 2\*\*63 - 1\)"),
-    ("1,10,5\n2,36893488147419103233,3\n", r"line 2: malformed rating line \(the item id is "
-                                          r"not an integer from 0 to 2\*\*63 - 1\)"),
-    ("1,10,5\n9223372036854775808,10,3\n", r"line 2: .*the user id is not an integer"),
+    ("a;b;5\nc;d\n", r"line 2: malformed rating line \(expected user, item and rating fields "
+                      r"separated by ';', as on the first line\): 'c;d'"),
+    ("a|b|5\nc||4\n", r"line 2: malformed rating line \(the item id is empty\): 'c\|\|4'"),
+    ("a,b,5\nc,d,five\n", r"line 2: malformed rating line \(the rating is not a number\)"),
+    ("a,b,5\nc,d,inf\n", r"line 2: malformed rating line \(the rating is NaN, Inf or beyond"),
+    ("a b 5\n\xff c 4\n", r"line 2: not UTF-8 text \(at byte offset 6\), so not a rating "
+                          r"file"),
+])
+def test_bad_lines_of_string_id_files_name_the_line(tmp_path, text, message):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(DataFormatError, match=str(path) + ", " + message):
+        read_ratings(path)
+
+
+@pytest.mark.parametrize("text,message", [
     ("1,10,5\n2,11,nan\n", r"line 2: malformed rating line \(the rating is NaN, Inf or "
                            r"beyond float32's range \(\|x\| > 3.4e38\)\)"),
     ("1,10,5\n2,11,1e39\n", r"line 2: malformed rating line \(the rating is NaN, Inf or "
