@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from hogwild.config import RUN_CONTROLS, TRAINING_OPTIONS, RunControls, TrainingConfig
-from hogwild.errors import HogwildError
+from hogwild.errors import HogwildError, check_seed
 from hogwild.options import TRAINING, parameters_doc
 
 TRAINING_DOC_SLOT = "{training parameters}"
@@ -127,6 +127,21 @@ class Params:
                     for name, p in inspect.signature(type(self).__init__).parameters.items()}
         changed = [f"{k}={v!r}" for k, v in self.get_params().items() if v != defaults[k]]
         return f"{type(self).__name__}({', '.join(changed)})"
+
+
+def drawn_seed(seed, backend="threads"):
+    """The seed a run uses: ``seed`` checked, or for None 128 bits drawn from the
+    operating system (as numpy's SeedSequence(None) draws), returned so that it
+    can be recorded and passed again to reproduce the run. The ranks of an MPI job
+    all use rank 0's draw: they must agree on the run's settings."""
+    if check_seed(seed) is not None:
+        return seed
+    drawn = int(np.random.SeedSequence().entropy)
+    if backend == "mpi":
+        from hogwild.backends.mpi.job import import_mpi, in_mpi_job
+        if in_mpi_job():
+            drawn = import_mpi().COMM_WORLD.bcast(drawn, root=0)
+    return drawn
 
 
 def not_fitted(estimator, how):

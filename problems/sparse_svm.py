@@ -26,7 +26,7 @@ from hogwild.disk_arrays import extremes, occurrences, pieces
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_int, choose
 from hogwild.config import RunControls
-from hogwild.estimator import (Params, as_matrix, not_fitted, run_controls,
+from hogwild.estimator import (Params, as_matrix, drawn_seed, not_fitted, run_controls,
                                training_parameters)
 from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory
 from hogwild.model_file import read_model, write_model
@@ -476,9 +476,7 @@ def svm_file_objective(data, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
 
 
 def _epoch_seed(seed, epoch):
-    """The seed of one partial_fit epoch, derived from the estimator's (None: none)."""
-    if seed is None:
-        return None
+    """The seed of one partial_fit epoch, derived from the estimator's."""
     if isinstance(seed, np.random.Generator):
         seed = seed.bit_generator.seed_seq
     if not isinstance(seed, np.random.SeedSequence):
@@ -584,6 +582,9 @@ class SparseSVM(Params):
         The step used (step='auto' resolved).
     n_iter_ : int
         Epochs trained: fit's epochs, plus one per partial_fit.
+    seed_ : int
+        The seed used: seed, or the one drawn for seed=None (pass it to reproduce
+        the run; with one worker, bit for bit).
     dense_input_ : bool
         X was given dense (not scipy.sparse): the intercept then takes a feature's
         step, as in scikit-learn's SGD, else a hundredth of it.
@@ -619,15 +620,16 @@ class SparseSVM(Params):
                 else ovr_error_metric(X_test, codes, classes.size)
         if not isinstance(self.shuffle_rows, (bool, np.bool_)):
             raise HogwildError(f"shuffle_rows must be True or False, got {self.shuffle_rows!r}")
+        seed = self.seed_ = drawn_seed(self.seed, self.backend)
         if self.shuffle_block != 1 and self.shuffle_rows:
             with phase("shuffle"):
-                rows = np.random.default_rng(self.seed).permutation(X.shape[0])
+                rows = np.random.default_rng(seed).permutation(X.shape[0])
                 X = X[rows]
                 targets = targets[rows] if classes.size == 2 else tuple(t[rows] for t in targets)
         with phase("objective"):
             self.step_ = auto_step(X) if automatic_step else self.step
-            objective = self._objective(X, targets, classes.size, self.seed)
-        result = engine_fit(objective, self.training_config(step=self.step_),
+            objective = self._objective(X, targets, classes.size, seed)
+        result = engine_fit(objective, self.training_config(step=self.step_, seed=seed),
                             run_controls(evaluate, controls))
         self.classes_, self.n_features_in_, self.n_iter_ = classes, X.shape[1], self.epochs
         self._keep_model(result)
@@ -662,9 +664,11 @@ class SparseSVM(Params):
             self.step_ = auto_step(X) if automatic_step else self.step
             self.dense_input_ = dense
             self.classes_, self.n_features_in_, self.n_iter_ = given, X.shape[1], 0
+        if not hasattr(self, "seed_"):  # a first call, or a model read from a file
+            self.seed_ = drawn_seed(self.seed, self.backend)
         # each call draws its own order and lazy turns: the same batch given again is
         # another epoch, not the same one
-        seed = _epoch_seed(self.seed, self.n_iter_)
+        seed = _epoch_seed(self.seed_, self.n_iter_)
         objective = self._objective(X, targets, self.classes_.size, seed)
         if not first:  # from the current model
             if self.classes_.size == 2:

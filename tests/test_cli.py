@@ -641,3 +641,27 @@ def test_each_problem_takes_its_defaults_from_the_library():
             assert getattr(args, name) == defaults[name], (problem, name)
         assert args.checkpoint == f"hogwild-{problem}-checkpoint.npz"
     assert parser.parse_args(["run", "svm", "--schedule", "inverse"]).step_schedule == "inverse"
+
+
+@pytest.mark.parametrize("problem, argv", [
+    ("svm", []),
+    ("mc", ["--data", "RATINGS"]),
+    ("implicit", ["--data", "RATINGS"]),
+    ("cuts", ["--data", "random:60x200"]),
+])
+def test_an_unseeded_run_records_its_drawn_seed_and_is_reproducible_from_it(
+        capsys, tmp_path, problem, argv):
+    ratings = tmp_path / "ratings.tsv"
+    rng = np.random.default_rng(1)
+    ratings.write_text("".join(f"{u}\t{i}\t{1 + (u * i) % 5}\n" for u, i in
+                               zip(rng.integers(0, 50, 800), rng.integers(0, 40, 800))))
+    argv = [str(ratings) if a == "RATINGS" else a for a in argv]
+    common = ["run", problem, *argv, "--epochs", "2", "--workers", "1", "--json"]
+    status, out, _ = run(capsys, *common)
+    assert status == 0
+    runs = [json.loads(out)]
+    status, out, _ = run(capsys, *common, "--seed", str(runs[0]["seed"]))
+    assert status == 0, out
+    runs.append(json.loads(out))
+    assert isinstance(runs[0]["seed"], int) and runs[0]["seed"] == runs[1]["seed"]
+    assert runs[0]["history"][-1]["objective"] == runs[1]["history"][-1]["objective"]

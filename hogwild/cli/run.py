@@ -11,6 +11,7 @@ from hogwild.atomic import atomic_file
 from hogwild.backends.mpi import job_rank
 from hogwild.cli.options import IMAGE_SUFFIXES, control_fields, training_fields
 from hogwild.config import TrainingConfig
+from hogwild.estimator import drawn_seed
 from hogwild.errors import HogwildError
 from hogwild.limits import peak_resident_bytes
 from hogwild.phases import PhaseLog, phase, recording, seconds_since_launch
@@ -165,7 +166,7 @@ def run_svm(args):
         "replication": model.replication_, "replicated": model.replicated_,
         "distributed": model.distributed_,
         "startup_seconds": model.startup_seconds_, "epochs": args.epochs,
-        "seed": args.seed, "objective": history[-1].objective,
+        "seed": model.seed_, "objective": history[-1].objective,
         # not over rows that streamed from disk: a pass through their map would hold them
         "train_error": None if model.streaming_ else 1.0 - model.score(train.X, train.y),
         "test_error": history[-1].metrics.get("test_error"),
@@ -245,7 +246,7 @@ def run_mc(args):
         "workers": model.workers_, "distributed": model.distributed_,
         "replicated": model.replicated_,
         "startup_seconds": model.startup_seconds_,
-        "epochs": args.epochs, "seed": args.seed, "objective": history[-1].objective,
+        "epochs": args.epochs, "seed": model.seed_, "objective": history[-1].objective,
         "test_rmse": history[-1].metrics["test_rmse"], "update_seconds": update_seconds,
         "ratings_per_s": sum(r.updates for r in history) / update_seconds,
         **_setup_fields(log, model),
@@ -294,7 +295,7 @@ def run_implicit(args):
         "init_scale": model.init_scale_, "max_sampled": args.max_sampled,
         "step": model.step_, "decay": model.decay_, "scheduler": args.scheduler,
         "backend": args.backend, "workers": model.workers_, "epochs": args.epochs,
-        "seed": args.seed, "objective": history[-1].objective, **measures,
+        "seed": model.seed_, "objective": history[-1].objective, **measures,
         "update_seconds": update_seconds,
         "interactions_per_s": sum(r.updates for r in history) / update_seconds,
         **_setup_fields(log, model),
@@ -369,11 +370,12 @@ def run_cuts(args):
 
     started = time.perf_counter()
     n_labels = args.labels or 2  # bounded by check_numbers
-    fit_options = dict(config=TrainingConfig(**training_fields(args)), **control_fields(args))
+    seed = drawn_seed(args.seed, args.backend)  # recorded: --seed reproduces the run
+    fit_options = dict(config=TrainingConfig(**{**training_fields(args), "seed": seed}),
+                       **control_fields(args))
     result = {"problem": "cuts", "data": str(args.data),
               "scheduler": args.scheduler, "backend": args.backend, "epochs": args.epochs,
-              "replication": args.replication,
-              "seed": args.seed}
+              "replication": args.replication, "seed": seed}
     image_input = str(args.data).lower().endswith(IMAGE_SUFFIXES)
     if image_input:
         image = segmentation.read_gray(args.data)

@@ -9,8 +9,9 @@ import numpy as np
 from hogwild.backends import get_backend
 from hogwild.datasets.cache import release_pages
 from hogwild.engine import fit as engine_fit
-from hogwild.errors import HogwildError, check_int, check_seed, choose
-from hogwild.estimator import Params, not_fitted, run_controls, training_parameters
+from hogwild.errors import HogwildError, check_int, choose
+from hogwild.estimator import (Params, drawn_seed, not_fitted, run_controls,
+                               training_parameters)
 from hogwild.limits import check_workers
 from hogwild.model_file import check_shapes, read_model, write_model
 from hogwild.objective import Metric
@@ -106,6 +107,9 @@ class MatrixFactorization(Params):
         The lowest and highest training rating.
     reg_, bias_reg_, init_scale_ : float
         The values used (reg=None etc. resolved for the model).
+    seed_ : int
+        The seed used: seed, or the one drawn for seed=None (pass it to reproduce
+        the run; an unseeded run's block layout is not cached).
     item_counts_ : numpy.ndarray of int64
         Training ratings per item (recommend's cold start breaks ties by it).
     step_ : float
@@ -159,7 +163,8 @@ class MatrixFactorization(Params):
             values = check_values(raw_values)
         if values.size == 0:
             raise HogwildError("empty data: the training set has no ratings")
-        seeds = np.random.SeedSequence(check_seed(self.seed)).spawn(3)
+        self.seed_ = drawn_seed(self.seed, self.backend)
+        seeds = np.random.SeedSequence(self.seed_).spawn(3)
         workers = self.workers
         layout = storing = None
         if "blocks" in get_scheduler(self.scheduler).needs:

@@ -31,8 +31,9 @@ import scipy.sparse as sp
 from numba import njit
 
 from hogwild.engine import fit as engine_fit
-from hogwild.errors import HogwildError, check_int, check_seed, choose
-from hogwild.estimator import Params, not_fitted, run_controls, training_parameters
+from hogwild.errors import HogwildError, check_int, choose
+from hogwild.estimator import (Params, drawn_seed, not_fitted, run_controls,
+                               training_parameters)
 from hogwild.kernels.draws import below, sample_hash
 from hogwild.model_file import check_shapes, read_model, write_model
 from hogwild.objective import Objective
@@ -194,6 +195,9 @@ class ImplicitFactorization(Params):
         most popular).
     step_, decay_, reg_, init_scale_ : float
         The values used (None resolved for the loss).
+    seed_ : int
+        The seed used: seed, or the one drawn for seed=None (pass it to reproduce
+        the run).
     {run attributes}
     """
 
@@ -233,7 +237,8 @@ class ImplicitFactorization(Params):
                                                    "interactions")
         if seen_items.size == 0:
             raise HogwildError("empty data: interactions holds no entry > 0")
-        seeds = np.random.SeedSequence(check_seed(self.seed)).spawn(3)
+        self.seed_ = drawn_seed(self.seed, self.backend)
+        seeds = np.random.SeedSequence(self.seed_).spawn(3)
         users = np.repeat(np.arange(n_users, dtype=np.int32), np.diff(indptr))
         order = np.random.default_rng(seeds[0]).permutation(users.size)
         objective = implicit_objective(users[order], seen_items[order], (indptr, seen_items),
