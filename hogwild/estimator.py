@@ -138,7 +138,7 @@ def drawn_seed(seed, backend="threads"):
         return seed
     drawn = int(np.random.SeedSequence().entropy)
     if backend == "mpi":
-        from hogwild.backends.mpi.job import import_mpi, in_mpi_job
+        from hogwild.backends.mpi import import_mpi, in_mpi_job
         if in_mpi_job():
             drawn = import_mpi().COMM_WORLD.bcast(drawn, root=0)
     return drawn

@@ -30,8 +30,8 @@ def planted_svmlight(folder):
 
 def test_the_examples_folder_has_one_script_per_problem_and_one_own_objective():
     assert sorted(p.name for p in EXAMPLES.glob("*.py")) == [
-        "graph_cut.py", "own_objective.py", "recommender.py", "segmentation.py",
-        "svm_text.py"]
+        "graph_cut.py", "implicit_recommender.py", "own_objective.py", "recommender.py",
+        "segmentation.py", "svm_text.py"]
 
 
 def test_svm_example_prints_the_test_error_and_plots_it_against_time(tmp_path):
@@ -88,3 +88,49 @@ def test_own_objective_example_is_as_good_as_scikit_learn(tmp_path):
     ours = float(re.findall(r"test error ([\d.]+)%", out)[-2])
     theirs = float(re.search(r"LogisticRegression: test error ([\d.]+)%", out).group(1))
     assert ours <= theirs + 0.5
+
+
+def example_parser(script, monkeypatch):
+    """The argparse parser ``script`` builds (its main stopped at parse_args)."""
+    import argparse
+    import runpy
+
+    built = []
+
+    def stop(parser, *args, **kwargs):
+        built.append(parser)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", stop)
+    with pytest.raises(SystemExit):
+        runpy.run_path(str(EXAMPLES / script), run_name="__main__")
+    return built[0]
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in EXAMPLES.glob("*.py")))
+def test_every_examples_help_is_its_whole_docstring_and_every_option_has_help(script,
+                                                                            monkeypatch):
+    import ast
+    parser = example_parser(script, monkeypatch)
+    docstring = ast.get_docstring(ast.parse((EXAMPLES / script).read_text()), clean=False)
+    assert parser.description == docstring and docstring.rstrip().endswith((".", ")"))
+    for action in parser._actions:
+        assert action.help and action.help.strip(), (script, action.option_strings)
+
+
+def test_implicit_recommender_example_ranks_held_out_items_and_finds_similar_ones(tmp_path):
+    rng = np.random.default_rng(0)
+    users, items = rng.integers(1, 300, 30_000), rng.integers(1, 100, 30_000)
+    liked = (users % 4) == (items % 4)  # four tastes
+    lines = [f"u{u};m{i};{5 if like else 2}\n" for u, i, like in zip(users, items, liked)]
+    (tmp_path / "ratings.csv").write_text("".join(lines))
+    out = run_example("implicit_recommender.py", "--data", "ratings.csv", "--epochs", "10",
+                      cwd=tmp_path)
+    precision = float(re.search(r"precision@10 ([\d.]+)", out).group(1))
+    assert precision > 0.15, out  # the planted tastes: a random ranking gets about 0.05
+    top = re.search(r"top 10 for user (u\d+): (.*)", out)
+    assert top and len(top.group(2).split(", ")) == 10
+    assert all(item.startswith("m") for item in top.group(2).split(", "))
+    like = re.search(r"items most like m(\d+): (.*)", out)
+    similar = [int(item.split()[0][1:]) for item in like.group(2).split(", ")]
+    assert len(similar) == 5 and {i % 4 for i in similar} == {int(like.group(1)) % 4}

@@ -1,10 +1,12 @@
-"""The README's custom-objective example runs and does what it says."""
+"""The README's custom-objective example, and the engine guide's vertex program,
+run and do what they say."""
 import re
 from pathlib import Path
 
 import numpy as np
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+ENGINE = README.parent / "docs" / "engine.md"  # the engine's guide, linked from the README
 
 
 def readme_example():
@@ -28,11 +30,11 @@ def test_vertex_program_example_computes_pagerank(capsys):
     import scipy.sparse as sp
     from scipy.sparse.linalg import spsolve
 
-    text = README.read_text()
+    text = ENGINE.read_text()
     marker = text.index("<!-- README vertex program: run by tests/test_readme.py -->")
     code = re.search(r"```python\n(.*?)```", text[marker:], re.S).group(1)
     namespace = {"__name__": "readme_vertex_program"}
-    exec(compile(code, str(README), "exec"), namespace)
+    exec(compile(code, str(ENGINE), "exec"), namespace)
     graph, ranks = namespace["graph"], namespace["ranks"]
     n = graph.n_vertices
     A = sp.csr_matrix((np.ones(graph.indices.size), graph.indices, graph.indptr), (n, n))

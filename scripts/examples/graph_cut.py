@@ -15,10 +15,15 @@ from hogwild.problems.graph_cuts import (exact_two_label_cut, multiway_cut,
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default="snap-facebook-combined")
-    parser.add_argument("--epochs", type=int, default=200)
-    parser.add_argument("--workers", type=int, default=None)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default="snap-facebook-combined",
+                        help="a graph name, random:VERTICESxEDGES, a .col or edge-list file "
+                             "(default: snap-facebook-combined)")
+    parser.add_argument("--epochs", type=int, default=200,
+                        help="passes over the edges (default: 200)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="worker threads (default: every usable core)")
     args = parser.parse_args()
 
     n, u, v, w, _ = load_graph(args.data)

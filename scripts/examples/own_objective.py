@@ -62,10 +62,14 @@ def arrays(X, y):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default="a9a")
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--workers", type=int, default=None)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default="a9a",
+                        help="a dataset name or an svmlight file (default: a9a, shipped)")
+    parser.add_argument("--epochs", type=int, default=10,
+                        help="passes over the samples (default: 10)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="worker threads (default: every usable core)")
     args = parser.parse_args()
 
     train, test = load_svm_data(args.data)

@@ -19,11 +19,15 @@ from hogwild.problems.matrix_completion import MatrixFactorization
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default="ml-100k")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default="ml-100k",
+                        help="a rating dataset name or a 'user item rating' file "
+                             "(default: ml-100k)")
     parser.add_argument("--user", type=int, default=None,
                         help="the user id to recommend for (default: the first one)")
-    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--epochs", type=int, default=20,
+                        help="passes over the ratings (default: 20)")
     parser.add_argument("--model-file", default=None,
                         help="where to save the model (default: a temporary file)")
     args = parser.parse_args()

@@ -17,12 +17,17 @@ from hogwild.problems import segmentation
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--image", default=str(shared_data_dir() / "images-skimage" /
-                                               "coins.png"))
-    parser.add_argument("--labels", type=int, default=2)
-    parser.add_argument("--epochs", type=int, default=100)
-    parser.add_argument("--out", default="segmentation.png")
+                                               "coins.png"),
+                        help="a grayscale or colour image (default: the shared coins.png)")
+    parser.add_argument("--labels", type=int, default=2,
+                        help="how many segments, seeded dark to bright (default: 2)")
+    parser.add_argument("--epochs", type=int, default=100,
+                        help="passes over the pixel graph's edges (default: 100)")
+    parser.add_argument("--out", default="segmentation.png",
+                        help="the label PNG to write (default: segmentation.png)")
     args = parser.parse_args()
 
     image = segmentation.read_gray(args.image)

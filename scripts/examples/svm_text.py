@@ -15,12 +15,17 @@ from hogwild.problems.sparse_svm import SparseSVM
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default="news20-bydate")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default="news20-bydate",
+                        help="a dataset name or an svmlight file (default: news20-bydate)")
     parser.add_argument("--test", help="svmlight test file (default: the dataset's split)")
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--workers", type=int, default=None)
-    parser.add_argument("--plot", default="svm-test-error.png", help="PNG to write")
+    parser.add_argument("--epochs", type=int, default=10,
+                        help="passes over the samples (default: 10)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="worker threads (default: every usable core)")
+    parser.add_argument("--plot", default="svm-test-error.png",
+                        help="the plot PNG to write (default: svm-test-error.png)")
     args = parser.parse_args()
 
     # Rows are TF-IDF vectors with one label each; the two classes of a binary set.
