@@ -182,8 +182,10 @@ TRAINING = (
            low=1, high=2**31 - 1),
     Option("seed", "seed", None,
            "Seed of the sample order and of every random choice of the run (None: a "
-           "new one each run). The serial, blocked, colored and cyclades schedulers "
-           "are then bitwise reproducible; the others in distribution."),
+           "new one each run, recorded as the estimators' seed_). The serial, blocked, "
+           "colored and cyclades schedulers are then bitwise reproducible, and "
+           "replication 'worker' for a given worker count; the others in "
+           "distribution."),
     Option("oversubscribe", "bool", False,
            "Allow more than 4 workers per usable core (they mostly wait for a core)."),
     Option("replication", "choice", "shared",

@@ -38,6 +38,10 @@ PROBE_SAMPLES = 32_768  # per worker and probe epoch
 PROBE_ROUNDS = 3  # timed probe epochs per visit of a mode; the median counts
 PROBE_VISITS = 2  # visits of each mode, alternating
 HOT_SHARE_WORTH_PROBING = 0.05  # of the ids: fewer on hot rows, sharing is cheap
+# "auto" probes only when the probe's updates are at most this share of the run's;
+# a shorter run takes the rule instead (worker+mixed with id arrays, else shared):
+# on imdb's 20 epochs the probe would be three times the training
+PROBE_SHARE = 0.1
 
 
 def check(replication, scheduler_name, scheduler_kind):
@@ -63,10 +67,12 @@ class ReplicationSettings:
     chosen: Optional[dict] = None
 
     @classmethod
-    def for_run(cls, config, objective, mode, chosen=None):
-        """The settings of a run in ``mode`` (a HogwildError where the objective
-        lacks what the mode or merge rule needs)."""
-        if config.merge == "mixed" and mode != "shared" and not objective.id_arrays:
+    def for_run(cls, config, objective, mode, chosen=None, merge=None):
+        """The settings of a run in ``mode``, merging by ``merge`` (None: the
+        config's), or a HogwildError where the objective lacks what the mode or
+        merge rule needs."""
+        merge = merge or config.merge
+        if merge == "mixed" and mode != "shared" and not objective.id_arrays:
             raise HogwildError(f"merge 'mixed' needs the objective's id arrays to tell hot "
                                f"rows from cold ones, and objective '{objective.name}' "
                                "declares none (Objective.id_arrays); use merge 'mean' or 'sum'")
@@ -74,7 +80,7 @@ class ReplicationSettings:
             raise HogwildError(f"replication 'hot' needs the objective's id arrays, and "
                                f"objective '{objective.name}' declares none "
                                "(Objective.id_arrays); use replication 'worker'")
-        return cls(mode, config.merge_every, config.merge, config.hot_fraction,
+        return cls(mode, config.merge_every, merge, config.hot_fraction,
                    objective.id_arrays, chosen)
 
     def interval(self, n_samples):
@@ -92,40 +98,69 @@ class ReplicationSettings:
 
 def resolve(config, objective, workers, scheduler_kind, measure):
     """The ReplicationSettings of a run on a CPU backend, "auto" decided by choose."""
-    mode, chosen = config.replication, None
+    mode, chosen, merge = config.replication, None, None
     if mode == "auto":
-        mode, chosen = choose(objective, workers, config, scheduler_kind, measure)
-    return ReplicationSettings.for_run(config, objective, mode, chosen)
+        mode, merge, chosen = choose(objective, workers, config, scheduler_kind, measure)
+    return ReplicationSettings.for_run(config, objective, mode, chosen, merge)
+
+
+# "auto"'s candidates: (mode, merge rule; None: the config's). With id arrays,
+# "hot" (frequent merges of the hot rows only keep shared's statistics) and
+# "worker" merged "mixed" (whole copies: the epoch speed of private cache lines;
+# hot rows averaged, cold ones added, so no cold update is lost). Without them,
+# "worker" merged by the config's rule.
+AUTO_CANDIDATES = {"hot": ("hot", None), "worker+mixed": ("worker", "mixed")}
+
+
+def candidates(objective):
+    """{name: (mode, merge)} that replication="auto" probes against "shared"."""
+    return dict(AUTO_CANDIDATES) if objective.id_arrays else {"worker": ("worker", None)}
 
 
 def choose(objective, workers, config, scheduler_kind, measure):
-    """replication="auto": (mode, why). "shared" with one worker, with a scheduler
-    that keeps workers apart, or when under HOT_SHARE_WORTH_PROBING of the ids fall
-    on hot rows; else ``measure(candidate)`` (the backend's probe: {mode: [updates/s
-    of each timed probe epoch]}, PROBE_VISITS alternating visits of "shared" and
-    the candidate, PROBE_ROUNDS epochs of PROBE_SAMPLES samples per worker each)
-    and the faster by median, replication needing AUTO_MARGIN. The candidate is
-    "hot" when the objective declares id arrays: its frequent merges keep the
-    statistics of "shared", while "worker" merged once an epoch averages away part
-    of every hot coordinate's progress (MovieLens 1M: RMSE 0.89 against 0.855)."""
+    """replication="auto": (mode, merge rule or None, why). "shared" with one
+    worker, with a scheduler that keeps workers apart, or when under
+    HOT_SHARE_WORTH_PROBING of the ids fall on hot rows; by rule in a run too short
+    for a probe (PROBE_SHARE); else ``measure(candidates)``
+    (the backend's probe: {name: [updates/s of each timed probe epoch]} of "shared"
+    and each candidate, PROBE_VISITS alternating visits, PROBE_ROUNDS epochs of
+    PROBE_SAMPLES samples per worker each) and the fastest by median, replication
+    needing AUTO_MARGIN over "shared". (imdb's SVM at 2 workers: "worker" merged
+    "mixed" 1.6-1.8x the shared rate at the same test error, "hot" 1.2-1.5x.)"""
     if workers == 1:
-        return "shared", {"chose": "shared", "why": "one worker"}
+        return "shared", None, {"chose": "shared", "why": "one worker"}
     if scheduler_kind != "spans":
-        return "shared", {"chose": "shared", "why": f"scheduler {config.scheduler!r} keeps "
-                                                   "its workers apart"}
-    candidate = "hot" if objective.id_arrays else "worker"
+        return "shared", None, {"chose": "shared", "why": f"scheduler {config.scheduler!r} "
+                                                         "keeps its workers apart"}
+    options = candidates(objective)
     why = {}
-    if candidate == "hot":
+    if objective.id_arrays:
         share = hot_share(objective, config.hot_fraction)
         why["ids_on_hot_rows"] = round(share, 4)
         if share < HOT_SHARE_WORTH_PROBING:
-            return "shared", {"chose": "shared", "why": f"{share:.1%} of the ids are on hot "
-                                                       "rows: sharing costs little", **why}
-    rates = {mode: statistics.median(values) for mode, values in measure(candidate).items()}
-    chosen = candidate if rates[candidate] >= AUTO_MARGIN * rates["shared"] else "shared"
-    verdict = "faster" if chosen == candidate else f"not {AUTO_MARGIN}x faster"
-    return chosen, {"chose": chosen, "why": f"probe: {candidate} {verdict} than shared",
-                    "probe_updates_per_s": {k: round(v) for k, v in rates.items()}, **why}
+            return "shared", None, {"chose": "shared", "why": f"{share:.1%} of the ids are on "
+                                                             "hot rows: sharing costs little",
+                                    **why}
+    probe_updates = PROBE_SAMPLES * workers * (PROBE_ROUNDS + 1) * PROBE_VISITS \
+        * (1 + len(options))
+    if probe_updates > PROBE_SHARE * objective.n_samples * config.epochs:
+        if not objective.id_arrays:
+            return "shared", None, {"chose": "shared", "why": "a short run, no id arrays: "
+                                                             "not worth a probe", **why}
+        mode, merge = options["worker+mixed"]
+        return mode, merge, {"chose": mode, "merge": merge,
+                             "why": "a short run: worker+mixed by rule, no probe", **why}
+    rates = {name: statistics.median(values) for name, values in measure(options).items()}
+    best = max(options, key=rates.get)
+    chosen = best if rates[best] >= AUTO_MARGIN * rates["shared"] else "shared"
+    ratio = rates[best] / rates["shared"] if rates["shared"] > 0 else float("inf")
+    verdict = f"{best} {ratio:.2f}x shared's rate" if chosen == best else \
+        f"none {AUTO_MARGIN}x shared's rate (best {best} {ratio:.2f}x)"
+    mode, merge = options.get(chosen, ("shared", None))
+    return mode, merge, {"chose": mode, **({"merge": merge} if merge else {}),
+                         "why": f"probe: {verdict}",
+                         "probe_updates_per_s": {k: round(v) for k, v in rates.items()},
+                         **why}
 
 
 def row_counts(group, params, data):

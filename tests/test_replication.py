@@ -305,24 +305,45 @@ def test_auto_leaves_rows_shared_when_few_ids_are_on_hot_rows():
 
 
 @pytest.mark.parametrize("id_arrays", [True, False])
-def test_auto_chooses_by_its_probe_and_says_so(id_arrays):
+def test_a_short_run_takes_autos_rule_without_a_probe(id_arrays):
+    objective, _, _ = counters()
+    if not id_arrays:
+        objective = Objective(count_id, zero_loss, objective.params, objective.data,
+                              objective.n_samples, integer_params=True)
+    result = fit(objective, epochs=2, workers=2, seed=0, replication="auto")
+    auto = result.replicated["auto"]
+    assert "probe_updates_per_s" not in auto and auto["why"].startswith("a short run")
+    assert (auto["chose"], auto.get("merge")) == (("worker", "mixed") if id_arrays
+                                                  else ("shared", None))
+    assert result.replication == auto["chose"]
+
+
+@pytest.mark.parametrize("id_arrays", [True, False])
+def test_auto_chooses_by_its_probe_and_says_so(id_arrays, monkeypatch):
     """Which mode wins depends on the machine; the choice must follow the probe's
     own figures (replication only when AUTO_MARGIN times faster), and the run must
-    use it. Without id arrays the candidate is "worker"."""
+    use it. With id arrays the candidates are "hot" and "worker" merged "mixed";
+    without, "worker"."""
+    from hogwild import replication
     from hogwild.replication import AUTO_MARGIN
 
+    monkeypatch.setattr(replication, "PROBE_SHARE", float("inf"))  # probe however short
     objective, ids, weight = counters()
     if not id_arrays:
         objective = Objective(count_id, zero_loss, objective.params, objective.data,
                               objective.n_samples, integer_params=True)
     result = fit(objective, epochs=2, workers=2, seed=0, replication="auto", merge="sum")
     auto = result.replicated["auto"]
-    candidate = "hot" if id_arrays else "worker"
+    candidates = {"hot": ("hot", "sum"), "worker+mixed": ("worker", "mixed")} if id_arrays \
+        else {"worker": ("worker", "sum")}
     rates = auto["probe_updates_per_s"]
-    assert set(rates) == {"shared", candidate}
-    expected = candidate if rates[candidate] >= AUTO_MARGIN * rates["shared"] else "shared"
-    assert auto["chose"] == result.replication == expected
-    if expected != "shared":  # summed merges lose nothing
+    assert set(rates) == {"shared", *candidates}
+    best = max(candidates, key=rates.get)
+    mode, merge = candidates[best] if rates[best] >= AUTO_MARGIN * rates["shared"] \
+        else ("shared", "sum")
+    assert auto["chose"] == result.replication == mode
+    assert result.replicated.get("merge", "sum") == merge
+    if mode != "shared" and merge == "sum":  # summed merges lose nothing
         np.testing.assert_array_equal(result.params[0],
                                       2 * np.bincount(ids, minlength=ids.size) * weight)
 
@@ -375,3 +396,16 @@ def test_ids_outside_the_rows_are_named_before_any_work():
                   n_samples=3, id_arrays=(IdArray(0, (0,), (1,)),))
     assert str(error.value) == ("data[0][2] = 12 is not a row of params[0], which has 10 rows "
                                 "(declared by an IdArray)")
+
+
+def test_worker_copies_merged_mixed_are_bitwise_reproducible_for_a_seed_and_worker_count():
+    """The SVM's default on short runs (auto's rule): each worker trains its own copy
+    of a fixed share of the samples and the copies merge between barriers, so two
+    workers give the same bits run after run."""
+    from hogwild.datasets.registry import load_svm_data
+    train, _ = load_svm_data("a9a")
+    runs = [SparseSVM(seed=5, epochs=3, workers=2).fit(train.X, train.y) for _ in range(3)]
+    assert runs[0].replication_ == "worker" and runs[0].replicated_["merge"] == "mixed"
+    for other in runs[1:]:
+        assert np.array_equal(other.coef_, runs[0].coef_)
+        assert np.array_equal(other.intercept_, runs[0].intercept_)

@@ -213,13 +213,14 @@ def replication_of(workers, config, objective):
     from hogwild.schedulers import SCHEDULERS
 
     return resolve(config, objective, workers, SCHEDULERS[config.scheduler].kind,
-                   lambda candidate: probe_rates(objective, workers, config, candidate))
+                   lambda candidates: probe_rates(objective, workers, config, candidates))
 
 
-def probe_rates(objective, workers, config, candidate):
-    """{mode: [updates/s]} of "shared" and ``candidate`` on copies of the
-    parameters: PROBE_VISITS alternating visits of each, each PROBE_ROUNDS timed
-    hogwild epochs of PROBE_SAMPLES samples per worker after one untimed."""
+def probe_rates(objective, workers, config, candidates):
+    """{name: [updates/s]} of "shared" and each of ``candidates`` ({name: (mode,
+    merge)}) on copies of the parameters: PROBE_VISITS alternating visits of each,
+    each PROBE_ROUNDS timed hogwild epochs of PROBE_SAMPLES samples per worker after
+    one untimed."""
     from hogwild.kernels.compiler import compile_loops, slp_vectorizer
     from hogwild.schedulers import SCHEDULERS
 
@@ -227,13 +228,15 @@ def probe_rates(objective, workers, config, candidate):
     planner = SCHEDULERS["hogwild"].planner(n, workers)
     loops = compile_loops(objective.update, objective.loss, objective.fastmath)
     rng = np.random.default_rng(0)
-    timings = {"shared": [], candidate: []}
+    modes = {"shared": ("shared", None), **candidates}
+    timings = {name: [] for name in modes}
     with slp_vectorizer(objective.fastmath):
         # one mode's backend at a time: an idle crew polls for work for ~10 ms and
         # would take a core from the other's timed epochs
-        for mode in ("shared", candidate) * PROBE_VISITS:
-            with ThreadsBackend(workers, ReplicationSettings.for_run(config, objective,
-                                                                     mode)) as probe:
+        for name in tuple(modes) * PROBE_VISITS:
+            mode, merge = modes[name]
+            settings = ReplicationSettings.for_run(config, objective, mode, merge=merge)
+            with ThreadsBackend(workers, settings) as probe:
                 params, data = probe.share(tuple(aligned_copy(p) for p in objective.params),
                                            objective.data, objective.n_samples)
                 probe.warm_up(loops, params, data, SCHEDULERS["hogwild"])
@@ -242,6 +245,6 @@ def probe_rates(objective, workers, config, candidate):
                     start = time.perf_counter()
                     updates = probe.run_epoch(loops, plan, params, data, config.step, 0)
                     if round_:
-                        timings[mode].append(updates / max(time.perf_counter() - start,
+                        timings[name].append(updates / max(time.perf_counter() - start,
                                                            1e-9))
     return timings

@@ -128,13 +128,15 @@ def workers_text(scheduler, workers, distributed):
             f"{f'{every} updates' if every else 'epoch'} by {' and '.join(ways)}")
 
 
-def replication_text(mode, replicated):
-    """The summary line's words on replication: nothing for a plain shared run,
-    else the mode, and what "auto" chose it from."""
+def replication_text(mode, replicated, asked=None):
+    """The summary line's words on replication: nothing for a shared run nobody
+    asked otherwise of (``asked``: the --replication given, None for the
+    default), else the mode, its merge rule, and what "auto" chose it from."""
     auto = (replicated or {}).get("auto")
-    if mode == "shared" and auto is None:
+    if mode == "shared" and (auto is None or asked is None):
         return ""
-    return f", replication {mode}" + (f" (auto: {auto['why']})" if auto else "")
+    merge = f" merged {replicated['merge']}" if auto and auto.get("merge") else ""
+    return f", replication {mode}{merge}" + (f" (auto: {auto['why']})" if auto else "")
 
 
 def run_svm(args):
@@ -184,7 +186,8 @@ def run_svm(args):
     test_text = (f", test error {100 * result['test_error']:.2f}%"
                  if result["test_error"] is not None else "")
     print(f"done: {workers_text(args.scheduler, model.workers_, model.distributed_)}"
-          f"{replication_text(model.replication_, model.replicated_)} on {args.data} "
+          f"{replication_text(model.replication_, model.replicated_, args.replication)} "
+          f"on {args.data} "
           f"({train.X.shape[0]} x {train.X.shape[1]}, {train.X.nnz} nonzeros): "
           f"objective {result['objective']:.6f}{train_text}{test_text}; "
           f"{result['updates_per_s'] / 1e6:.2f} M updates/s, "
@@ -241,7 +244,7 @@ def run_mc(args):
         "n_items": len(model.item_ids_), "rank": args.rank, "model": model.model,
         "reg": model.reg_, "bias_reg": model.bias_reg_, "init_scale": model.init_scale_,
         "step": model.step_,
-        "decay": args.decay, "scheduler": args.scheduler, "backend": args.backend,
+        "decay": args.decay, "scheduler": model.scheduler_, "backend": args.backend,
         "replication": model.replication_,
         "workers": model.workers_, "distributed": model.distributed_,
         "replicated": model.replicated_,
@@ -255,8 +258,9 @@ def run_mc(args):
     if args.json:
         print(json.dumps(result))
         return
-    print(f"done: {workers_text(args.scheduler, model.workers_, model.distributed_)}"
-          f"{replication_text(model.replication_, model.replicated_)}, {model.model} rank "
+    print(f"done: {workers_text(model.scheduler_, model.workers_, model.distributed_)}"
+          f"{replication_text(model.replication_, model.replicated_, args.replication)}, "
+          f"{model.model} rank "
           f"{args.rank} "
           f"on {args.data} ({len(train):,} ratings, {result['n_users']:,} users x "
           f"{result['n_items']:,} items; {split_text}): test RMSE {result['test_rmse']:.4f}; "
@@ -431,7 +435,8 @@ def run_cuts(args):
     if "baseline_cut" in result:
         references.append(f"nearest-terminal baseline {result['baseline_cut']:.6g}")
     print(f"done: {workers_text(args.scheduler, fit.workers, fit.distributed)}"
-          f"{replication_text(fit.replication, fit.replicated)}, {n_labels} labels on {args.data} "
+          f"{replication_text(fit.replication, fit.replicated, args.replication)}, "
+          f"{n_labels} labels on {args.data} "
           f"({n_edges:,} edges): rounded cut {fit.cut:.6g}"
           + (f" ({'; '.join(references)})" if references else "")
           + f", relaxation {fit.relaxation:.6g}; {result['edges_per_s'] / 1e6:.2f} M edges/s "
