@@ -5,6 +5,7 @@ the update phase only, evaluation between epochs, the finiteness check and the
 single per-epoch callback.
 """
 import contextlib
+import dataclasses
 import functools
 import math
 import re
@@ -208,6 +209,14 @@ class _Run:
             with phase("check indices"):
                 _check_indices(self.loops, objective, self.params)
         self.stream = _stream(objective, self.params, config, self.scheduler, backend)
+        if self.stream is not None and config.replication != "shared":
+            if config.replication != "auto":
+                self.stream.close()
+                raise HogwildError(f"replication {config.replication!r} gives each worker "
+                                   "copies of the samples' ids, and these samples stream "
+                                   "from disk (they do not fit in memory): use replication "
+                                   "'shared' or 'auto'")
+            self.config = config = dataclasses.replace(config, replication="shared")
         self.data_sha256 = functools.cache(lambda: data_fingerprint(objective.data))
         remove_stale_folders()  # shared memory of this user's killed runs (processes, MPI)
 
@@ -406,6 +415,7 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
     """
     config, controls = settle(config, controls, **options)
     run = _Run(objective, config, controls)
+    config = run.config  # "auto" replication is "shared" for samples streamed from disk
     with run.backend.open(run.planner.workers, config, run.source) as runner, \
             _stop_after_epoch(announce=runner.reports) as stop_requested, \
             contextlib.closing(run.stream) if run.stream is not None \

@@ -275,3 +275,20 @@ def test_a_nonzero_file_truncated_under_a_streamed_run_stops_it(tmp_path):
             pytest.raises(HogwildError, match=f"{path} was truncated while the run read it"):
         hogwild.fit(svm(X, labels), epochs=3, step=0.5, seed=0, memory=300_000,
                     callback=after_first_epoch)
+
+
+def test_streamed_samples_share_one_model_auto_says_shared_and_copies_are_refused(tmp_path):
+    """Replicas copy the samples' id arrays per worker, which streamed samples do not
+    hold (a traceback once): "auto" (the SVM's default) trains shared, and an explicit
+    copy mode is one clear error, with the stream's files closed."""
+    X, labels = click_rows(tmp_path, rows=4_000, nnz=40_000)
+    options = dict(epochs=1, seed=0, workers=2, memory=200_000)
+    with pytest.warns(UserWarning, match="chunk by chunk"):
+        result = hogwild.fit(svm(X, labels), replication="auto", **options)
+    assert result.replication == "shared" and result.streaming["chunks_per_epoch"] >= 2
+    for mode in ("worker", "hot"):
+        with pytest.warns(UserWarning, match="chunk by chunk"), \
+                pytest.raises(HogwildError, match=f"^replication '{mode}' gives each worker "
+                                                  "copies of the samples' ids, and these "
+                                                  "samples stream from disk"):
+            hogwild.fit(svm(X, labels), replication=mode, **options)
