@@ -8,6 +8,8 @@ call: its features are read once per epoch from memory and K times from cache.
 Why not K separate objectives, as scikit-learn's OvR runs them: that is K passes
 over the samples, each reading every sample from memory, and K sets of workers
 contending for the same cache lines in turn; one pass reads each sample once.
+The multinomial (softmax) logistic model shares the layout and the step: class
+k's column ascends (y_k - p_k) x_e, p the softmax of the K scores.
 
 data = (indptr int64[n+1], indices int32[nnz], values float32[nnz],
         classes int32[n] (the class index of each sample), weights float32[n]
@@ -156,13 +158,70 @@ def ovr_logistic_loss(e, params, data):
     return _ovr_loss(e, params, data, True)
 
 
+@njit(nogil=True, inline="always")
+def _log_normaliser(e, W, b, data, scores):
+    """log sum_k exp(x_e . W[:, k] + b_k) over every class, CHUNK classes per pass
+    (a running maximum keeps every exp below 1); ``scores`` keeps the last chunk's."""
+    top, total = -np.inf, 0.0
+    n_classes = data[8][0]
+    for first in range(0, n_classes, CHUNK):
+        count = min(CHUNK, n_classes - first)
+        _chunk_scores(e, first, count, W, b, data, scores)
+        for c in range(count):
+            z = scores[c]
+            if z > top:
+                total = total * math.exp(top - z) + 1.0
+                top = z
+            else:
+                total += math.exp(z - top)
+    return top + math.log(total)
+
+
+def multinomial_update(e, params, data, step, epoch):
+    """The softmax (multinomial logistic) step: class k's column ascends (y_k -
+    p_k) x_e, p the classes' softmax; every column steps, as the logistic one-vs-
+    rest's do."""
+    W, b = params[0], params[1]
+    s = np.float32(step)
+    turn = lazy_turn(e, epoch, data[6][0])
+    scores, gains = stack_array(CHUNK, np.float32), stack_array(CHUNK, np.float32)
+    n_classes = data[8][0]
+    normaliser = _log_normaliser(e, W, b, data, scores)
+    for first in range(0, n_classes, CHUNK):
+        count = min(CHUNK, n_classes - first)
+        if n_classes > CHUNK:  # this chunk's scores again (its columns have not moved)
+            _chunk_scores(e, first, count, W, b, data, scores)
+        for c in range(count):
+            target = np.float32(1.0) if data[3][e] == first + c else np.float32(0.0)
+            gains[c] = s * data[4][e] * (target - np.float32(math.exp(scores[c] - normaliser)))
+            scores[c] = -np.inf  # every class steps
+        _chunk_steps(e, first, count, W, b, data, s, turn, scores, gains)
+
+
+def multinomial_loss(e, params, data):
+    """-log p_y (weighted) plus the regulariser's share over every class."""
+    scores, penalties = stack_array(CHUNK, np.float32), stack_array(CHUNK, np.float64)
+    total = _log_normaliser(e, params[0], params[1], data, scores) * data[4][e]
+    n_classes = data[8][0]
+    for first in range(0, n_classes, CHUNK):
+        count = min(CHUNK, n_classes - first)
+        _chunk_margins_and_penalties(e, first, count, params, data, scores, penalties)
+        for c in range(count):
+            total += penalties[c]
+            if data[3][e] == first + c:  # its margin is its score (sign +1)
+                total -= scores[c] * data[4][e]
+    return total
+
+
 KERNELS = {"hinge": (ovr_hinge_update, ovr_hinge_loss),
-           "logistic": (ovr_logistic_update, ovr_logistic_loss)}
+           "logistic": (ovr_logistic_update, ovr_logistic_loss),
+           "multinomial": (multinomial_update, multinomial_loss)}
 
 
 def ovr_objective(X, classes_of, weights, n_classes, loss, reg_scale, salt, intercept_rate):
-    """The Objective of K one-vs-rest problems on a prepared X (sparse_svm.as_csr):
-    ``classes_of`` int32 class indices, ``weights`` float32 per-sample weights,
+    """The Objective of K one-vs-rest problems (loss 'hinge' or 'logistic'), or of
+    the multinomial logistic model (loss 'multinomial'), on a prepared X
+    (sparse_svm.as_csr): ``classes_of`` int32 class indices, ``weights`` float32 per-sample weights,
     ``reg_scale`` and ``salt`` as the binary objective's (sparse_svm.svm_objective),
     the intercepts moved by ``intercept_rate`` times a feature's step (0: none)."""
     update, sample_loss = KERNELS[loss]
@@ -173,7 +232,8 @@ def ovr_objective(X, classes_of, weights, n_classes, loss, reg_scale, salt, inte
     params = (np.zeros((d, n_classes), np.float32),
               np.zeros(CLASS_SLOT + n_classes + 16, np.float32))
     return Objective(update, sample_loss, params=params, data=data, n_samples=n,
-                     name=f"sparse-svm-ovr-{loss}",
+                     name="sparse-svm-multinomial" if loss == "multinomial"
+                     else f"sparse-svm-ovr-{loss}",
                      supports=None if intercept_rate else functools.partial(Supports.from_csr,
                                                                             X),
                      id_arrays=(IdArray(ids=1, params=(0,), data=(5,)),),

@@ -41,6 +41,7 @@ from hogwild.steps import StepSchedule
 from hogwild.structure import IdArray, Supports
 
 LOSSES = ("hinge", "logistic")
+MULTI_CLASS = ("ovr", "multinomial")  # more than two classes: how they train
 # The intercept's step relative to a feature's: every sample moves it, so a
 # feature's step makes it oscillate. 0.01 is scikit-learn's damping of the
 # intercept on sparse data (SPARSE_INTERCEPT_DECAY). Of 1, 0.1, 0.05, 0.03 and
@@ -405,11 +406,13 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
 
 def multiclass_objective(X, codes, weights, n_classes, loss="hinge", reg=1e-4, seed=None,
                          fit_intercept=True, intercept_rate=INTERCEPT_RATE):
-    """The one-vs-rest Objective of ``n_classes`` classes (hogwild.problems.multiclass)
+    """The one-vs-rest Objective of ``n_classes`` classes (hogwild.problems.multiclass;
+    loss 'multinomial': the softmax model's)
     for a prepared X, class indices ``codes`` and per-sample ``weights``; the
     regulariser, seed and intercept as svm_objective's."""
     reg_scale, salt = _regulariser(X, reg, seed)
-    return ovr_objective(X, codes, weights, n_classes, check_loss(loss), reg_scale, salt,
+    loss = loss if loss == "multinomial" else check_loss(loss)
+    return ovr_objective(X, codes, weights, n_classes, loss, reg_scale, salt,
                          intercept_rate if fit_intercept else 0.0)
 
 
@@ -529,7 +532,7 @@ def class_weights(class_weight, classes, codes):
 
 @training_parameters(
     own={"loss": "hinge", "reg": 1e-4, "fit_intercept": True, "class_weight": None,
-         "shuffle_rows": True},
+         "shuffle_rows": True, "multi_class": "ovr"},
     epochs=20, step="auto", decay=0.9, shuffle_block=16, replication=None,
     notes={"replication": "None: 'auto' on the backends that run it (threads, processes, "
                           "mpi), else 'shared'; what auto chose, and why, is in replicated_ "
@@ -567,6 +570,11 @@ class SparseSVM(Params):
         Weights of the classes' samples, multiplying sample_weight: {label:
         weight} (a class not named weighs 1), or 'balanced', n / (2 x the class's
         count), as scikit-learn's.
+    multi_class : {'ovr', 'multinomial'}, default 'ovr'
+        With more than two classes: one-vs-rest (K binary problems in one pass,
+        as SGDClassifier), or, for loss='logistic', the multinomial (softmax)
+        model, whose predict_proba is the softmax of the scores (as scikit-learn's
+        LogisticRegression).
     shuffle_rows : bool, default True
         Shuffle the rows once before training (a copy of X). False for rows
         stored in random order already (a generated click log, a shuffled file):
@@ -703,6 +711,10 @@ class SparseSVM(Params):
     def _check_params(self):
         """The parameters checked before any work; whether the step is automatic."""
         check_loss(self.loss)
+        choose(MULTI_CLASS, self.multi_class, "multi_class")
+        if self.multi_class == "multinomial" and self.loss != "logistic":
+            raise HogwildError(f"multi_class='multinomial' is the logistic loss's softmax "
+                               f"model; this SparseSVM has loss={self.loss!r}")
         check_reg(self.reg)
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise HogwildError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
@@ -748,7 +760,8 @@ class SparseSVM(Params):
         if n_classes == 2:
             return svm_objective(X, targets, self.loss, self.reg, seed,
                                  bool(self.fit_intercept), self._intercept_rate())
-        return multiclass_objective(X, *targets, n_classes, self.loss, self.reg, seed,
+        loss = "multinomial" if self.multi_class == "multinomial" else self.loss
+        return multiclass_objective(X, *targets, n_classes, loss, self.reg, seed,
                                     bool(self.fit_intercept), self._intercept_rate())
 
     def _intercept_rate(self):
@@ -813,8 +826,9 @@ class SparseSVM(Params):
     def predict_proba(self):
         """P(classes_[0]), P(classes_[1]) for each row of X: the logistic loss's model,
         sigmoid(decision_function(X)); with more classes, each class's sigmoid
-        normalised over the classes. The hinge loss models no probability: there
-        the attribute is missing (an AttributeError), as SGDClassifier's."""
+        normalised over the classes (multi_class='multinomial': their softmax). The
+        hinge loss models no probability: there the attribute is missing (an
+        AttributeError), as SGDClassifier's."""
         self._probabilistic("predict_proba")
         return self._predict_proba
 
@@ -837,6 +851,9 @@ class SparseSVM(Params):
         # log sigmoid(s) = -log(1 + e^-s), without overflow for either sign
         if score.ndim == 1:
             return np.column_stack([-np.logaddexp(0.0, score), -np.logaddexp(0.0, -score)])
+        if self.multi_class == "multinomial":  # the softmax of the scores
+            top = score.max(axis=1, keepdims=True)
+            return score - top - np.log(np.exp(score - top).sum(axis=1, keepdims=True))
         # one-vs-rest: each class's sigmoid, normalised over the classes (as
         # scikit-learn's SGDClassifier)
         each = -np.logaddexp(0.0, -score)

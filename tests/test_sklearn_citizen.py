@@ -7,10 +7,11 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from hogwild import HogwildError
 from hogwild.datasets.synthetic import make_sparse_classification
-from hogwild.problems.sparse_svm import SparseSVM
+from hogwild.problems.sparse_svm import SparseSVM, as_csr
 
 sklearn = pytest.importorskip("sklearn")
 from sklearn.exceptions import DataConversionWarning, NotFittedError  # noqa: E402
@@ -343,3 +344,73 @@ def test_news20_twenty_classes_with_defaults_as_linear_svc_does():
     X, y, X_test, y_test = train.X, train.y, test.X, test.y
     accuracy = SparseSVM(seed=0).fit(X, y).score(X_test, y_test)
     assert accuracy >= 0.846, accuracy
+    # the softmax model at the same reg: scikit-learn's exact LogisticRegression
+    # (C = 1 / (n reg)) scores 0.8408
+    softmax = SparseSVM(loss="logistic", multi_class="multinomial", seed=0).fit(X, y)
+    assert softmax.score(X_test, y_test) >= 0.836
+
+
+def test_multinomial_step_matches_the_numpy_softmax_gradient():
+    """One sample, one serial step of the multinomial kernel against NumPy: every
+    class column moves by step * (y_k - p_k) * x, after its shrink."""
+    from hogwild import TrainingConfig, fit
+    from hogwild.problems.multiclass import CLASS_SLOT
+    from hogwild.problems.sparse_svm import multiclass_objective
+    X = as_csr(sp.csr_matrix(np.array([[0.5, 0.0, -1.0, 2.0]], np.float32)))
+    objective = multiclass_objective(X, np.array([2], np.int32), np.ones(1, np.float32), 4,
+                                     loss="multinomial", reg=0.0, seed=0, fit_intercept=False)
+    W0 = np.random.default_rng(0).normal(0, 0.3, (4, 4)).astype(np.float32)
+    objective.params[0][:] = W0
+    result = fit(objective, TrainingConfig(epochs=1, step=0.1, step_schedule="constant",
+                                           workers=1, scheduler="serial"))
+    x = X.toarray()[0].astype(np.float64)
+    z = x @ W0
+    p = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+    expected = W0 + 0.1 * np.outer(x, np.eye(4)[2] - p)
+    np.testing.assert_allclose(result.params[0], expected, rtol=1e-5, atol=1e-6)
+    assert not result.params[1][CLASS_SLOT:CLASS_SLOT + 4].any()  # no intercept
+
+
+def test_multinomial_objective_is_the_mean_softmax_loss_plus_the_penalty():
+    rng = np.random.default_rng(1)
+    X = sp.random(600, 40, density=0.1, format="csr", random_state=2, dtype=np.float32)
+    y = rng.integers(0, 40, 600)  # more classes than a chunk of 32
+    model = SparseSVM(loss="logistic", multi_class="multinomial", epochs=3, workers=1,
+                      seed=0).fit(X, y)
+    scores = X @ model.coef_.T.astype(np.float64) + model.intercept_
+    top = scores.max(axis=1, keepdims=True)
+    log_p = scores - top - np.log(np.exp(scores - top).sum(axis=1, keepdims=True))
+    codes = np.searchsorted(model.classes_, y)
+    expected = -log_p[np.arange(600), codes].mean() + \
+        0.5 * 1e-4 * (model.coef_.astype(np.float64) ** 2).sum()
+    assert model.history_[-1].objective == pytest.approx(expected, rel=1e-5)
+    np.testing.assert_allclose(model.predict_proba(X), np.exp(log_p), rtol=1e-4, atol=1e-7)
+
+
+def test_multinomial_agrees_with_scikit_learns_logistic_regression():
+    """A 4-class problem: SGD on the softmax loss against scikit-learn's exact
+    multinomial LogisticRegression at the same regularisation (C = 1 / (n reg))."""
+    from sklearn.linear_model import LogisticRegression
+    rng = np.random.default_rng(0)
+    centres = rng.normal(0, 1.0, (4, 20))
+    y = rng.integers(0, 4, 3000)
+    X = (centres[y] + rng.normal(0, 1.2, (3000, 20))).astype(np.float32)
+    reg = 1e-3
+    ours = SparseSVM(loss="logistic", multi_class="multinomial", reg=reg, epochs=30,
+                     workers=1, seed=0).fit(X[:2000], y[:2000])
+    exact = LogisticRegression(C=1 / (2000 * reg), max_iter=2000).fit(X[:2000], y[:2000])
+    agree = (ours.predict(X[2000:]) == exact.predict(X[2000:])).mean()
+    assert agree >= 0.97, agree
+    assert abs(ours.score(X[2000:], y[2000:]) - exact.score(X[2000:], y[2000:])) <= 0.01
+    assert np.abs(ours.predict_proba(X[2000:]) - exact.predict_proba(X[2000:])).mean() < 0.03
+
+
+def test_multinomial_needs_the_logistic_loss_and_a_known_name():
+    X, y = np.eye(6, dtype=np.float32), np.arange(6) % 3
+    with pytest.raises(HogwildError, match="multi_class='multinomial' is the logistic "
+                                           "loss's softmax model; this SparseSVM has "
+                                           "loss='hinge'"):
+        SparseSVM(multi_class="multinomial").fit(X, y)
+    with pytest.raises(HogwildError, match="unknown multi_class 'crammer'; choose one of: "
+                                           "ovr, multinomial"):
+        SparseSVM(multi_class="crammer").fit(X, y)

@@ -43,6 +43,9 @@ def build_parser():
     svm.add_argument("--reg", type=number, default=1e-4,
                      help="L2 strength: objective = mean loss + reg/2 ||w||^2 (default: 1e-4)")
     svm.add_argument("--loss", default="hinge", help="hinge or logistic (default: hinge)")
+    svm.add_argument("--multi-class", default="ovr",
+                     help="with more than two classes: ovr (one-vs-rest in one pass; the "
+                          "default) or multinomial (the softmax model; --loss logistic)")
     svm.add_argument("--no-intercept", dest="fit_intercept", action="store_false",
                      help="fit no intercept: the score is x . w alone (default: an "
                           "unregularised intercept, as scikit-learn's fit_intercept=True)")

@@ -148,6 +148,7 @@ def run_svm(args):
         with phase("read data"):
             train, test = load_svm_data(args.data, args.test, progress=not args.json)
         model = SparseSVM(loss=args.loss, reg=args.reg, fit_intercept=args.fit_intercept,
+                          multi_class=args.multi_class,
                           shuffle_rows=not train.random_order, **training_fields(args))
         model.fit(train.X, train.y, eval_set=(test.X, test.y) if test else None,
                   callback=report, progress=progress, **control_fields(args))
@@ -161,6 +162,7 @@ def run_svm(args):
     result = {
         "problem": "svm", "data": str(args.data), "n_samples": train.X.shape[0],
         "n_features": train.X.shape[1], "nnz": int(train.X.nnz), "loss": args.loss,
+        "multi_class": args.multi_class,
         "reg": args.reg, "fit_intercept": args.fit_intercept,
         "intercept": float(model.intercept_[0]), "step": model.step_, "decay": args.decay,
         "schedule": args.step_schedule,
