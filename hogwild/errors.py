@@ -4,6 +4,7 @@ Every error a user can cause is a ``HogwildError`` with a one-line message that
 names the problem (file, line, parameter, allowed values), so the CLI can print
 it without a traceback.
 """
+import math
 import signal
 
 import numpy as np
@@ -54,6 +55,15 @@ def check_int(name, value, minimum, maximum=None):
         bounds = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum:,}"
         raise HogwildError(f"{name} must be an integer {bounds}, got {value!r}")
     return int(value)
+
+
+def check_nonnegative(name, value):
+    """value as a float, or a HogwildError naming the parameter unless it is a finite
+    number >= 0 (a regulariser, a scale)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) \
+            or not 0 <= value < math.inf:
+        raise HogwildError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
 
 
 def check_seed(seed):

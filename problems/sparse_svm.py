@@ -25,7 +25,7 @@ from hogwild.backends.host import all_finite
 from hogwild.disk_arrays import extremes, occurrences, pieces
 from hogwild.backends import get_backend
 from hogwild.engine import fit as engine_fit
-from hogwild.errors import HogwildError, check_int, choose
+from hogwild.errors import HogwildError, check_int, check_nonnegative, choose
 from hogwild.config import RunControls
 from hogwild.estimator import (Params, as_matrix, drawn_seed, not_fitted, run_controls,
                                training_parameters)
@@ -199,10 +199,7 @@ def check_loss(loss):
 
 
 def check_reg(reg):
-    if isinstance(reg, bool) or not isinstance(reg, (int, float)) or not math.isfinite(reg) \
-            or reg < 0:
-        raise HogwildError(f"reg must be a finite number >= 0, got {reg!r}")
-    return float(reg)
+    return check_nonnegative("reg", reg)
 
 
 def as_csr(X, n_features=None, estimator=None):

@@ -9,7 +9,7 @@ import numpy as np
 from hogwild.backends import get_backend
 from hogwild.datasets.cache import release_pages
 from hogwild.engine import fit as engine_fit
-from hogwild.errors import HogwildError, check_int, choose
+from hogwild.errors import HogwildError, check_int, check_nonnegative, choose
 from hogwild.estimator import (Params, drawn_seed, not_fitted, run_controls,
                                training_parameters)
 from hogwild.limits import check_workers
@@ -19,6 +19,7 @@ from hogwild.phases import phase
 from hogwild.problems.matrix_completion.ids import (IdIndex, check_values, ratings_arrays,
                                                     relabelled, warn_unseen)
 from hogwild.problems.matrix_completion.kernels import group_by_user, predict_into
+from hogwild.problems.matrix_completion.ranking import top_n
 from hogwild.problems.matrix_completion.layouts import layout_key, load_layout, store_layout
 from hogwild.problems.matrix_completion.models import (FACTOR_DTYPES, check_rank, mf_objective,
                                                        rating_model)
@@ -135,14 +136,9 @@ class MatrixFactorization(Params):
         rank = check_rank(self.rank)
         reg = form.reg if self.reg is None else self.reg
         bias_reg = reg if self.bias_reg is None else self.bias_reg
-        for name, value in (("reg", reg), ("bias_reg", bias_reg)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not np.isfinite(value) or value < 0:
-                raise HogwildError(f"{name} must be a finite number >= 0, got {value!r}")
-        init_scale = form.init_scale if self.init_scale is None else self.init_scale
-        if isinstance(init_scale, bool) or not isinstance(init_scale, (int, float)) \
-                or not 0 <= init_scale < math.inf:
-            raise HogwildError(f"init_scale must be a finite number >= 0, got {init_scale!r}")
+        reg, bias_reg = check_nonnegative("reg", reg), check_nonnegative("bias_reg", bias_reg)
+        init_scale = check_nonnegative(
+            "init_scale", form.init_scale if self.init_scale is None else self.init_scale)
         choose(FACTOR_DTYPES, self.factor_dtype, "factor_dtype")
         if not isinstance(self.clip, (bool, np.bool_)):
             raise HogwildError(f"clip must be True or False, got {self.clip!r}")
@@ -151,7 +147,7 @@ class MatrixFactorization(Params):
                                f"no half precision for the CPU); got backend={self.backend!r}")
         step = form.step if self.step is None else self.step
         self.training_config(step=step)  # every training option checked before any work
-        return rank, float(reg), float(bias_reg), step, float(init_scale)
+        return rank, reg, bias_reg, step, init_scale
 
     def fit(self, ratings, eval_set=None, **controls):
         """Train on ratings (see ratings_arrays for the accepted forms).
@@ -354,10 +350,8 @@ class MatrixFactorization(Params):
                                    "exclude_seen=False")
             indptr, grouped = self._seen
             scores[grouped[indptr[u]:indptr[u + 1]]] = -np.inf
-        n = min(n, int(np.isfinite(scores).sum()))
-        best = np.argpartition(-scores, n - 1)[:n] if n else np.zeros(0, np.int64)
-        best = best[np.argsort(-scores[best], kind="stable")]
-        return self.item_ids_[best], scores[best]
+        best, best_scores = top_n(scores, n)
+        return self.item_ids_[best], best_scores
 
     # -- persistence -------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from hogwild.engine import fit as engine_fit
-from hogwild.errors import HogwildError, check_int, choose
+from hogwild.errors import HogwildError, check_int, check_nonnegative, choose
 from hogwild.estimator import (Params, drawn_seed, not_fitted, run_controls,
                                training_parameters)
 from hogwild.kernels.draws import below, sample_hash
@@ -40,7 +40,7 @@ from hogwild.objective import Objective
 from hogwild.phases import phase
 from hogwild.problems.matrix_completion.models import check_rank
 from hogwild.problems.matrix_completion.ranking import (interaction_lists, lower_bound,
-                                                        ranking_metrics)
+                                                        ranking_metrics, top_n)
 from hogwild.random_init import normal_array
 
 LOSSES = ("warp", "bpr")
@@ -211,8 +211,8 @@ class ImplicitFactorization(Params):
                  for name in defaults}
         resolved = {"step": value["step"], "decay": value["decay"]}
         self.training_config(**resolved)
-        return (check_rank(self.rank), _nonnegative("reg", value["reg"]),
-                _nonnegative("init_scale", value["init_scale"]),
+        return (check_rank(self.rank), check_nonnegative("reg", value["reg"]),
+                check_nonnegative("init_scale", value["init_scale"]),
                 check_int("max_sampled", self.max_sampled, 1, 1 << 20), resolved)
 
     def fit(self, interactions, eval_set=None, k=10, **controls):
@@ -249,11 +249,11 @@ class ImplicitFactorization(Params):
         evaluate = None
         if eval_set is not None:
             k = check_int("k", k, 1)
-            interaction_lists(eval_set, n_users, n_items, "eval_set")  # checked now
+            held_out = interaction_lists(eval_set, n_users, n_items, "eval_set")
 
             def evaluate(params):
-                return ranking_metrics(params[0], params[1], params[2], eval_set,
-                                       interactions, k)
+                return ranking_metrics(params[0], params[1], params[2], held_out,
+                                       (indptr, seen_items), k)
         result = engine_fit(objective, self.training_config(**resolved, seed=seeds[2]),
                             run_controls(evaluate, controls))
         self.step_, self.decay_ = resolved["step"], resolved["decay"]
@@ -295,7 +295,7 @@ class ImplicitFactorization(Params):
                       + self.item_bias_).astype(np.float64)
             if exclude_seen:
                 scores[seen_items[indptr[user]:indptr[user + 1]]] = -np.inf
-        return _best(scores, n)
+        return top_n(scores, n)
 
     def similar_items(self, item, n=10):
         """(items, cosine similarities): the n items whose factors are closest in
@@ -306,7 +306,7 @@ class ImplicitFactorization(Params):
         norms = np.linalg.norm(V, axis=1)
         scores = V @ V[item] / np.maximum(norms * norms[item], np.finfo(np.float64).tiny)
         scores[item] = -np.inf
-        return _best(scores, n)
+        return top_n(scores, n)
 
     def score(self, test, k=10):
         """precision@k of held-out interactions (users x items), the training
@@ -316,11 +316,8 @@ class ImplicitFactorization(Params):
     def evaluate(self, test, k=10):
         """ranking_metrics of held-out interactions, the training ones left out."""
         self._check_fitted()
-        indptr, seen_items = self._seen
-        train = sp.csr_matrix((np.ones(seen_items.size, np.int8), seen_items, indptr),
-                              shape=(self.user_factors_.shape[0], self.item_factors_.shape[0]))
         return ranking_metrics(self.user_factors_, self.item_factors_, self.item_bias_, test,
-                               train, k)
+                               self._seen, k)
 
     def save(self, path):
         """Write the fitted model to an .npz file (hogwild.model_file)."""
@@ -349,21 +346,6 @@ class ImplicitFactorization(Params):
             return model
         return read_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
                           "implicit-feedback model", build)
-
-
-def _nonnegative(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) \
-            or not 0 <= value < math.inf:
-        raise HogwildError(f"{name} must be a finite number >= 0, got {value!r}")
-    return float(value)
-
-
-def _best(scores, n):
-    """(indices, scores) of the n highest finite scores, best first."""
-    n = min(n, int(np.isfinite(scores).sum()))
-    best = np.argpartition(-scores, n - 1)[:n] if n else np.zeros(0, np.int64)
-    best = best[np.argsort(-scores[best], kind="stable")]
-    return best, scores[best]
 
 
 def _check_shapes(model):

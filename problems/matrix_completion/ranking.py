@@ -109,6 +109,15 @@ def _rank_users(U, V, bias, users, train_indptr, train_items, test_indptr, test_
             held_out[test_items[p]] = False
 
 
+def top_n(scores, n):
+    """(indices, scores) of the n highest finite scores, best first (ties: the lower
+    index)."""
+    n = min(n, int(np.isfinite(scores).sum()))
+    best = np.argpartition(-scores, n - 1)[:n] if n else np.zeros(0, np.int64)
+    best = best[np.argsort(-scores[best], kind="stable")]
+    return best, scores[best]
+
+
 def interaction_lists(matrix, n_users, n_items, what):
     """(indptr int64[n_users + 1], items int32, sorted within users) of a user x item
     scipy.sparse matrix of interactions (stored entries > 0)."""
@@ -128,14 +137,20 @@ def interaction_lists(matrix, n_users, n_items, what):
 
 def ranking_metrics(user_factors, item_factors, item_bias, test, train=None, k=10):
     """{"precision@k", "recall@k", "ndcg@k", "auc", "test_users"} of the scores
-    user_factors @ item_factors.T + item_bias on the held-out interactions ``test``
-    (a users x items scipy.sparse matrix), the ``train`` interactions left out of
-    each user's ranking (see the module docstring)."""
+    user_factors @ item_factors.T + item_bias on the held-out interactions ``test``,
+    the ``train`` interactions left out of each user's ranking (see the module
+    docstring). Each is a users x items scipy.sparse matrix, or its
+    interaction_lists (a model evaluated every epoch converts its sets once)."""
     k = check_int("k", k, 1)
     n_users, n_items = user_factors.shape[0], item_factors.shape[0]
-    test_indptr, test_items = interaction_lists(test, n_users, n_items, "the test set")
+
+    def lists(interactions, what):
+        return interactions if isinstance(interactions, tuple) \
+            else interaction_lists(interactions, n_users, n_items, what)
+
+    test_indptr, test_items = lists(test, "the test set")
     train_indptr, train_items = (np.zeros(n_users + 1, np.int64), np.zeros(0, np.int32)) \
-        if train is None else interaction_lists(train, n_users, n_items, "the training set")
+        if train is None else lists(train, "the training set")
     U = np.ascontiguousarray(user_factors, np.float32)
     V = np.ascontiguousarray(item_factors, np.float32)
     bias = np.zeros(n_items, np.float32) if item_bias is None \
