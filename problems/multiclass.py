@@ -11,6 +11,10 @@ contending for the same cache lines in turn; one pass reads each sample once.
 The multinomial (softmax) logistic model shares the layout and the step: class
 k's column ascends (y_k - p_k) x_e, p the softmax of the K scores.
 
+The class loops index a row slice, W[j, first:first + count][c], not W[j, first + c]:
+numba wraps a negative index, and on the sum first + c that check kept LLVM from
+vectorising the loop (news20, 20 classes: 18 -> 9 ms per epoch, same results).
+
 data = (indptr int64[n+1], indices int32[nnz], values float32[nnz],
         classes int32[n] (the class index of each sample), weights float32[n]
         (sample and class weights), reg_scale float32[d] = reg * n / d_u,
@@ -47,9 +51,9 @@ def _chunk_scores(e, first, count, W, b, data, scores):
     for c in range(count):
         scores[c] = b[CLASS_SLOT + first + c]
     for p in range(indptr[e], indptr[e + 1]):
-        j, x = indices[p], values[p]
+        row, x = W[indices[p], first:first + count], values[p]
         for c in range(count):
-            scores[c] += W[j, first + c] * x
+            scores[c] += row[c] * x
 
 
 @njit(nogil=True, inline="always")
@@ -74,11 +78,12 @@ def _chunk_steps(e, first, count, W, b, data, step, turn, margins, gains):
         if turn:
             for _ in range(LAZY_EPOCHS_LOG2):
                 lazy *= lazy
+        row = W[j, first:first + count]
         for c in range(count):
             if margins[c] < 1:
-                W[j, first + c] = W[j, first + c] * shrink + gains[c] * x
+                row[c] = row[c] * shrink + gains[c] * x
             elif turn:
-                W[j, first + c] *= lazy
+                row[c] *= lazy
     rate = data[7][0]
     if rate != 0 and turn:  # the intercepts' steps, thinned to the lazy turns
         for c in range(count):
@@ -123,9 +128,9 @@ def _chunk_margins_and_penalties(e, first, count, params, data, margins, penalti
         margins[c] = params[1][CLASS_SLOT + first + c]
         penalties[c] = 0.0
     for p in range(indptr[e], indptr[e + 1]):
-        j, x, r = indices[p], values[p], reg_scale[indices[p]]
+        row, x, r = W[indices[p], first:first + count], values[p], reg_scale[indices[p]]
         for c in range(count):
-            weight = W[j, first + c]
+            weight = row[c]
             margins[c] += weight * x
             penalties[c] += r * weight * weight
     for c in range(count):

@@ -46,7 +46,9 @@ from hogwild.kernels.plans import run_share
 from hogwild.replication import hot_rows, id_groups, row_counts
 
 MERGE_BLOCK = 256  # values merged together: each of the merge's loops over a block
-# runs over contiguous values, so the compiler vectorises it
+# runs over contiguous values (a row slice of the copies: indexing copies[w, first + i]
+# makes numba wrap negative indices and stops the vectoriser), so the compiler
+# vectorises it
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -61,8 +63,9 @@ def _merge_block(base, copies, first, size, add_all, sums, total, count, last):
         count[i] = 0
         last[i] = base[i]
     for w in range(copies.shape[0]):
+        copy = copies[w, first:first + size]
         for i in range(size):
-            value = copies[w, first + i]
+            value = copy[i]
             changed = value != base[i]
             total[i] += value - base[i] if changed else 0.0
             count[i] += changed
@@ -74,8 +77,9 @@ def _merge_block(base, copies, first, size, add_all, sums, total, count, last):
         else:  # one worker changed it: its value exactly (none: the base)
             base[i] = last[i]
     for w in range(copies.shape[0]):
+        copy = copies[w, first:first + size]
         for i in range(size):
-            copies[w, first + i] = base[i]
+            copy[i] = base[i]
 
 
 @njit(nogil=True, cache=True)
