@@ -45,6 +45,10 @@ SVM_DATASETS = {
         SvmDataset("imdb-aclimdb", "shared", "imdb-aclimdb/train.svm.gz",
                    "imdb-aclimdb/test.svm.gz", 44489,
                    "IMDB movie reviews (Maas et al. 2011), sentiment, TF-IDF"),
+        SvmDataset("news20-bydate-multiclass", "shared",
+                   "news20-bydate-multiclass/train.svm.gz",
+                   "news20-bydate-multiclass/test.svm.gz", 53644,
+                   "20 Newsgroups bydate, the 20 groups as classes, TF-IDF"),
     )
 }
 DEFAULT_SVM_DATASET = "a9a"

@@ -126,7 +126,14 @@ def choose(objective, workers, config, scheduler_kind, measure):
     and each candidate, PROBE_VISITS alternating visits, PROBE_ROUNDS epochs of
     PROBE_SAMPLES samples per worker each) and the fastest by median, replication
     needing AUTO_MARGIN over "shared". (imdb's SVM at 2 workers: "worker" merged
-    "mixed" 1.6-1.8x the shared rate at the same test error, "hot" 1.2-1.5x.)"""
+    "mixed" 1.6-1.8x the shared rate at the same test error, "hot" 1.2-1.5x.)
+
+    The short run's rule: "worker" merged "mixed" where each id names one value (a
+    linear model's weight vector: imdb above), "shared" where a row holds several:
+    an update then does as much work per cache line it writes as values in the row,
+    so sharing costs little and whole copies cost their merges and cache (news20's
+    20-class one-vs-rest at 2 workers: shared 1.65x the 1-worker rate, worker+mixed
+    1.17x; 3, 6 and 10 of its classes: worker+mixed the slowest too)."""
     if workers == 1:
         return "shared", None, {"chose": "shared", "why": "one worker"}
     if scheduler_kind != "spans":
@@ -147,6 +154,9 @@ def choose(objective, workers, config, scheduler_kind, measure):
         if not objective.id_arrays:
             return "shared", None, {"chose": "shared", "why": "a short run, no id arrays: "
                                                              "not worth a probe", **why}
+        if _widest_row(objective) > 1:
+            return "shared", None, {"chose": "shared", "why": "a short run, rows of several "
+                                                             "values: shared by rule", **why}
         mode, merge = options["worker+mixed"]
         return mode, merge, {"chose": mode, "merge": merge,
                              "why": "a short run: worker+mixed by rule, no probe", **why}
@@ -161,6 +171,12 @@ def choose(objective, workers, config, scheduler_kind, measure):
                          "why": f"probe: {verdict}",
                          "probe_updates_per_s": {k: round(v) for k, v in rates.items()},
                          **why}
+
+
+def _widest_row(objective):
+    """The most values in one row of a parameter array the id arrays index."""
+    return max(int(np.prod(objective.params[p].shape[1:])) for ids in objective.id_arrays
+               for p in ids.params)
 
 
 def row_counts(group, params, data):

@@ -174,7 +174,8 @@ def test_registry_names_and_errors(monkeypatch, tmp_path):
     train, test = load_svm_data("a9a")
     assert train.X.shape == (32561, 123) and test.X.shape == (16281, 123)
     with pytest.raises(HogwildError, match="unknown dataset 'rcv1'; choose one of: a9a, "
-                                           "news20-bydate, imdb-aclimdb, or give an svmlight "
+                                           "news20-bydate, imdb-aclimdb, "
+                                           "news20-bydate-multiclass, or give an svmlight "
                                            "file path"):
         load_svm_data("rcv1")
     monkeypatch.setenv("HOGWILD_DATA", str(tmp_path))

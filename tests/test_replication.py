@@ -318,6 +318,17 @@ def test_a_short_run_takes_autos_rule_without_a_probe(id_arrays):
     assert result.replication == auto["chose"]
 
 
+def test_a_short_run_with_several_values_per_row_is_shared_by_rule():
+    """One-vs-rest rows hold a weight per class: the short run's rule shares them
+    (whole copies were the slowest there), and says why."""
+    from hogwild.datasets.registry import load_svm_data
+    train, _ = load_svm_data("a9a")
+    model = SparseSVM(epochs=1, workers=2, seed=0).fit(train.X, np.arange(train.X.shape[0]) % 3)
+    assert model.replication_ == "shared"
+    assert model.replicated_["auto"]["why"] == "a short run, rows of several values: shared " \
+                                               "by rule"
+
+
 @pytest.mark.parametrize("id_arrays", [True, False])
 def test_auto_chooses_by_its_probe_and_says_so(id_arrays, monkeypatch):
     """Which mode wins depends on the machine; the choice must follow the probe's

@@ -131,9 +131,10 @@ def workers_text(scheduler, workers, distributed):
 def replication_text(mode, replicated, asked=None):
     """The summary line's words on replication: nothing for a shared run nobody
     asked otherwise of (``asked``: the --replication given, None for the
-    default), else the mode, its merge rule, and what "auto" chose it from."""
+    default) unless the default's "auto" chose it among several workers, else the
+    mode, its merge rule, and what "auto" chose it from."""
     auto = (replicated or {}).get("auto")
-    if mode == "shared" and (auto is None or asked is None):
+    if mode == "shared" and (auto is None or asked is None and auto["why"] == "one worker"):
         return ""
     merge = f" merged {replicated['merge']}" if auto and auto.get("merge") else ""
     return f", replication {mode}{merge}" + (f" (auto: {auto['why']})" if auto else "")
