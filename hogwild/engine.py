@@ -133,8 +133,8 @@ def _reads_out_of_bounds(loops, params, data, e):
 
 
 DIVERGENCE_GROWTH = 1e6  # an objective this many times its start's magnitude diverged
-START_SAMPLES = 1 << 20  # the start's magnitude: the mean loss of the first samples (a
-# whole pass over 10^8 ratings costs an epoch's time, for a bound this loose)
+START_SAMPLES = 1 << 12  # the start's magnitude: the mean loss of the first samples (a
+# pass over all of them costs half an epoch of a short run, for a bound this loose)
 
 
 class _StopRequest:

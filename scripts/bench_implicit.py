@@ -33,6 +33,7 @@ import warnings
 
 import numpy as np
 
+from hogwild.bench.figures import panels, save
 from hogwild.bench.machine import (benchmark_arguments, compute_ceiling, describe_machine,
                                    machine_lines, publish)
 from hogwild.datasets.ratings import Ratings, interactions_from_ratings
@@ -211,13 +212,9 @@ def markdown(report):
 
 
 def plot(report, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     datasets = report["datasets"]
-    figure, axes = plt.subplots(1, len(datasets), figsize=(6 * len(datasets), 4.5),
-                                squeeze=False)
-    for axis, d in zip(axes[0], datasets):
+    figure, axes = panels(len(datasets))
+    for axis, d in zip(axes, datasets):
         for label, r in d["results"].items():
             seconds, precision = zip(*r["curve"])
             axis.plot(seconds, precision, marker=".", label=label,
@@ -227,8 +224,7 @@ def plot(report, path):
         axis.set(title=f"{d['dataset']}: rank {d['rank']}, {d['epochs']} epochs",
                  xlabel="training seconds (log)", ylabel="precision@10")
         axis.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    save(figure, path)
 
 
 def main(argv=None):

@@ -177,7 +177,8 @@ class HostBackend(Backend):
         return ordered_total([loops.sum_loss(params, data, lo, hi) for lo, hi in chunks])
 
 
-LOSS_CHUNK = 16_384  # samples per partial sum of a loss
+LOSS_CHUNK = 4_096  # samples per partial sum of a loss (two workers share a pass over
+# 8,193 samples or more)
 
 
 def loss_chunks(n, parts=1):
