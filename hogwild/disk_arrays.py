@@ -46,6 +46,8 @@ def pieces(array):
     one reused buffer, not through the map, so that a pass over 30 GB of samples
     on disk leaves none of them in this process's memory; other arrays are sliced.
     Each piece is valid until the next is taken."""
+    if array.shape[0] == 0:
+        return
     rows = max(1, READ_BYTES // max(array.itemsize * int(np.prod(array.shape[1:])), 1))
     where = file_of(array)
     if where is None:

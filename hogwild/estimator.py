@@ -3,6 +3,7 @@ repr), shared by the problems' estimators without depending on scikit-learn; the
 estimators' training parameters, derived from the table of training options
 (hogwild.options); and how an estimator's parameters become the engine's
 TrainingConfig and RunControls."""
+import functools
 import inspect
 import textwrap
 
@@ -145,20 +146,31 @@ def drawn_seed(seed, backend="threads"):
 
 
 def not_fitted(estimator, how):
-    """The error of a method called before fit: scikit-learn's NotFittedError (a
-    ValueError and an AttributeError) where scikit-learn is installed, so that its
-    checks and its users' ``except`` clauses see it; else a HogwildError that is
-    also an AttributeError."""
+    """The error of a method called before fit: a HogwildError that is also an
+    AttributeError and, where scikit-learn is installed, its NotFittedError, so that
+    its checks and its users' ``except`` clauses see it as well as ours."""
     message = f"this {type(estimator).__name__} is not fitted yet; call {how} first"
+    return _not_fitted_class()(message)
+
+
+@functools.cache
+def _not_fitted_class():
+    """NotFitted, and where scikit-learn is installed also its NotFittedError."""
     try:
         from sklearn.exceptions import NotFittedError
     except ImportError:
-        return NotFitted(message)
-    return NotFittedError(message)
+        return NotFitted
+    return type("NotFittedError", (NotFittedError, NotFitted), {"__module__": __name__})
 
 
 class NotFitted(HogwildError, AttributeError):
-    """A method that needs a fitted model, called before fit (without scikit-learn)."""
+    """A method that needs a fitted model, called before fit (with scikit-learn, also
+    its NotFittedError: either ``except`` catches it)."""
+
+
+class InputTypeError(HogwildError, TypeError):
+    """X holds values that are not numbers: a HogwildError, and the TypeError that
+    scikit-learn's own estimators raise there."""
 
 
 def as_matrix(X, estimator):
@@ -179,6 +191,8 @@ def as_matrix(X, estimator):
                            estimator=estimator, input_name="X")
     except ValueError as error:  # one line, as every other bad input's
         raise HogwildError(" ".join(str(error).split())) from None
+    except TypeError as error:
+        raise InputTypeError(f"X holds values that are not numbers: {error}") from None
 
 
 def run_controls(evaluate, controls):

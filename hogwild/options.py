@@ -95,9 +95,11 @@ class Option:
     def _number(self, value):
         finite = isinstance(value, (int, float)) and not isinstance(value, bool) \
             and math.isfinite(value)
-        low_ok = self.low is None or (value > self.low if self.open else value >= self.low)
-        high_ok = self.high is None or (value < self.high if self.open else value <= self.high)
-        if finite and low_ok and high_ok:
+        low_ok = finite and (self.low is None or (value > self.low if self.open
+                                                  else value >= self.low))
+        high_ok = finite and (self.high is None or (value < self.high if self.open
+                                                    else value <= self.high))
+        if low_ok and high_ok:
             return value
         raise HogwildError(f"{self.name} must be {self.bounds_text()}, got {value!r}")
 

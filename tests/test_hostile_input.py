@@ -419,6 +419,27 @@ def test_ids_beyond_a_parameter_array_are_named_not_a_crash():
                                 "rows (declared by an IdArray)")
 
 
+def test_a_file_of_labels_alone_is_one_error_cached_or_not(capsys, tmp_path, monkeypatch):
+    """Its cached, memory-mapped arrays are empty: the cache check divided by their
+    zero rows (a traceback, found by scripts/audit_inputs.py)."""
+    monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "labels.svm"
+    path.write_text("1\n-1\n")
+    for _ in range(2):  # parsed, then read back from the cache
+        assert main(["stats", "svm", "--data", str(path)]) == 2
+        assert capsys.readouterr().err.strip() == (
+            "hogwild: error: the 2 samples touch no coordinate (no features, no edges): "
+            "there is no sparsity to measure")
+
+
+def test_an_option_of_the_wrong_type_is_named():
+    """A text step reached a comparison with a number (a raw TypeError)."""
+    objective = Objective(read_row, row_loss, (np.ones(10),), (np.arange(10),), 10)
+    with pytest.raises(HogwildError) as error:
+        fit(objective, epochs=1, step="fast")
+    assert str(error.value) == "step must be a finite number > 0, got 'fast'"
+
+
 @pytest.mark.parametrize("dtype", [np.int64, np.int32, bool])
 def test_integer_or_bool_parameters_are_refused(dtype):
     """They silently truncated every update."""

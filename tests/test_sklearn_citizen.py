@@ -118,6 +118,16 @@ def test_methods_before_fit_raise_scikit_learns_not_fitted_error(dense):
             getattr(SparseSVM(), method)(X) if method != "score" else SparseSVM().score(X, X[:, 0])
     with pytest.raises(NotFittedError):
         SparseSVM(loss="logistic").predict_proba(X)
+    with pytest.raises(HogwildError):  # and ours: one except clause catches every bad call
+        SparseSVM().predict(X)
+
+
+def test_values_that_are_not_numbers_are_one_line_and_the_type_error_scikit_learn_raises():
+    with pytest.raises(TypeError) as error:
+        SparseSVM(epochs=1).fit(np.array([[object()]] * 2), [0, 1])
+    assert isinstance(error.value, HogwildError)
+    assert str(error.value) == ("X holds values that are not numbers: float() argument must "
+                                "be a string or a real number, not 'object'")
 
 
 def test_without_scikit_learn_the_estimator_still_works_with_its_own_errors(dense,
