@@ -173,13 +173,16 @@ def _log_normaliser(e, W, b, data, scores):
         count = min(CHUNK, n_classes - first)
         _chunk_scores(e, first, count, W, b, data, scores)
         for c in range(count):
-            z = scores[c]
-            if z > top:
-                total = total * math.exp(top - z) + 1.0
-                top = z
-            else:
-                total += math.exp(z - top)
+            top, total = _add_exp(top, total, scores[c])
     return top + math.log(total)
+
+
+@njit(nogil=True, inline="always")
+def _add_exp(top, total, z):
+    """A running log-sum-exp (top + log(total)) with exp(z) added, every exp below 1."""
+    if z > top:
+        return z, total * math.exp(top - z) + 1.0
+    return top, total + math.exp(z - top)
 
 
 def multinomial_update(e, params, data, step, epoch):
@@ -204,18 +207,21 @@ def multinomial_update(e, params, data, step, epoch):
 
 
 def multinomial_loss(e, params, data):
-    """-log p_y (weighted) plus the regulariser's share over every class."""
-    scores, penalties = stack_array(CHUNK, np.float32), stack_array(CHUNK, np.float64)
-    total = _log_normaliser(e, params[0], params[1], data, scores) * data[4][e]
+    """-log p_y (weighted) plus the regulariser's share over every class, one pass
+    over e's features per chunk: the scores are the margins times their signs (+-1,
+    exact), summed in _chunk_scores' order."""
+    margins, penalties = stack_array(CHUNK, np.float32), stack_array(CHUNK, np.float64)
+    top, exps, target, penalty = -np.inf, 0.0, 0.0, 0.0
     n_classes = data[8][0]
     for first in range(0, n_classes, CHUNK):
         count = min(CHUNK, n_classes - first)
-        _chunk_margins_and_penalties(e, first, count, params, data, scores, penalties)
+        _chunk_margins_and_penalties(e, first, count, params, data, margins, penalties)
         for c in range(count):
-            total += penalties[c]
+            top, exps = _add_exp(top, exps, margins[c] * _sign(e, first + c, data))
+            penalty += penalties[c]
             if data[3][e] == first + c:  # its margin is its score (sign +1)
-                total -= scores[c] * data[4][e]
-    return total
+                target = margins[c]
+    return (top + math.log(exps) - target) * data[4][e] + penalty
 
 
 KERNELS = {"hinge": (ovr_hinge_update, ovr_hinge_loss),
