@@ -192,7 +192,8 @@ def as_matrix(X, estimator):
     except ValueError as error:  # one line, as every other bad input's
         raise HogwildError(" ".join(str(error).split())) from None
     except TypeError as error:
-        raise InputTypeError(f"X holds values that are not numbers: {error}") from None
+        raise InputTypeError("X holds values that are not numbers: "
+                             + " ".join(str(error).split())) from None
 
 
 def run_controls(evaluate, controls):
