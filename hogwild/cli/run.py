@@ -128,13 +128,13 @@ def workers_text(scheduler, workers, distributed):
             f"{f'{every} updates' if every else 'epoch'} by {' and '.join(ways)}")
 
 
-def replication_text(mode, replicated, asked, workers):
+def replication_text(mode, replicated, asked=None):
     """The summary line's words on replication: nothing for a shared run nobody
     asked otherwise of (``asked``: the --replication given, None for the
-    default) unless the default's "auto" chose it among several ``workers``, else
-    the mode, its merge rule, and what "auto" chose it from."""
+    default) unless the default's "auto" chose it among several workers, else the
+    mode, its merge rule, and what "auto" chose it from."""
     auto = (replicated or {}).get("auto")
-    if mode == "shared" and (auto is None or asked is None and workers == 1):
+    if mode == "shared" and (auto is None or asked is None and auto["why"] == "one worker"):
         return ""
     merge = f" merged {replicated['merge']}" if auto and auto.get("merge") else ""
     return f", replication {mode}{merge}" + (f" (auto: {auto['why']})" if auto else "")
@@ -188,10 +188,8 @@ def run_svm(args):
                   if result["train_error"] is not None else "")
     test_text = (f", test error {100 * result['test_error']:.2f}%"
                  if result["test_error"] is not None else "")
-    replication = replication_text(model.replication_, model.replicated_, args.replication,
-                                   model.workers_)
     print(f"done: {workers_text(args.scheduler, model.workers_, model.distributed_)}"
-          f"{replication} "
+          f"{replication_text(model.replication_, model.replicated_, args.replication)} "
           f"on {args.data} "
           f"({train.X.shape[0]} x {train.X.shape[1]}, {train.X.nnz} nonzeros): "
           f"objective {result['objective']:.6f}{train_text}{test_text}; "
@@ -263,10 +261,8 @@ def run_mc(args):
     if args.json:
         print(json.dumps(result))
         return
-    replication = replication_text(model.replication_, model.replicated_, args.replication,
-                                   model.workers_)
     print(f"done: {workers_text(model.scheduler_, model.workers_, model.distributed_)}"
-          f"{replication}, "
+          f"{replication_text(model.replication_, model.replicated_, args.replication)}, "
           f"{model.model} rank "
           f"{args.rank} "
           f"on {args.data} ({len(train):,} ratings, {result['n_users']:,} users x "
@@ -441,10 +437,8 @@ def run_cuts(args):
         references.append(f"exact minimum cut {result['exact_min_cut']:.6g} (SciPy maximum flow)")
     if "baseline_cut" in result:
         references.append(f"nearest-terminal baseline {result['baseline_cut']:.6g}")
-    replication = replication_text(fit.replication, fit.replicated, args.replication,
-                                   fit.workers)
     print(f"done: {workers_text(args.scheduler, fit.workers, fit.distributed)}"
-          f"{replication}, "
+          f"{replication_text(fit.replication, fit.replicated, args.replication)}, "
           f"{n_labels} labels on {args.data} "
           f"({n_edges:,} edges): rounded cut {fit.cut:.6g}"
           + (f" ({'; '.join(references)})" if references else "")
