@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -197,23 +198,36 @@ KILLED_WRITER = textwrap.dedent("""
 """)
 
 
+def _kill_when_writing(process, folder, timeout):
+    """Wait for ``process`` to be in the middle of a checkpoint write (its temporary
+    file exists) and return; give up after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        if list(folder.glob(f".run.npz.{process.pid}-*.tmp")):
+            return
+        time.sleep(0.001)
+
+
 def test_killing_the_writer_at_random_times_never_loses_the_checkpoint(tmp_path):
-    """SIGKILL the whole run at random moments, often in the middle of writing a
-    checkpoint: the file left always loads and is a version that was written."""
+    """SIGKILL the whole run at random moments and, every other run, in the middle of
+    writing a checkpoint: the file left always loads and is a version that was written."""
     script = tmp_path / "writer.py"
     script.write_text(KILLED_WRITER)
     path, log = tmp_path / "run.npz", tmp_path / "log.txt"
     rng = np.random.default_rng(0)
     interrupted_writes = 0
-    for _ in range(12):
+    for run in range(12):
         process = subprocess.Popen([sys.executable, str(script), str(path), str(log)])
-        try:
-            process.wait(timeout=rng.uniform(1.0, 2.5))
-        except subprocess.TimeoutExpired:
-            pass
+        if run % 2:
+            _kill_when_writing(process, tmp_path, timeout=60)
+        else:
+            try:
+                process.wait(timeout=rng.uniform(1.0, 2.5))
+            except subprocess.TimeoutExpired:
+                pass
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
-        interrupted_writes += bool(list(tmp_path.glob(".run.npz.*.tmp")))
+        interrupted_writes += bool(list(tmp_path.glob(f".run.npz.{process.pid}-*.tmp")))
         if not path.exists():
             continue
         saved = load_checkpoint(path)
@@ -223,4 +237,4 @@ def test_killing_the_writer_at_random_times_never_loses_the_checkpoint(tmp_path)
         assert written[str(saved.epoch)] == digest
         assert saved.params[1].shape == (8_000_000,)
     print(f"{interrupted_writes} of 12 kills interrupted a write")
-    assert path.exists() and interrupted_writes >= 1, interrupted_writes
+    assert path.exists() and interrupted_writes >= 5, interrupted_writes
