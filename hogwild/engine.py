@@ -286,14 +286,14 @@ class _Run:
             if progress is not None:
                 runner.on_progress = lambda done, before=epoch * n: progress(
                     min(before + done, epochs * n), epochs * n)
-            step = self.config.schedule(epoch)
-            updates, value, plan_seconds, start, end = self._epoch(runner, params, data, step,
+            steps = self.config.schedule.epoch_steps(epoch)
+            updates, value, plan_seconds, start, end = self._epoch(runner, params, data, steps,
                                                                    epoch)
             seconds = end - (last_end if runner.runs_ahead and last_end is not None else start)
             last_end = end
             measuring = time.perf_counter()
             measured = metrics(params) if runner.reports else {}
-            record = EpochRecord(epoch=epoch + 1, step=runner.applied_step(step),
+            record = EpochRecord(epoch=epoch + 1, step=runner.applied_step(steps),
                                  seconds=seconds, updates=int(updates),
                                  updates_per_s=updates / seconds if seconds > 0 else math.inf,
                                  objective=float(value), metrics=measured,
@@ -314,7 +314,7 @@ class _Run:
                                   stop_requested.signum or signal.SIGTERM)
         return params
 
-    def _epoch(self, runner, params, data, step, epoch):
+    def _epoch(self, runner, params, data, steps, epoch):
         """Run one epoch and check it: (updates, objective, plan seconds, start, end)."""
         plan, plan_seconds = None, 0.0
         if not runner.plans_itself:
@@ -324,9 +324,9 @@ class _Run:
         start = time.perf_counter()
         try:
             if self.stream is None:
-                updates = runner.run_epoch(self.loops, plan, params, data, step, epoch)
+                updates = runner.run_epoch(self.loops, plan, params, data, steps, epoch)
             else:
-                updates, value = self.stream.run_epoch(runner, self.loops, plan, params, step,
+                updates, value = self.stream.run_epoch(runner, self.loops, plan, params, steps,
                                                        epoch, self.planner.workers)
         except WorkerLost as lost:
             checkpoint = self.controls.checkpoint
@@ -338,16 +338,17 @@ class _Run:
                                f"{checkpoint}") from None
         end = time.perf_counter()
         if not runner.all_finite(params):
-            raise _diverged("parameters", epoch + 1, step)
+            raise _diverged("parameters", epoch + 1, steps.table[0])
         n = self.objective.loss_samples or self.objective.n_samples
         if self.stream is None:
             value = runner.loss_sum(self.loops, params, data, n) / n
         if not math.isfinite(value):
-            raise _diverged("objective", epoch + 1, step)
+            raise _diverged("objective", epoch + 1, steps.table[0])
         if value > self.ceiling:
             raise DivergenceError(
                 f"the objective grew from {self.start_value:.4g} to {value:.4g} in epoch "
-                f"{epoch + 1} (step {step:.3g}): training diverged; try a smaller step")
+                f"{epoch + 1} (step {steps.table[0]:.3g}): training diverged; try a smaller "
+                "step")
         return updates, value, plan_seconds, start, end
 
     def finish(self, runner, params):

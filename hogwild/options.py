@@ -154,11 +154,13 @@ TRAINING = (
            cli_words=("auto",)),
     Option("decay", "number", 1.0,
            "How the step decays per epoch: the geometric schedule's factor (in (0, 1]) "
-           "or the inverse schedule's rate (>= 0); 1 with the constant schedule."),
+           "or the inverse schedules' rate (>= 0); 1 with the constant schedule."),
     Option("step_schedule", "choice", "geometric",
            "The step of epoch t: 'geometric' step * decay^t, 'inverse' step / (1 + "
-           "decay * t), or 'constant' step.", choices=STEP_SCHEDULES, rule=_step_schedule,
-           aliases=("--schedule",)),
+           "decay * t), or 'constant' step; 'inverse_updates' is step / (1 + decay * t) "
+           "with t read at each update (epochs and the fraction of the epoch done), so "
+           "the step falls within an epoch too.", choices=STEP_SCHEDULES,
+           rule=_step_schedule, aliases=("--schedule",)),
     Option("workers", "int", None,
            "Threads, processes or CUDA streams (None: every usable core), or threads "
            "per node (backend 'ray') or per rank (backend 'mpi'); more than 4 per "

@@ -356,7 +356,7 @@ class SampleStream:
                                           gates=plan.gates)))
         return cut
 
-    def run_epoch(self, runner, loops, plan, params, step, epoch, workers):
+    def run_epoch(self, runner, loops, plan, params, steps, epoch, workers):
         """Run ``plan`` chunk by chunk; returns (updates, the mean loss of the last
         chunk after them: the epoch's objective, estimated)."""
         cut = self.chunks(plan, workers)
@@ -369,7 +369,8 @@ class SampleStream:
             self.read_wait_seconds += time.perf_counter() - waited
             if c + 1 < len(cut):
                 pending = self._reader.submit(self._read, (c + 1) % SLOTS, cut[c + 1][0])
-            updates += runner.run_epoch(loops, chunk_plan, params, self.buffers, step, epoch)
+            updates += runner.run_epoch(loops, chunk_plan, params, self.buffers,
+                                        steps.over(c / len(cut), (c + 1) / len(cut)), epoch)
         length = sum(hi - lo for lo, hi in cut[-1][0])
         view = self._view((len(cut) - 1) % SLOTS, length)
         return updates, runner.loss_sum(loops, params, view, length) / max(length, 1)

@@ -687,9 +687,10 @@ class SparseSVM(Params):
             else:
                 objective.params[0][:] = self.coef_.T
                 objective.params[1][CLASS_SLOT:CLASS_SLOT + self.classes_.size] = self.intercept_
-        step = StepSchedule(self.step_schedule, self.step_, self.decay)(self.n_iter_)
+        batch = StepSchedule(self.step_schedule, self.step_, self.decay).from_epoch(self.n_iter_)
         # replication=None is 'shared' here: auto's probe would cost more than a batch
-        config = self.training_config(step=step, epochs=1, decay=1.0, step_schedule="constant",
+        config = self.training_config(step=batch.step, epochs=1, decay=batch.decay,
+                                      step_schedule=batch.kind,
                                       replication=self.replication or "shared", seed=seed)
         self._keep_model(engine_fit(objective, config, RunControls()))
         self.n_iter_ += 1

@@ -64,6 +64,7 @@ from hogwild.backends.host import aligned_copy
 from hogwild.kernels.atomics import new_gates, open_gate, wait_for_gate
 from hogwild.kernels.compiler import compile_loops
 from hogwild.schedulers import SCHEDULERS
+from hogwild.steps import EpochSteps
 
 WORKER_COUNTS = (1, 2, 4, 8, 16, 32, 64)
 HOT_FRACTION = 0.01
@@ -83,7 +84,7 @@ def epoch_seconds(objective, step, workers, replication, merge_every, rounds, rn
         for epoch in range(rounds + 1):  # the first warms caches and pages
             plan = planner.plan(rng, 16)
             start = time.perf_counter()
-            backend.run_epoch(loops, plan, params, data, step, epoch)
+            backend.run_epoch(loops, plan, params, data, EpochSteps(np.array([step])), epoch)
             times.append(time.perf_counter() - start)
         replicated = backend.replicated()
     return statistics.median(times[1:]), replicated

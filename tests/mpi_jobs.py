@@ -82,7 +82,7 @@ def reference_case(settings):
             for rank in range(ranks):
                 replica = state.copy()
                 engine.run_epoch(loops, plans[rank][piece], layout.views(replica),
-                                 problem.data, schedule(epoch) * ranks, epoch)
+                                 problem.data, schedule.epoch_steps(epoch).scaled(ranks), epoch)
                 total += replica - state
             state = state + total * np.float32(1.0 / ranks)
     engine.close()

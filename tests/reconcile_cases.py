@@ -59,5 +59,6 @@ def serial_run_of_pieces(objective, every, epochs=RUN["epochs"], step=RUN["step"
         for plan in piece_plans(planner, n, 1, 0, pieces_per_epoch(n, 1, every), epoch,
                                 run_seed(seed), 1):
             loops.run_spans(plan.runs, np.array([[0, plan.runs.size, n]], np.int64), 1,
-                            params, objective.data, schedule(epoch), epoch)
+                            params, objective.data, np.array([schedule(epoch)]), 0, 1,
+                            epoch)
     return params

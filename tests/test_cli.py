@@ -88,7 +88,7 @@ def test_run_svm_on_a_generated_click_log_trains_on_its_rows_in_place(capsys, tm
     (["--data", "missing/train.svm"], "cannot read missing/train.svm: no such file"),
     (["--reg", "-1"], "reg must be a finite number >= 0, got -1.0"),
     (["--schedule", "cosine"], "unknown step schedule 'cosine'; choose one of: constant, "
-                               "geometric, inverse"),
+                               "geometric, inverse, inverse_updates"),
     (["--save", "/no-such-folder/m.npz"],
      "--save /no-such-folder/m.npz: the folder /no-such-folder does not exist"),
     (["--decay", "inf", "--schedule", "inverse"], "decay must be a finite number, got inf"),

@@ -126,7 +126,8 @@ def bsp_reference(objective, nodes, epochs, step, seed, clock_every):
                                node, clocks, epoch, run_seed(seed), 1)[part]
             assert plan.runs.min() >= first and plan.runs.max() < last
             loops.run_spans(plan.runs, np.array([[0, plan.runs.size, last]], np.int64), 1,
-                            layout.views(replica), objective.data, schedule(epoch), epoch)
+                            layout.views(replica), objective.data,
+                            np.array([schedule(epoch)]), 0, 1, epoch)
             changed = np.flatnonzero(replica != state)
             deltas.append((changed, replica[changed] - state[changed]))
         for changed, delta in deltas:

@@ -12,7 +12,7 @@ from hogwild.kernels.compiler import compile_loops, fingerprint
 from hogwild.structure import Supports, block_layout, blocked_copy
 from hogwild.schedulers.conflicts import conflict_graph
 from hogwild.schedulers import get_scheduler, shuffled_runs
-from hogwild.steps import StepSchedule
+from hogwild.steps import SEGMENTS, StepSchedule
 
 
 # --- objectives used as probes (module level so that numba can compile them) ----
@@ -528,7 +528,8 @@ def test_divergence_names_the_epoch_and_suggests_a_smaller_step():
                             "blocked, fpsgd, colored, cyclades"),
     ({"backend": "tcp"}, "unknown backend 'tcp'; choose one of: threads"),
     ({"step_schedule": "cosine"},
-     "unknown step schedule 'cosine'; choose one of: constant, geometric, inverse"),
+     "unknown step schedule 'cosine'; choose one of: constant, geometric, inverse, "
+     "inverse_updates"),
     ({"decay": 1.5}, r"decay must be in \(0, 1\] for the geometric schedule, got 1.5"),
     ({"step_schedule": "constant", "decay": 0.5},
      "decay=0.5 has no effect with the constant schedule"),
@@ -608,6 +609,59 @@ def test_step_schedules():
     assert [StepSchedule("inverse", 1.0, 1.0)(t) for t in range(3)] == [1.0, 0.5, 1 / 3]
     history = fit(counting_objective(10), epochs=3, step=2.0, decay=0.5, workers=1).history
     assert [r.step for r in history] == [2.0, 1.0, 0.5]
+
+
+def test_the_inverse_updates_schedule_lowers_the_step_within_the_epoch():
+    schedule = StepSchedule("inverse_updates", 2.0, 4.0)
+    assert schedule(1.5) == 2.0 / 7.0
+    table = schedule.epoch_steps(1).table
+    assert table.size == SEGMENTS and np.all(np.diff(table) < 0)
+    assert table[0] == 2.0 / (1.0 + 4.0 * (1 + 0.5 / SEGMENTS))
+    assert schedule.epoch_steps(1).over(0.5, 0.75).table.tolist() == \
+        table[SEGMENTS // 2:3 * SEGMENTS // 4].tolist()
+    assert StepSchedule("geometric", 1.0, 0.5).epoch_steps(2).table.tolist() == [0.25]
+    # partial_fit's batch k: a run of its own whose one epoch is epoch k of the schedule
+    np.testing.assert_allclose(schedule.from_epoch(3).epoch_steps(0).table,
+                               schedule.epoch_steps(3).table, rtol=1e-15)
+    assert StepSchedule("geometric", 1.0, 0.5).from_epoch(2) == \
+        StepSchedule("constant", 0.25, 1.0)
+
+
+def record_step(e, params, data, step):
+    params[0][e] = step
+    params[1][e] = params[2][0]  # when (racy with several workers)
+    params[2][0] += 1
+
+
+def steps_objective(n):
+    return Objective(record_step, lambda e, params, data: 0.0,
+                     params=(np.zeros(n), np.zeros(n), np.zeros(1)), data=np.zeros(1),
+                     n_samples=n)
+
+
+@pytest.mark.parametrize("options", [
+    dict(scheduler="serial", workers=1),
+    dict(workers=2),
+    dict(workers=2, scheduler="locked"),
+    dict(workers=2, backend="processes"),  # shares run in pieces: each starts where the
+    dict(workers=2, replication="worker", merge_every=1000),  # last one ended
+    dict(workers=2, backend="processes", replication="worker", merge_every=1000)])
+def test_each_worker_reads_the_whole_step_table_across_its_share(options):
+    """Every update takes a step of its epoch's table, each step as often as the
+    others (a share in pieces that restarted the table would take its first steps
+    more often), and in order along the share (serial: exactly by position)."""
+    n, schedule = 8192, StepSchedule("inverse_updates", 1.0, 2.0)
+    result = fit(steps_objective(n), epochs=2, step=1.0, decay=2.0,
+                 step_schedule="inverse_updates", seed=0, oversubscribe=True, **options)
+    table = schedule.epoch_steps(1).table
+    taken = result.params[0]
+    counts = np.array([np.sum(taken == step) for step in table])
+    assert counts.sum() == n
+    assert counts.min() >= n // SEGMENTS - 32 and counts.max() <= n // SEGMENTS + 32, counts
+    assert result.history[1].step == pytest.approx(table.mean(), rel=0.01)
+    if options.get("scheduler") == "serial":
+        position = (result.params[1] - n).astype(np.int64)  # the second epoch's
+        assert taken.tolist() == table[position * SEGMENTS // n].tolist()
 
 
 # --- the kernel compiler ----------------------------------------------------------

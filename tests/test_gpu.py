@@ -53,6 +53,11 @@ def test_serial_on_the_gpu_is_bitwise_the_cpus_serial_run():
                           backend="gpu")
         assert gpu.backend == "gpu"
         assert np.array_equal(cpu.params[0], gpu.params[0])
+        # a step that falls within the epoch: launches in a row, each with its step
+        within = dict(epochs=2, step=0.5, decay=4.0, step_schedule="inverse_updates",
+                      scheduler="serial", seed=1, workers=1)
+        assert np.array_equal(hogwild.fit(objective, **within).params[0],
+                              hogwild.fit(objective, backend="gpu", **within).params[0])
         # the objective is summed on the device; the simulator runs the loss as NumPy
         # scalar code, where an accumulator started from a Python 0.0 stays float32
         # (numba types it float64), hence agreement to float32 rounding only

@@ -169,8 +169,8 @@ def test_serial_cut_kernel_matches_the_numpy_reference(n_labels):
     loops = compile_loops(objective.update, objective.loss, objective.fastmath)
     for epoch in range(3):
         order = rng.permutation(m).astype(np.int64)
-        loops.run_spans(order, np.array([[0, m, m]], np.int64), 1, (X,), objective.data, step,
-                        epoch)
+        loops.run_spans(order, np.array([[0, m, m]], np.int64), 1, (X,), objective.data,
+                        np.array([step]), 0, 1, epoch)
         cut_sgd_epoch(*objective.data[:3], fixed, expected, step, order)
     np.testing.assert_allclose(X, expected, atol=2e-5)
     np.testing.assert_allclose(X.sum(axis=1), 1.0, atol=1e-5)

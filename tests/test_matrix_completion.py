@@ -350,7 +350,8 @@ def test_serial_kernels_match_the_numpy_reference(model):
     loops = compile_loops(*factor_kernels(rank, model), fastmath=True)
     for epoch in range(3):
         order = rng.permutation(n).astype(np.int64)
-        loops.run_spans(order, np.array([[0, n, n]], np.int64), 1, params, data, step, epoch)
+        loops.run_spans(order, np.array([[0, n, n]], np.int64), 1, params, data,
+                        np.array([step]), 0, 1, epoch)
         if model == "biased":
             mf_biased_sgd_epoch(users, items, ratings, *expected, float(data[3][2]), 0.06, 0.02,
                                 step, order)

@@ -127,7 +127,7 @@ def test_an_option_added_or_removed_in_the_table_is_so_in_every_derived_place():
     (dict(memory="lots"), "memory 'lots': expected a size such as 8GB, 512MB, 1.5GiB or a "
                           "number of bytes"),
     (dict(step_schedule="cosine"), "unknown step schedule 'cosine'; choose one of: constant, "
-                                   "geometric, inverse"),
+                                   "geometric, inverse, inverse_updates"),
 ])
 def test_an_option_given_where_it_is_ignored_or_out_of_bounds_is_named(options, message):
     with pytest.raises(HogwildError) as error:

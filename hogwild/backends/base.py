@@ -11,8 +11,8 @@ work runs and where the parameters live, behind these calls, in this order:
         runner.checkpoint_settings(config)
         params, data = runner.share(params, data, n_samples)
         runner.warm_up(loops, params, data, scheduler, objective)  # compile, start
-        per epoch: runner.run_epoch(loops, plan, params, data, step, epoch)
-                   runner.applied_step(step)   # the step the epoch record keeps
+        per epoch: runner.run_epoch(loops, plan, params, data, steps, epoch)
+                   runner.applied_step(steps)   # the step the epoch record keeps
                    runner.all_finite(params), runner.loss_sum(loops, params, data, n)
                    runner.to_host(params) (metrics, checkpoints)
         runner.export(params)  # the trained parameters, valid after close
@@ -104,15 +104,16 @@ class Backend(ABC):
         """Compile (or load) the loops the run will use, before the first timed epoch."""
 
     @abstractmethod
-    def run_epoch(self, loops, plan, params, data, step, epoch):
-        """Run one epoch's EpochPlan; returns the number of updates."""
+    def run_epoch(self, loops, plan, params, data, steps, epoch):
+        """Run one epoch's EpochPlan with the epoch's hogwild.steps.EpochSteps;
+        returns the number of updates."""
 
-    def applied_step(self, step):
-        """The step the last run_epoch applied, ``step`` being the schedule's for it:
-        what the epoch record and checkpoints keep. The same unless the backend
-        changes it (MPI's linear scaling rule) or its workers compute it (Ray's
-        nodes report theirs)."""
-        return step
+    def applied_step(self, steps):
+        """The mean step the last run_epoch applied, ``steps`` being the schedule's
+        EpochSteps for it: what the epoch record keeps. The schedule's mean unless
+        the backend changes it (MPI's linear scaling rule) or its workers compute
+        it (Ray's nodes report theirs)."""
+        return steps.mean
 
     @abstractmethod
     def loss_sum(self, loops, params, data, n):

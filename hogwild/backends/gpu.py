@@ -202,7 +202,7 @@ class SampleStream:
         for stream in streams:
             stream.synchronize()
 
-    def run_epoch(self, plan, params, step, epoch):
+    def run_epoch(self, plan, params, steps, epoch):
         run_length = plan.run_length
         chunk_samples = max(1, self.chunk // run_length) * run_length
         if chunk_samples > self.chunk:
@@ -224,11 +224,12 @@ class SampleStream:
         with _simulator_settings():
             for i, data, length in self._chunks(order, chunk_samples):
                 start = int(ends[i - 1]) if i else 0
+                part = steps.over(i / order.size, (i + 1) / order.size)
                 for stream, (a, b) in zip(streams, even_spans(int(ends[i]) - start,
                                                               len(streams))):
                     if b > a:
                         self.backend.launch(stream, runs, start + a, start + b, run_length,
-                                            length, params, data, step, epoch)
+                                            length, params, data, part, epoch)
                 updates += length
         return updates
 
@@ -310,13 +311,13 @@ class GpuBackend(Backend):
             self.kernel[1, self.lanes](runs, 0, 0, 1, 0, params, chunk, 0.0, 0)
         self.cuda.synchronize()
 
-    def run_epoch(self, loops, plan, params, data, step, epoch):
+    def run_epoch(self, loops, plan, params, data, steps, epoch):
         """Launch every worker's spans on its stream; returns the number of updates."""
         if plan.kind != "spans":
             raise HogwildError(f"backend 'gpu' runs plans without gates, barriers or locks "
                                f"(kind 'spans'), not {plan.kind!r}")
         if isinstance(data, SampleStream):
-            return data.run_epoch(plan, params, step, epoch)
+            return data.run_epoch(plan, params, steps, epoch)
         runs = self.cuda.to_device(plan.runs)
         updates = 0
         with _simulator_settings():
@@ -326,7 +327,7 @@ class GpuBackend(Backend):
                         if hi <= lo:
                             continue
                         self.launch(stream, runs, lo, hi, plan.run_length, limit, params,
-                                    data, step, epoch)
+                                    data, steps, epoch)
                         starts = plan.runs[lo:hi]
                         updates += int(np.sum(np.minimum(starts + plan.run_length, limit)
                                               - starts))
@@ -334,13 +335,22 @@ class GpuBackend(Backend):
                     stream.synchronize()
         return updates
 
-    def launch(self, stream, runs, lo, hi, run_length, limit, params, data, step, epoch):
+    def launch(self, stream, runs, lo, hi, run_length, limit, params, data, steps, epoch):
         """The epoch kernel on runs[lo:hi] (sample indices below ``limit``), on
-        ``stream``: one GPU thread or warp for ``serial``, else a grid of them."""
-        blocks, block = (1, self.lanes) if self.single_thread else \
-            self.grid(int(hi - lo), self.lanes)
-        self.kernel[blocks, block, stream](runs, int(lo), int(hi), int(run_length), int(limit),
-                                           params, data, float(step), epoch)
+        ``stream``: one GPU thread or warp for ``serial``, else a grid of them. A
+        table of several steps (hogwild.steps.EpochSteps) cuts the runs into as
+        many launches in a row on the stream, each with its step: the GPU's
+        threads run a launch's runs at once, so it has no earlier and later."""
+        n, size = int(hi - lo), steps.table.size
+        edges = -(-np.arange(size + 1) * n // size)  # run p takes step p * size // n
+        for step, a, b in zip(steps.table, edges[:-1], edges[1:]):
+            if b <= a:
+                continue
+            blocks, block = (1, self.lanes) if self.single_thread else \
+                self.grid(int(b - a), self.lanes)
+            self.kernel[blocks, block, stream](runs, int(lo + a), int(lo + b),
+                                               int(run_length), int(limit), params, data,
+                                               float(step), epoch)
 
     def grid(self, items, lanes=1):
         """(blocks, threads per block) for a grid-stride loop over ``items``, each

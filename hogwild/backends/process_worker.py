@@ -32,7 +32,7 @@ class ShareCommand(NamedTuple):
     n_runs: int
     spans: np.ndarray
     run_length: int
-    step: float
+    steps: np.ndarray        # the step table (hogwild.steps.EpochSteps.table)
     epoch: int
     gate_words: int
     workers: int
@@ -55,7 +55,7 @@ def run_in_pieces(loops, share, params, data, counters, chunk_samples, keep_goin
     ``keep_going()`` says so. Returns the updates done."""
     done = 0
     for piece in pieces(share.kind, share.spans, share.run_length, chunk_samples):
-        updates = run_share(loops, share._replace(spans=piece), params, data)
+        updates = run_share(loops, share.piece(piece, done), params, data)
         if updates < 0:  # aborted: another worker failed
             break
         done += updates
@@ -121,8 +121,8 @@ def worker_main(pipe, setup, me):
         else:
             job = command[1]
             share = Share(job.kind, view(job.runs_segment)[:job.n_runs], job.spans,
-                          job.run_length, job.step, job.epoch,
-                          view(job.sync_segment)[:job.gate_words], me, job.workers)
+                          job.run_length, job.steps, job.epoch,
+                          view(job.sync_segment)[:job.gate_words], me, job.workers).timed()
             try:
                 with slp_vectorizer(fastmath):  # as the parent compiled, should this compile
                     if job.rounds:

@@ -177,7 +177,7 @@ class ProcessesBackend(HostBackend):
 
     # -- epochs ---------------------------------------------------------------------
 
-    def run_epoch(self, loops, plan, params, data, step, epoch):
+    def run_epoch(self, loops, plan, params, data, steps, epoch):
         merging = self._replicas is not None and self._replicas.merging
         n_gates = max(gate_count(plan, self.workers), self.workers if merging else 0)
         self._kind = plan.kind
@@ -203,12 +203,12 @@ class ProcessesBackend(HostBackend):
                 if len(phase[w]) or plan.kind == "phased" or rounds:  # all meet barriers
                     self._pipes[w].send(("run", ShareCommand(
                         plan.kind, runs.size, np.asarray(phase[w], np.int64), plan.run_length,
-                        step, epoch, gate_words, len(phase), self._runs[1], self._sync[1],
-                        rounds, merge_every)))
+                        steps.table, epoch, gate_words, len(phase), self._runs[1],
+                        self._sync[1], rounds, merge_every)))
                     busy.add(w)
             replies = {}
             mine = Share(plan.kind, runs, np.asarray(phase[0], np.int64), plan.run_length,
-                         step, epoch, gates, 0, len(phase))
+                         steps.table, epoch, gates, 0, len(phase)).timed()
             try:
                 with slp_vectorizer(loops.source.fastmath):
                     if rounds:

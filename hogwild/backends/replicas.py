@@ -325,10 +325,15 @@ class Replicas:
         me = share.worker
         none = np.zeros((0, share.spans.shape[1] if share.spans.ndim == 2 else 3), np.int64)
         params, data = self.params_of(me), self.data_of(me)
+        done = [0]
+
+        def run_piece(spans):
+            updates = run_share(loops, share.piece(spans, done[0]), params, data)
+            done[0] += max(updates, 0)
+            return updates
         return work_apart([cut[k] if k < len(cut) else none for k in range(rounds)],
-                          lambda spans: run_share(loops, share._replace(spans=spans), params,
-                                                  data),
-                          ReplicaMerge(self, share.sync, me, share.workers), on_round)
+                          run_piece, ReplicaMerge(self, share.sync, me, share.workers),
+                          on_round)
 
 
 class ReplicaMerge(Reconciler):

@@ -136,19 +136,20 @@ class ThreadsBackend(HostBackend):
         if self._replicas is not None:
             self._replicas.warm_up()
 
-    def run_epoch(self, loops, plan, params, data, step, epoch):
+    def run_epoch(self, loops, plan, params, data, steps, epoch):
         """Run one epoch's plan, phase after phase; returns the number of updates.
         Phased plans have all their phases in one: the barriers between them are in
         compiled code (one call per worker per epoch instead of one per phase)."""
         if self._replicas is not None and self._replicas.merging:
-            return self._run_replicated(loops, plan, params, data, step, epoch)
+            return self._run_replicated(loops, plan, params, data, steps, epoch)
         updates = 0
         for phase in plan.phases:
             workers = len(phase)
             sync = new_gates(gate_count(plan, workers))
             updates += self._run_shares(loops, [
-                Share(plan.kind, plan.runs, spans, plan.run_length, step, epoch, sync, w,
-                      workers) for w, spans in enumerate(phase)], lambda w: params, data)
+                Share(plan.kind, plan.runs, spans, plan.run_length, steps.table, epoch, sync,
+                      w, workers).timed() for w, spans in enumerate(phase)],
+                lambda w: params, data)
         return updates
 
     def loss_sum(self, loops, params, data, n):
@@ -165,7 +166,7 @@ class ThreadsBackend(HostBackend):
         sums = self._crew.run(job(parts[0]), [job(part) for part in parts[1:]])
         return ordered_total(value for part in sums for value in part)
 
-    def _run_replicated(self, loops, plan, params, data, step, epoch):
+    def _run_replicated(self, loops, plan, params, data, steps, epoch):
         """Each worker runs its share on its own copies in rounds of merge_every
         updates; after each round the workers meet, each merges its slice of the
         replicas, and they meet again. One hand-off per epoch, not per round."""
@@ -177,8 +178,9 @@ class ThreadsBackend(HostBackend):
         rounds = max(len(c) for c in cut)
         sync = new_gates(workers)
         return self._run_jobs({w: lambda w=w: self._replicas.run_rounds(
-            loops, Share(plan.kind, plan.runs, phase[w], plan.run_length, step, epoch, sync, w,
-                         workers), cut[w], rounds) for w in range(workers)}, sync)
+            loops, Share(plan.kind, plan.runs, phase[w], plan.run_length, steps.table, epoch,
+                         sync, w, workers).timed(), cut[w], rounds) for w in range(workers)},
+            sync)
 
     def _run_shares(self, loops, shares, params_of, data):
         """Run one phase's shares, worker w's on params_of(w); the total updates.
@@ -243,7 +245,8 @@ def probe_rates(objective, workers, config, candidates):
                 for round_ in range(PROBE_ROUNDS + 1):  # round 0 warms caches and pages
                     plan = planner.plan(rng, config.shuffle_block)
                     start = time.perf_counter()
-                    updates = probe.run_epoch(loops, plan, params, data, config.step, 0)
+                    updates = probe.run_epoch(loops, plan, params, data,
+                                              config.schedule.epoch_steps(0), 0)
                     if round_:
                         timings[name].append(updates / max(time.perf_counter() - start,
                                                            1e-9))

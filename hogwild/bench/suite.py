@@ -52,8 +52,10 @@ def sharing_cost(objective, step, seconds=1.0, rounds=3, run_length=16):
     halves = [np.array([[0, runs.size // 2, n]], np.int64),
               np.array([[runs.size // 2, runs.size, n]], np.int64)]
     trained = tuple(aligned_copy(p) for p in objective.params)
+    steps = np.array([step], np.float64)  # one step for the whole epoch
     for epoch in range(2):
-        loops.run_spans(runs, whole[0], run_length, trained, objective.data, step, epoch)
+        loops.run_spans(runs, whole[0], run_length, trained, objective.data, steps, 0, 1,
+                        epoch)
 
     def rate(spans, private, epochs):
         copies = [tuple(aligned_copy(p) for p in trained)]
@@ -62,8 +64,8 @@ def sharing_cost(objective, step, seconds=1.0, rounds=3, run_length=16):
 
         def work(i):
             for epoch in range(epochs):
-                loops.run_spans(runs, spans[i], run_length, copies[i], objective.data, step,
-                                2 + epoch)
+                loops.run_spans(runs, spans[i], run_length, copies[i], objective.data, steps,
+                                0, 1, 2 + epoch)
         threads = [threading.Thread(target=work, args=(i,)) for i in range(len(spans))]
         start = time.perf_counter()
         for thread in threads:

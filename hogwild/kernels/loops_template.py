@@ -12,7 +12,10 @@ Contract for the functions bound by the prelude:
         dropped for an update that takes only (e, params, data, step))
     loss(e, params, data) -> float      f_e at the current parameters
 ``params`` and ``data`` are tuples of arrays; ``step`` is a float64 step size and
-``epoch`` counts from 0.
+``epoch`` counts from 0. The loops take the epoch's step table (hogwild.steps.
+EpochSteps): one step, or steps for equal parts of the worker's share, read at
+each run by the share's updates done before it (``first`` of ``total`` when the
+share runs in several calls).
 """
 # ---- template body ----
 from numba import njit
@@ -22,21 +25,31 @@ from hogwild.kernels.atomics import (acquire, finish_block, open_gate, release, 
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _run_span(runs, lo, hi, run_length, limit, params, data, step, epoch):
+def _step_at(steps, position, total):
+    """The step of the update at ``position`` of a share of ``total`` updates."""
+    if steps.size == 1:
+        return steps[0]
+    return steps[min(steps.size - 1, position * steps.size // max(total, 1))]
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _run_span(runs, lo, hi, run_length, limit, params, data, steps, first, total, epoch):
     """Update the samples of runs lo..hi-1 (run r: samples runs[r] ..
-    min(runs[r] + run_length, limit) - 1); returns how many."""
+    min(runs[r] + run_length, limit) - 1), the first at position ``first`` of
+    the share; returns how many."""
     done = 0
     for r in range(lo, hi):
-        first = runs[r]
-        last = min(first + run_length, limit)
-        for e in range(first, last):
+        start = runs[r]
+        last = min(start + run_length, limit)
+        step = _step_at(steps, first + done, total)
+        for e in range(start, last):
             update_sample(e, params, data, step, epoch)
-        done += last - first
+        done += last - start
     return done
 
 
 @njit(nogil=True, cache=True)
-def run_spans(runs, spans, run_length, params, data, step, epoch):
+def run_spans(runs, spans, run_length, params, data, steps, first, total, epoch):
     """Update, in place, the samples of each span (lo, hi, limit) = spans[s]: runs
     lo..hi-1, run r being samples runs[r] .. min(runs[r] + run_length, limit) - 1.
     Racy writes (Hogwild!): other workers update the same params concurrently,
@@ -44,31 +57,34 @@ def run_spans(runs, spans, run_length, params, data, step, epoch):
     done = 0
     for s in range(spans.shape[0]):
         done += _run_span(runs, spans[s, 0], spans[s, 1], run_length, spans[s, 2], params,
-                          data, step, epoch)
+                          data, steps, first + done, total, epoch)
     return done
 
 
 @njit(nogil=True, cache=True)
-def run_spans_locked(runs, spans, run_length, params, data, step, epoch, lock, owner):
+def run_spans_locked(runs, spans, run_length, params, data, steps, first, total, epoch, lock,
+                     owner):
     """As run_spans, but every update holds the spinlock ``lock`` as ``owner`` (the
     baseline). Returns -1 if the run was aborted (another worker failed)."""
     done = 0
     for s in range(spans.shape[0]):
         limit = spans[s, 2]
         for r in range(spans[s, 0], spans[s, 1]):
-            first = runs[r]
-            last = min(first + run_length, limit)
-            for e in range(first, last):
+            start = runs[r]
+            last = min(start + run_length, limit)
+            step = _step_at(steps, first + done, total)
+            for e in range(start, last):
                 if not acquire(lock, owner):
                     return -1
                 update_sample(e, params, data, step, epoch)
                 release(lock)
-            done += last - first
+            done += last - start
     return done
 
 
 @njit(nogil=True, cache=True)
-def run_gated_spans(runs, spans, run_length, params, data, step, epoch, gates):
+def run_gated_spans(runs, spans, run_length, params, data, steps, first, total, epoch,
+                    gates):
     """As run_spans, for spans (lo, hi, limit, gate_a, gate_b, level) that may start
     only when gates gate_a and gate_b have reached ``level``; each raises both to
     level + 1 when done. Returns -1 if the run was aborted (another worker failed)."""
@@ -79,14 +95,15 @@ def run_gated_spans(runs, spans, run_length, params, data, step, epoch, gates):
                 and wait_for_gate(gates, spans[s, 4], level)):
             return -1
         done += _run_span(runs, spans[s, 0], spans[s, 1], run_length, spans[s, 2], params,
-                          data, step, epoch)
+                          data, steps, first + done, total, epoch)
         open_gate(gates, spans[s, 3], level + 1)
         open_gate(gates, spans[s, 4], level + 1)
     return done
 
 
 @njit(nogil=True, cache=True)
-def run_phased_spans(runs, spans, run_length, params, data, step, epoch, gates, me, workers):
+def run_phased_spans(runs, spans, run_length, params, data, steps, first, total, epoch,
+                     gates, me, workers):
     """As run_spans for worker ``me`` of ``workers``, for spans (lo, hi, limit,
     phase) in phase order with a barrier between phases: gate w counts the phases
     worker w has finished, and phase p starts once every gate has reached p.
@@ -99,12 +116,13 @@ def run_phased_spans(runs, spans, run_length, params, data, step, epoch, gates, 
             if not wait_for_gate(gates, w, phase):
                 return -1
         done += _run_span(runs, spans[s, 0], spans[s, 1], run_length, spans[s, 2], params,
-                          data, step, epoch)
+                          data, steps, first + done, total, epoch)
     return done
 
 
 @njit(nogil=True, cache=True)
-def run_free_blocks(runs, spans, run_length, params, data, step, epoch, state, owner):
+def run_free_blocks(runs, spans, run_length, params, data, steps, first, total, epoch,
+                    state, owner):
     """FPSGD's dynamic scheduling: every worker gets the same block rows (lo, hi,
     limit, row_gate, column_gate, taken_gate) and repeatedly takes one that no one
     has taken this epoch and whose row and column no running block has, until
@@ -127,7 +145,7 @@ def run_free_blocks(runs, spans, run_length, params, data, step, epoch, state, o
         polls = 0
         picks += 1
         done += _run_span(runs, spans[b, 0], spans[b, 1], run_length, spans[b, 2], params,
-                          data, step, epoch)
+                          data, steps, first + done, total, epoch)
         if not finish_block(state, spans, b, owner):
             return -1
 

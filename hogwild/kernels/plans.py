@@ -27,11 +27,25 @@ class Share(NamedTuple):
     runs: np.ndarray       # the plan's run starts
     spans: np.ndarray      # this worker's span rows
     run_length: int
-    step: float
+    steps: np.ndarray      # the step table (hogwild.steps.EpochSteps.table)
     epoch: int
     sync: np.ndarray       # the plan's gates, or its lock (see new_sync)
     worker: int            # 0 .. workers - 1
     workers: int
+    first: int = 0         # the share's updates done before these spans
+    total: int = 1         # the share's updates (planned_updates; read with a table
+    #                        of several steps only)
+
+    def timed(self):
+        """This share with ``total`` counted, where its steps change within it."""
+        if self.steps.size == 1:
+            return self
+        return self._replace(total=planned_updates(self.kind, self.runs, self.spans,
+                                                   self.run_length, self.workers))
+
+    def piece(self, spans, done):
+        """The part ``spans`` of this share, ``done`` of its updates done before it."""
+        return self._replace(spans=spans, first=self.first + done)
 
 
 class PlanKind(NamedTuple):
@@ -64,7 +78,18 @@ def run_share(loops, share, params, data):
     another worker aborted the run."""
     kind = PLAN_KINDS[share.kind]
     return getattr(loops, kind.loop)(share.runs, share.spans, share.run_length, params,
-                                     data, share.step, share.epoch, *kind.extra(share))
+                                     data, share.steps, share.first, share.total, share.epoch,
+                                     *kind.extra(share))
+
+
+def planned_updates(kind, runs, spans, run_length, workers):
+    """The updates of span rows (lo, hi, limit, ...) of a plan's ``runs``: for free
+    blocks, which any worker may take, an even share of them."""
+    total = 0
+    for lo, hi, limit in np.asarray(spans, np.int64).reshape(len(spans), -1)[:, :3]:
+        starts = runs[lo:hi]
+        total += int(np.minimum(starts + run_length, limit).sum() - starts.sum())
+    return total // workers if kind == "free" else total
 
 
 def give_up(kind, sync, worker):
@@ -80,7 +105,8 @@ def warm_up(loops, kind, params, data):
     """Compile (or load from cache) the loop of plans of ``kind``, outside the
     timed epochs, by running it on no samples."""
     spans = np.zeros((0, PLAN_KINDS[kind].columns), np.int64)
-    run_share(loops, Share(kind, np.zeros(0, np.int64), spans, 1, 0.0, 0, new_gates(1), 0, 1),
+    run_share(loops, Share(kind, np.zeros(0, np.int64), spans, 1, np.zeros(1), 0,
+                           new_gates(1), 0, 1),
               params, data)
 
 

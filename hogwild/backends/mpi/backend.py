@@ -105,29 +105,30 @@ class MPIBackend(HostBackend):
                                                                     self.algorithm)
         self.startup_seconds = time.perf_counter() - began
 
-    def run_epoch(self, loops, plan, params, data, step, epoch):
+    def run_epoch(self, loops, plan, params, data, steps, epoch):
         """The rank's share of the epoch in ``pieces`` pieces, an Allreduce after each
-        (the linear scaling rule's factor on each piece's step)."""
+        (the linear scaling rule's factor on each piece's steps)."""
         self.steps_applied = []
 
         def run_piece(piece):
-            applied = step * step_factor(self.settings, self.ranks, self.exchange.done,
-                                         self.pieces)
+            k = len(self.steps_applied)
+            applied = steps.over(k / self.pieces, (k + 1) / self.pieces).scaled(
+                step_factor(self.settings, self.ranks, self.exchange.done, self.pieces))
             done = self.local.run_epoch(loops, piece, params, data, applied, epoch)
-            self.steps_applied.append((done, applied))
+            self.steps_applied.append((done, applied.mean))
             return done
         updates = work_apart(piece_plans(self.planner, self.n, self.ranks, self.rank,
                                          self.pieces, epoch, self.seed, self.run_length),
                              run_piece, self.exchange)
         return self.comm.allreduce(updates)
 
-    def applied_step(self, step):
+    def applied_step(self, steps):
         """The schedule's step times the linear scaling rule's factor: the mean over
         the epoch's updates where a warm-up changed it between pieces (every rank
         applies the same factors)."""
         total = sum(done for done, _ in self.steps_applied)
         if total == 0:
-            return self.steps_applied[-1][1] if self.steps_applied else step
+            return self.steps_applied[-1][1] if self.steps_applied else steps.mean
         return sum(done * applied for done, applied in self.steps_applied) / total
 
     def loss_sum(self, loops, params, data, n):

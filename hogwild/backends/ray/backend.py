@@ -143,7 +143,7 @@ class RayBackend(HostBackend):
         self._state = None
         return self.n
 
-    def applied_step(self, step):
+    def applied_step(self, steps):
         """The step the nodes applied in the epoch (each computes it from the run's
         schedule, running ahead of the engine; their mean, should they differ)."""
         return sum(self._steps) / len(self._steps)

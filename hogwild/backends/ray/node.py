@@ -136,12 +136,14 @@ class NodeWorker:
         server.clock = start_clock
         server.pull()
         for epoch in range(start_clock // self.clocks, run["epochs"]):
-            step = run["schedule"](epoch)
+            steps = run["schedule"].epoch_steps(epoch)
 
-            def run_piece(plan, epoch=epoch, step=step):
+            def run_piece(plan, epoch=epoch, steps=steps):
+                k = server.clock - epoch * self.clocks  # this piece of the epoch
                 server.piece_started = time.perf_counter()
-                done = int(self.runner.run_epoch(self.loops, plan, self.params, self.data,
-                                                 step, epoch))
+                done = int(self.runner.run_epoch(
+                    self.loops, plan, self.params, self.data,
+                    steps.over(k / self.clocks, (k + 1) / self.clocks), epoch))
                 traffic["updates"] += done
                 traffic["busy_seconds"] += time.perf_counter() - server.piece_started
                 if crash_at is not None and server.clock + 1 == crash_at:
@@ -151,7 +153,7 @@ class NodeWorker:
                                 epoch, run["seed"], run["run_length"])
             work_apart(plans[server.clock - epoch * self.clocks:], run_piece, server)
             loss = self.loops.sum_loss(self.params, self.data, self.first, self.last)
-            ray.get(server.clock_table.report.remote(self.node, epoch, loss, step))
+            ray.get(server.clock_table.report.remote(self.node, epoch, loss, steps.mean))
         self.runner.close()
         return traffic
 
