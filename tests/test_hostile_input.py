@@ -665,11 +665,16 @@ def test_a_jumbo_matrix_killed_while_written_leaves_nothing_behind(tmp_path, mon
               "make_jumbo(2000, 2000, 60_000_000, rank=2)\n")
     child = subprocess.Popen([sys.executable, "-c", script], env=env)
     root = tmp_path / "jumbo"
-    deadline = time.monotonic() + 120
-    while not list(root.glob(".tmp-*/train_users.npy")) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 600  # a loaded machine: start-up and drawing can be slow
+    while not list(root.glob(".tmp-*/train_users.npy")) and child.poll() is None \
+            and time.monotonic() < deadline:
         time.sleep(0.05)
+    writing = bool(list(root.glob(".tmp-*/train_users.npy")))
     child.kill()
     child.wait()
+    assert writing, f"the generator never started writing (exit status {child.returncode})"
+    assert child.returncode == -signal.SIGKILL, \
+        f"the generator ended by itself (exit status {child.returncode}) before the kill"
     (left,) = root.glob(".tmp-*")
     assert left.name.startswith(f".tmp-{child.pid}-")
     from hogwild.datasets.jumbo import make_jumbo
