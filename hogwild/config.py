@@ -63,6 +63,11 @@ class RunControls:
         Epochs between checkpoints (None: only after a Ctrl-C or SIGTERM).
     resume : str or path, optional
         Continue the run saved there, up to ``epochs`` in total.
+    objective_every : int or None, default 1
+        Epochs between measurements of the exact objective (a pass over the
+        samples, a third of a short one-vs-rest epoch); the last epoch's is always
+        measured, None measures only it. An epoch not measured records NaN, and the
+        divergence check then sees only its parameters' finiteness.
     """
 
     evaluate: Any = None
@@ -71,10 +76,12 @@ class RunControls:
     checkpoint: Any = None
     checkpoint_every: Optional[int] = 1
     resume: Any = None
+    objective_every: Optional[int] = 1
 
     def __post_init__(self):
-        if self.checkpoint_every is not None:
-            check_int("checkpoint_every", self.checkpoint_every, 1)
+        for name in ("checkpoint_every", "objective_every"):
+            if getattr(self, name) is not None:
+                check_int(name, getattr(self, name), 1)
         for name in ("callback", "progress"):
             value = getattr(self, name)
             if value is not None and not callable(value):

@@ -340,6 +340,8 @@ class _Run:
         if not runner.all_finite(params):
             raise _diverged("parameters", epoch + 1, steps.table[0])
         n = self.objective.loss_samples or self.objective.n_samples
+        if not self._measures(epoch):
+            return updates, math.nan, plan_seconds, start, end
         if self.stream is None:
             value = runner.loss_sum(self.loops, params, data, n) / n
         if not math.isfinite(value):
@@ -350,6 +352,12 @@ class _Run:
                 f"{epoch + 1} (step {steps.table[0]:.3g}): training diverged; try a smaller "
                 "step")
         return updates, value, plan_seconds, start, end
+
+    def _measures(self, epoch):
+        """Whether epoch ``epoch``'s exact objective is measured (objective_every;
+        always the last epoch's)."""
+        every, done = self.controls.objective_every, epoch + 1
+        return done == self.config.epochs or (every is not None and done % every == 0)
 
     def finish(self, runner, params):
         """The FitResult (the backend still open: its report may need its workers)."""

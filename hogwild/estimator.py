@@ -18,7 +18,8 @@ TRAINING_DOC_SLOT = "{training parameters}"
 RUN_DOC_SLOT = "{run attributes}"
 RUN_ATTRIBUTES_DOC = """history_ : list of hogwild.results.EpochRecord
     One record per epoch (step, seconds, updates, objective, and the test metric
-    when an eval_set is given).
+    when an eval_set is given); objective is NaN for an epoch not measured (the
+    objective_every run control).
 workers_ : int
     The workers that ran, in all.
 distributed_ : dict or None

@@ -11,7 +11,8 @@ class EpochRecord:
     during its warm-up); ``seconds`` is the update phase alone; drawing the epoch's
     plan (``plan_seconds``: batches, components) and evaluation are excluded; the
     held-out metrics took ``metric_seconds`` (so that a caller timing epochs by the
-    clock can leave them out)."""
+    clock can leave them out). ``objective`` is NaN for an epoch whose objective
+    was not measured (RunControls.objective_every)."""
 
     epoch: int
     step: float

@@ -82,6 +82,6 @@ def test_estimators_build_the_config_from_their_own_parameters():
     assert MatrixFactorization(epochs=5).training_config(step=0.03).shuffle_block == 256
     with pytest.raises(TypeError, match="fit\\(\\) got an unknown option 'evaluate'; run "
                                         "controls: callback, progress, checkpoint, "
-                                        "checkpoint_every, resume \\(test data goes in "
-                                        "eval_set\\)"):
+                                        "checkpoint_every, resume, objective_every "
+                                        "\\(test data goes in eval_set\\)"):
         SparseSVM(epochs=1).fit(np.eye(4), [0, 1, 0, 1], evaluate=lambda params: {})

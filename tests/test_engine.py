@@ -322,6 +322,14 @@ def test_conflict_free_schedulers_are_exact_and_bitwise_reproducible(scheduler):
     for a, b in zip(runs[0], runs[1]):
         np.testing.assert_array_equal(a, b)
     assert not np.array_equal(runs[0][0], runs[2][0])
+    # a step that falls within the epoch is read by phase, the same for any workers
+    within = dict(epochs=2, step=0.5, decay=4.0, step_schedule="inverse_updates",
+                  scheduler=scheduler, seed=4)
+    runs = [fit(mf, workers=w, **within).params for w in (1, 2)]
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(runs[0][0], fit(mf, workers=1, **{**within, "decay": 1.0}
+                                              ).params[0])
 
 
 def test_the_objective_is_bitwise_the_same_on_any_cpu_backend_and_worker_count():
@@ -513,6 +521,28 @@ def test_divergence_names_the_epoch_and_suggests_a_smaller_step():
     with pytest.raises(DivergenceError, match=r"NaN or Inf in epoch 1 \(step 0.1\); "
                                               r"try a smaller step"):
         fit(objective, epochs=3, step=0.1, workers=1)
+
+
+def test_objective_every_measures_only_the_epochs_asked_and_changes_no_bit():
+    """Epochs not measured record NaN and the run's parameters are the same bits; the
+    last epoch is always measured; diverging parameters are still caught."""
+    objective, _ = least_squares(n=500)
+    every = fit(objective, epochs=5, step=0.5, scheduler="serial", seed=0)
+    for asked, measured in ((2, [2, 4, 5]), (None, [5])):
+        run = fit(objective, epochs=5, step=0.5, scheduler="serial", seed=0,
+                  objective_every=asked)
+        np.testing.assert_array_equal(run.params[0], every.params[0])
+        for got, want in zip(run.history, every.history):
+            if got.epoch in measured:
+                assert got.objective == want.objective
+            else:
+                assert np.isnan(got.objective)
+    exploding = Objective(exploding_update, zero_loss, params=np.ones(4, np.float32),
+                          data=np.zeros(1), n_samples=100)
+    with pytest.raises(DivergenceError, match=r"NaN or Inf in epoch 1 \(step 0.1\)"):
+        fit(exploding, epochs=3, step=0.1, workers=1, objective_every=None)
+    with pytest.raises(HogwildError, match="objective_every must be an integer"):
+        fit(objective, epochs=1, objective_every=0)
 
 
 # --- validation -------------------------------------------------------------------

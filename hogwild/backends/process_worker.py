@@ -40,6 +40,7 @@ class ShareCommand(NamedTuple):
     sync_segment: object
     rounds: int = 0          # replicated epochs: merge rounds (0: not replicated)
     merge_every: int = 0     # and a worker's updates between merges
+    total: int = 1           # what the step table spans (plans.share_length)
 
 
 def counting(counters, worker):
@@ -122,7 +123,8 @@ def worker_main(pipe, setup, me):
             job = command[1]
             share = Share(job.kind, view(job.runs_segment)[:job.n_runs], job.spans,
                           job.run_length, job.steps, job.epoch,
-                          view(job.sync_segment)[:job.gate_words], me, job.workers).timed()
+                          view(job.sync_segment)[:job.gate_words], me, job.workers,
+                          total=job.total)
             try:
                 with slp_vectorizer(fastmath):  # as the parent compiled, should this compile
                     if job.rounds:

@@ -51,7 +51,7 @@ from hogwild.errors import HogwildError
 from hogwild.kernels.atomics import GATE_STRIDE, abort_gates
 from hogwild.kernels.compiler import slp_vectorizer
 from hogwild.replication import ReplicationSettings
-from hogwild.kernels.plans import Share, gate_count, give_up, pieces, warm_up
+from hogwild.kernels.plans import Share, gate_count, give_up, pieces, share_length, warm_up
 
 def _dumps_functions(loops):
     from numba import cloudpickle  # numba's own copy: pickles closures by value
@@ -204,11 +204,13 @@ class ProcessesBackend(HostBackend):
                     self._pipes[w].send(("run", ShareCommand(
                         plan.kind, runs.size, np.asarray(phase[w], np.int64), plan.run_length,
                         steps.table, epoch, gate_words, len(phase), self._runs[1],
-                        self._sync[1], rounds, merge_every)))
+                        self._sync[1], rounds, merge_every,
+                        share_length(plan, phase[w], len(phase), steps.table))))
                     busy.add(w)
             replies = {}
             mine = Share(plan.kind, runs, np.asarray(phase[0], np.int64), plan.run_length,
-                         steps.table, epoch, gates, 0, len(phase)).timed()
+                         steps.table, epoch, gates, 0, len(phase),
+                         total=share_length(plan, phase[0], len(phase), steps.table))
             try:
                 with slp_vectorizer(loops.source.fastmath):
                     if rounds:

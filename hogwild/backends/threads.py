@@ -12,7 +12,8 @@ from hogwild.backends.base import LOSS_CHUNK, HostBackend, loss_chunks, ordered_
 from hogwild.backends.host import aligned_copy
 from hogwild.backends.replicas import Replicas
 from hogwild.kernels.atomics import new_gates, raise_gate, spin_for_gate
-from hogwild.kernels.plans import Share, gate_count, give_up, pieces, run_share, warm_up
+from hogwild.kernels.plans import (Share, gate_count, give_up, pieces, run_share, share_length,
+                                   warm_up)
 from hogwild.replication import (PROBE_ROUNDS, PROBE_SAMPLES, PROBE_VISITS, ReplicationSettings,
                                  resolve)
 
@@ -148,7 +149,8 @@ class ThreadsBackend(HostBackend):
             sync = new_gates(gate_count(plan, workers))
             updates += self._run_shares(loops, [
                 Share(plan.kind, plan.runs, spans, plan.run_length, steps.table, epoch, sync,
-                      w, workers).timed() for w, spans in enumerate(phase)],
+                      w, workers, total=share_length(plan, spans, workers, steps.table))
+                for w, spans in enumerate(phase)],
                 lambda w: params, data)
         return updates
 
@@ -179,8 +181,9 @@ class ThreadsBackend(HostBackend):
         sync = new_gates(workers)
         return self._run_jobs({w: lambda w=w: self._replicas.run_rounds(
             loops, Share(plan.kind, plan.runs, phase[w], plan.run_length, steps.table, epoch,
-                         sync, w, workers).timed(), cut[w], rounds) for w in range(workers)},
-            sync)
+                         sync, w, workers,
+                         total=share_length(plan, phase[w], workers, steps.table)),
+            cut[w], rounds) for w in range(workers)}, sync)
 
     def _run_shares(self, loops, shares, params_of, data):
         """Run one phase's shares, worker w's on params_of(w); the total updates.

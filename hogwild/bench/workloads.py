@@ -69,7 +69,7 @@ def svm_run(X, y, X_test, y_test, epochs, intercept=True, **options):
         model = SparseSVM(epochs=epochs, scheduler=scheduler, workers=workers,
                           backend=backend, seed=seed, fit_intercept=intercept and
                           "supports" not in get_scheduler(scheduler).needs, **options)
-        model.fit(X, y, eval_set=(X_test, y_test))
+        model.fit(X, y, eval_set=(X_test, y_test), objective_every=1)  # the curve
         return measured(model.history_, "test_error", model.setup_seconds_,
                         model.startup_seconds_, nonzeros_per_update=nnz)
     return run

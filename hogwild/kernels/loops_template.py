@@ -13,9 +13,11 @@ Contract for the functions bound by the prelude:
     loss(e, params, data) -> float      f_e at the current parameters
 ``params`` and ``data`` are tuples of arrays; ``step`` is a float64 step size and
 ``epoch`` counts from 0. The loops take the epoch's step table (hogwild.steps.
-EpochSteps): one step, or steps for equal parts of the worker's share, read at
-each run by the share's updates done before it (``first`` of ``total`` when the
-share runs in several calls).
+EpochSteps): one step, or steps for equal parts of the epoch, read at each run
+by the share's updates done before it (``first`` of ``total`` when the share runs
+in several calls); gated and phased plans read it by their spans' level or phase
+(of ``total``), which do not depend on the number of workers, so that conflict-free
+schedules stay bitwise the same with any number of them.
 """
 # ---- template body ----
 from numba import njit
@@ -30,6 +32,15 @@ def _step_at(steps, position, total):
     if steps.size == 1:
         return steps[0]
     return steps[min(steps.size - 1, position * steps.size // max(total, 1))]
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _step_of(steps, position, total):
+    """The step at ``position`` of ``total`` as a table of one (a view)."""
+    if steps.size == 1:
+        return steps
+    k = min(steps.size - 1, position * steps.size // max(total, 1))
+    return steps[k:k + 1]
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -95,7 +106,7 @@ def run_gated_spans(runs, spans, run_length, params, data, steps, first, total, 
                 and wait_for_gate(gates, spans[s, 4], level)):
             return -1
         done += _run_span(runs, spans[s, 0], spans[s, 1], run_length, spans[s, 2], params,
-                          data, steps, first + done, total, epoch)
+                          data, _step_of(steps, level, total), 0, 1, epoch)
         open_gate(gates, spans[s, 3], level + 1)
         open_gate(gates, spans[s, 4], level + 1)
     return done
@@ -116,7 +127,7 @@ def run_phased_spans(runs, spans, run_length, params, data, steps, first, total,
             if not wait_for_gate(gates, w, phase):
                 return -1
         done += _run_span(runs, spans[s, 0], spans[s, 1], run_length, spans[s, 2], params,
-                          data, steps, first + done, total, epoch)
+                          data, _step_of(steps, phase, total), 0, 1, epoch)
     return done
 
 

@@ -33,15 +33,8 @@ class Share(NamedTuple):
     worker: int            # 0 .. workers - 1
     workers: int
     first: int = 0         # the share's updates done before these spans
-    total: int = 1         # the share's updates (planned_updates; read with a table
-    #                        of several steps only)
-
-    def timed(self):
-        """This share with ``total`` counted, where its steps change within it."""
-        if self.steps.size == 1:
-            return self
-        return self._replace(total=planned_updates(self.kind, self.runs, self.spans,
-                                                   self.run_length, self.workers))
+    total: int = 1         # what the step table spans (share_length; read with a
+    #                        table of several steps only)
 
     def piece(self, spans, done):
         """The part ``spans`` of this share, ``done`` of its updates done before it."""
@@ -82,14 +75,23 @@ def run_share(loops, share, params, data):
                                      *kind.extra(share))
 
 
-def planned_updates(kind, runs, spans, run_length, workers):
-    """The updates of span rows (lo, hi, limit, ...) of a plan's ``runs``: for free
-    blocks, which any worker may take, an even share of them."""
+def share_length(plan, spans, workers, steps):
+    """What a worker's step table spans (Share.total): the plan's phases (phased)
+    or levels (gated), which every worker counts alike, else the updates of its
+    span rows (of free blocks, which any worker may take, an even share); 1 for a
+    table of one step, which needs none."""
+    if steps.size == 1:
+        return 1
+    if plan.kind == "phased":
+        return max(plan.barriers, 1)
+    if plan.kind == "gated":
+        levels = [rows[:, 5] for phase in plan.phases for rows in phase if len(rows)]
+        return int(np.concatenate(levels).max()) + 1 if levels else 1
     total = 0
     for lo, hi, limit in np.asarray(spans, np.int64).reshape(len(spans), -1)[:, :3]:
-        starts = runs[lo:hi]
-        total += int(np.minimum(starts + run_length, limit).sum() - starts.sum())
-    return total // workers if kind == "free" else total
+        starts = plan.runs[lo:hi]
+        total += int(np.minimum(starts + plan.run_length, limit).sum() - starts.sum())
+    return max(total // workers if plan.kind == "free" else total, 1)
 
 
 def give_up(kind, sync, worker):
