@@ -11,7 +11,8 @@ import scipy.sparse as sp
 
 from hogwild import HogwildError
 from hogwild.datasets.synthetic import make_sparse_classification
-from hogwild.problems.sparse_svm import SparseSVM, as_csr
+from hogwild.problems.sparse_svm import SparseSVM, as_csr, auto_step
+from hogwild.steps import StepSchedule
 
 sklearn = pytest.importorskip("sklearn")
 from sklearn.exceptions import DataConversionWarning, NotFittedError  # noqa: E402
@@ -265,7 +266,8 @@ def test_partial_fit_continues_fits_schedule_and_checks_its_batches(dense):
     assert model.n_iter_ == 5
     model.partial_fit(X[:100], np.ones(100, int))  # one class in a batch: fine
     assert model.n_iter_ == 6
-    assert model.history_[-1].step == pytest.approx(model.step_ * 0.9 ** 5, rel=1e-6)
+    schedule = StepSchedule(model.step_schedule_, model.step_, model.decay_)
+    assert model.history_[-1].step == pytest.approx(schedule.epoch_steps(5).mean, rel=1e-6)
     with pytest.raises(HogwildError, match=r"^X has 29 features, but SparseSVM is expecting 30 "
                                            r"features as input$"):
         model.partial_fit(X[:, :29], y)
@@ -339,6 +341,42 @@ def test_three_classes_train_predict_and_keep_scikit_learns_shapes(tmp_path):
         for rows in np.array_split(np.arange(1200), 3):
             streamed.partial_fit(X[rows], names[rows], classes=["red", "green", "blue"])
     assert streamed.coef_.shape == (3, 200) and streamed.score(X[test], names[test]) > 0.7
+
+
+def test_the_step_schedule_follows_the_classes_unless_given():
+    """step_schedule=None: inverse_updates (step 8 x auto, decay 4) with more than two
+    classes, geometric (step auto, decay 0.9) with two; given values are kept, and
+    partial_fit continues the schedule used."""
+    from sklearn.datasets import load_digits
+    X, y = load_digits(return_X_y=True)
+    X = as_csr(X / 16)
+    auto = auto_step(X)
+    many = SparseSVM(epochs=2, workers=1, seed=0).fit(X, y)
+    assert (many.step_schedule_, many.decay_, many.step_) == ("inverse_updates", 4.0, 8 * auto)
+    assert many.history_[0].step < 8 * auto and many.score(X, y) > 0.9
+    two = SparseSVM(epochs=2, workers=1, seed=0).fit(X, y > 4)
+    assert (two.step_schedule_, two.decay_, two.step_) == ("geometric", 0.9, auto)
+    assert [r.step for r in two.history_] == [auto, auto * 0.9]
+    given = SparseSVM(epochs=2, workers=1, seed=0, step_schedule="geometric").fit(X, y)
+    assert (given.step_schedule_, given.decay_, given.step_) == ("geometric", 0.9, auto)
+    many.partial_fit(X[:100], y[:100])
+    schedule = StepSchedule("inverse_updates", 8 * auto, 4.0)
+    assert many.history_[-1].step == pytest.approx(schedule.epoch_steps(2).mean, rel=1e-9)
+    with pytest.raises(HogwildError, match=r"^decay must be in \(0, 1\] for the geometric "
+                                           r"schedule, got 4$"):
+        SparseSVM(decay=4, workers=1).fit(X, y > 4)
+
+
+def test_fit_measures_the_last_objective_unless_asked_for_every_epoch():
+    """The exact objective is a pass over the samples; fit takes it after the last
+    epoch only (NaN before), objective_every=1 after each, the model the same bits."""
+    X, y = make_sparse_classification(n_samples=600, n_features=50, nnz_per_row=8, seed=2)
+    quick = SparseSVM(epochs=3, workers=1, seed=0).fit(X, y)
+    every = SparseSVM(epochs=3, workers=1, seed=0).fit(X, y, objective_every=1)
+    assert np.isnan([r.objective for r in quick.history_[:2]]).all()
+    assert quick.history_[-1].objective == every.history_[-1].objective > 0
+    assert np.isfinite([r.objective for r in every.history_]).all()
+    np.testing.assert_array_equal(quick.coef_, every.coef_)
 
 
 def test_news20_twenty_classes_with_defaults_as_linear_svc_does():
