@@ -27,19 +27,23 @@ from hogwild.kernels.atomics import (acquire, finish_block, open_gate, release, 
 
 
 @njit(nogil=True, cache=True, inline="always")
+def _step_index(steps, position, total):
+    """The table entry of the update at ``position`` of ``total``."""
+    if steps.size == 1:
+        return 0
+    return min(steps.size - 1, position * steps.size // max(total, 1))
+
+
+@njit(nogil=True, cache=True, inline="always")
 def _step_at(steps, position, total):
     """The step of the update at ``position`` of a share of ``total`` updates."""
-    if steps.size == 1:
-        return steps[0]
-    return steps[min(steps.size - 1, position * steps.size // max(total, 1))]
+    return steps[_step_index(steps, position, total)]
 
 
 @njit(nogil=True, cache=True, inline="always")
 def _step_of(steps, position, total):
     """The step at ``position`` of ``total`` as a table of one (a view)."""
-    if steps.size == 1:
-        return steps
-    k = min(steps.size - 1, position * steps.size // max(total, 1))
+    k = _step_index(steps, position, total)
     return steps[k:k + 1]
 
 
