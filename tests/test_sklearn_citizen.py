@@ -101,7 +101,9 @@ def test_predict_proba_is_the_logistic_models_and_missing_for_the_hinge_loss(den
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
     expected = 1 / (1 + np.exp(-model.decision_function(X).astype(np.float64)))
     np.testing.assert_allclose(proba[:, 1], expected, rtol=1e-12)
-    np.testing.assert_allclose(model.predict_log_proba(X), np.log(proba), rtol=1e-12)
+    # log(exp(x)) for x near 0 is exact to an ulp of 1 (about 1.1e-16), not relatively
+    np.testing.assert_allclose(model.predict_log_proba(X), np.log(proba), rtol=1e-12,
+                               atol=2.3e-16)
     np.testing.assert_array_equal(model.classes_[proba.argmax(axis=1)], model.predict(X))
     hinge = serial().fit(X, y)
     assert not hasattr(hinge, "predict_proba") and not hasattr(hinge, "predict_log_proba")
@@ -196,10 +198,22 @@ def test_unit_weights_are_bitwise_no_weights_and_weight_2_is_half_the_reg_at_twi
                                   plain.coef_)
     np.testing.assert_array_equal(serial(step=0.05, class_weight={-1: 1, 1: 1.0}).fit(X, y).coef_,
                                   plain.coef_)
-    # (1/n) sum 2 l_e + reg/2 |w|^2 = 2 ((1/n) sum l_e + (reg/2)/2 |w|^2): the same steps
-    doubled = serial(step=0.05, reg=2e-4).fit(X, y, sample_weight=2.0)
-    halved = serial(step=0.1, reg=1e-4).fit(X, y)
+    # (1/n) sum 2 l_e + reg/2 |w|^2 = 2 ((1/n) sum l_e + (reg/2)/2 |w|^2): plain SGD
+    # takes the same steps at half the step size
+    doubled = serial(step=0.05, reg=2e-4, adaptive=False).fit(X, y, sample_weight=2.0)
+    halved = serial(step=0.1, reg=1e-4, adaptive=False).fit(X, y)
     np.testing.assert_array_equal(doubled.coef_, halved.coef_)
+    # AdaGrad counts a sample of weight k as k samples in its sums: weight 4 makes
+    # them 4x, each step 1/2 as large per unit of gradient and 4x the gradient, so
+    # weight 4 at 4x the reg and half the step takes the same steps (every factor a
+    # power of 2, so bit for bit); two classes, and unit weights are no weights
+    first = y == y[0]
+    adaptive = serial(step=0.05, reg=1e-4, adaptive=True).fit(X, first)
+    np.testing.assert_array_equal(serial(step=0.05, reg=1e-4, adaptive=True).fit(
+        X, first, sample_weight=np.ones(600)).coef_, adaptive.coef_)
+    quadrupled = serial(step=0.025, reg=4e-4, adaptive=True).fit(X, first, sample_weight=4.0)
+    np.testing.assert_array_equal(quadrupled.coef_, adaptive.coef_)
+    np.testing.assert_array_equal(quadrupled.intercept_, adaptive.intercept_)
 
 
 def test_balanced_class_weight_finds_the_rare_class_as_liblinear_does():
@@ -345,7 +359,8 @@ def test_three_classes_train_predict_and_keep_scikit_learns_shapes(tmp_path):
 
 def test_the_step_schedule_follows_the_classes_unless_given():
     """step_schedule=None: inverse_updates (step 8 x auto, decay 4) with more than two
-    classes, geometric (step auto, decay 0.9) with two; given values are kept, and
+    classes; with two, adaptive steps on a constant base step (2 / mean L1 norm), or
+    without them geometric (step auto, decay 0.9); given values are kept, and
     partial_fit continues the schedule used."""
     from sklearn.datasets import load_digits
     X, y = load_digits(return_X_y=True)
@@ -355,6 +370,11 @@ def test_the_step_schedule_follows_the_classes_unless_given():
     assert (many.step_schedule_, many.decay_, many.step_) == ("inverse_updates", 4.0, 8 * auto)
     assert many.history_[0].step < 8 * auto and many.score(X, y) > 0.9
     two = SparseSVM(epochs=2, workers=1, seed=0).fit(X, y > 4)
+    adaptive = 2 / (abs(X).sum() / X.shape[0])
+    assert (two.step_schedule_, two.decay_, two.adaptive_) == ("constant", 1.0, True)
+    assert two.step_ == pytest.approx(adaptive, rel=1e-6)  # summed in float32 values
+    assert [r.step for r in two.history_] == [two.step_] * 2
+    two = SparseSVM(epochs=2, workers=1, seed=0, adaptive=False).fit(X, y > 4)
     assert (two.step_schedule_, two.decay_, two.step_) == ("geometric", 0.9, auto)
     assert [r.step for r in two.history_] == [auto, auto * 0.9]
     given = SparseSVM(epochs=2, workers=1, seed=0, step_schedule="geometric").fit(X, y)
@@ -364,6 +384,9 @@ def test_the_step_schedule_follows_the_classes_unless_given():
     assert many.history_[-1].step == pytest.approx(schedule.epoch_steps(2).mean, rel=1e-9)
     with pytest.raises(HogwildError, match=r"^decay must be in \(0, 1\] for the geometric "
                                            r"schedule, got 4$"):
+        SparseSVM(decay=4, workers=1, adaptive=False).fit(X, y > 4)
+    with pytest.raises(HogwildError, match=r"^decay must be in \(0, 1\] for the geometric "
+                                           r"schedule, got 4$"):  # adaptive: decay asks it
         SparseSVM(decay=4, workers=1).fit(X, y > 4)
 
 

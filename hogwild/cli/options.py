@@ -40,8 +40,14 @@ def build_parser():
                           "the data cache (power-law hashed features; any size the disk "
                           f"holds) (default: {DEFAULT_SVM_DATASET}, shipped with hogwild)")
     svm.add_argument("--test", help="svmlight test file (default: the dataset's test split)")
-    svm.add_argument("--reg", type=number, default=1e-4,
-                     help="L2 strength: objective = mean loss + reg/2 ||w||^2 (default: 1e-4)")
+    svm.add_argument("--reg", type=number, default=None,
+                     help="L2 strength: objective = mean loss + reg/2 ||w||^2 (default: from "
+                          "the data, max(rows, features) / rows^2, at most 1e-4: 1e-6 for a "
+                          "million rows of fewer features)")
+    svm.add_argument("--adaptive", action=argparse.BooleanOptionalAction, default=None,
+                     help="AdaGrad steps per feature, as Vowpal Wabbit's adaptive updates: "
+                          "rare features keep learning while frequent ones settle "
+                          "(default: on with two classes, off with more)")
     svm.add_argument("--loss", default="hinge", help="hinge or logistic (default: hinge)")
     svm.add_argument("--multi-class", default="ovr",
                      help="with more than two classes: ovr (one-vs-rest in one pass; the "

@@ -149,7 +149,7 @@ def run_svm(args):
         with phase("read data"):
             train, test = load_svm_data(args.data, args.test, progress=not args.json)
         model = SparseSVM(loss=args.loss, reg=args.reg, fit_intercept=args.fit_intercept,
-                          multi_class=args.multi_class,
+                          multi_class=args.multi_class, adaptive=args.adaptive,
                           shuffle_rows=not train.random_order, **training_fields(args))
         # the report prints every epoch's objective: measure each (fit's default is
         # the last epoch's alone)
@@ -167,7 +167,7 @@ def run_svm(args):
         "problem": "svm", "data": str(args.data), "n_samples": train.X.shape[0],
         "n_features": train.X.shape[1], "nnz": int(train.X.nnz), "loss": args.loss,
         "multi_class": args.multi_class,
-        "reg": args.reg, "fit_intercept": args.fit_intercept,
+        "reg": model.reg_, "adaptive": model.adaptive_, "fit_intercept": args.fit_intercept,
         "intercept": float(model.intercept_[0]), "step": model.step_, "decay": model.decay_,
         "schedule": model.step_schedule_,
         "scheduler": args.scheduler, "backend": args.backend, "workers": model.workers_,
