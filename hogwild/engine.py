@@ -32,6 +32,7 @@ from hogwild.kernels.compiler import compile_loops, slp_vectorizer
 from hogwild.limits import available_memory, check_workers, return_freed_memory, size_text
 from hogwild.objective import Objective
 from hogwild.phases import phase, training_starts
+from hogwild.replication import GUARD_SAMPLES, Guard
 from hogwild.results import EpochRecord, FitResult
 from hogwild.schedulers import get_scheduler
 from hogwild.streaming import plan_stream
@@ -202,6 +203,7 @@ class _Run:
             config.oversubscribe or not backend.workers_share_cores))
         self.rng = np.random.default_rng(config.seed)
         self.history = []
+        self.guard = None  # replication "auto"'s, set by start
         self.params = tuple(p if objective.train_in_place and is_aligned(p) else aligned_copy(p)
                             for p in objective.params)
         self.loops = compile_loops(objective.update, objective.loss, objective.fastmath)
@@ -272,8 +274,36 @@ class _Run:
                 start_data, sampled = stream.first_samples(sampled)
             self.start_value = runner.loss_sum(self.loops, params, start_data, sampled) / sampled
         self.ceiling = self.start_value + DIVERGENCE_GROWTH * max(abs(self.start_value), 1.0)
+        self.guard = self._guard(runner, params, data)
         return_freed_memory()  # what the set-up's temporaries left in the allocator
         return params, data, metrics
+
+    def _guard(self, runner, params, data):
+        """replication="auto"'s Guard, where auto chose copies on a backend that can
+        go on shared (None elsewhere), with the objective's value at the start."""
+        chosen = (runner.replicated() or {}).get("auto")
+        if chosen is None or runner.replication == "shared" or self.stream is not None \
+                or not runner.stops_replicating:
+            return None
+        samples = min(self.objective.n_samples, GUARD_SAMPLES)
+        return Guard(samples, runner.loss_sum(self.loops, params, data, samples) / samples,
+                     params)
+
+    def _run_guarded(self, runner, plan, params, data, steps, epoch):
+        """run_epoch, and where the Guard finds the objective risen on copies, the
+        epoch again from its start, shared: the updates."""
+        guard = self.guard
+        if guard is None:
+            return runner.run_epoch(self.loops, plan, params, data, steps, epoch)
+        guard.keep(params)
+        updates = runner.run_epoch(self.loops, plan, params, data, steps, epoch)
+        value = runner.loss_sum(self.loops, params, data, guard.samples) / guard.samples
+        if not guard.rose(value, epoch + 1):
+            return updates
+        guard.restore(params)
+        runner.stop_replicating(guard.fell_back)
+        self.guard = None
+        return updates + runner.run_epoch(self.loops, plan, params, data, steps, epoch)
 
     def loop(self, runner, stop_requested):
         """The epochs, each: plan, run, check, record, report, checkpoint; returns the
@@ -324,7 +354,7 @@ class _Run:
         start = time.perf_counter()
         try:
             if self.stream is None:
-                updates = runner.run_epoch(self.loops, plan, params, data, steps, epoch)
+                updates = self._run_guarded(runner, plan, params, data, steps, epoch)
             else:
                 updates, value = self.stream.run_epoch(runner, self.loops, plan, params, steps,
                                                        epoch, self.planner.workers)

@@ -27,9 +27,9 @@ def test_run_svm_json_on_the_embedded_default(capsys):
     assert len(result["history"]) == 3
     assert result["test_error"] < 0.17 and result["train_error"] < 0.17
     assert result["updates_per_s"] > 0 and result["nonzeros_per_s"] > result["updates_per_s"]
-    # the values used, not the parameters' None (two classes: adaptive steps, constant
-    # base step; the data's reg, a9a's 32,561 rows of 123 features: 1 / n)
-    assert (result["schedule"], result["decay"], result["adaptive"]) == ("constant", 1.0, True)
+    # the values used, not the parameters' None (two classes: the geometric schedule of
+    # adaptive steps; the data's reg, a9a's 32,561 rows of 123 features: 1 / n)
+    assert (result["schedule"], result["decay"], result["adaptive"]) == ("geometric", 0.9, True)
     assert result["reg"] == pytest.approx(1 / 32561)
 
 

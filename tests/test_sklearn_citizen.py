@@ -359,9 +359,9 @@ def test_three_classes_train_predict_and_keep_scikit_learns_shapes(tmp_path):
 
 def test_the_step_schedule_follows_the_classes_unless_given():
     """step_schedule=None: inverse_updates (step 8 x auto, decay 4) with more than two
-    classes; with two, adaptive steps on a constant base step (2 / mean L1 norm), or
-    without them geometric (step auto, decay 0.9); given values are kept, and
-    partial_fit continues the schedule used."""
+    classes; with two, geometric (decay 0.9) from 2 / mean L1 norm for the adaptive
+    steps, from auto without them; given values are kept, and partial_fit continues
+    the schedule used."""
     from sklearn.datasets import load_digits
     X, y = load_digits(return_X_y=True)
     X = as_csr(X / 16)
@@ -371,9 +371,9 @@ def test_the_step_schedule_follows_the_classes_unless_given():
     assert many.history_[0].step < 8 * auto and many.score(X, y) > 0.9
     two = SparseSVM(epochs=2, workers=1, seed=0).fit(X, y > 4)
     adaptive = 2 / (abs(X).sum() / X.shape[0])
-    assert (two.step_schedule_, two.decay_, two.adaptive_) == ("constant", 1.0, True)
+    assert (two.step_schedule_, two.decay_, two.adaptive_) == ("geometric", 0.9, True)
     assert two.step_ == pytest.approx(adaptive, rel=1e-6)  # summed in float32 values
-    assert [r.step for r in two.history_] == [two.step_] * 2
+    assert [r.step for r in two.history_] == [two.step_, two.step_ * 0.9]
     two = SparseSVM(epochs=2, workers=1, seed=0, adaptive=False).fit(X, y > 4)
     assert (two.step_schedule_, two.decay_, two.step_) == ("geometric", 0.9, auto)
     assert [r.step for r in two.history_] == [auto, auto * 0.9]
@@ -384,9 +384,6 @@ def test_the_step_schedule_follows_the_classes_unless_given():
     assert many.history_[-1].step == pytest.approx(schedule.epoch_steps(2).mean, rel=1e-9)
     with pytest.raises(HogwildError, match=r"^decay must be in \(0, 1\] for the geometric "
                                            r"schedule, got 4$"):
-        SparseSVM(decay=4, workers=1, adaptive=False).fit(X, y > 4)
-    with pytest.raises(HogwildError, match=r"^decay must be in \(0, 1\] for the geometric "
-                                           r"schedule, got 4$"):  # adaptive: decay asks it
         SparseSVM(decay=4, workers=1).fit(X, y > 4)
 
 

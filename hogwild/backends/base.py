@@ -35,6 +35,8 @@ class Backend(ABC):
     schedulers = None           # the schedulers it runs (None: all of them)
     replication_modes = ("shared",)  # the TrainingConfig.replication modes it runs
     replication = "shared"  # the mode this run uses (an instance may say otherwise)
+    stops_replicating = False  # True: stop_replicating(why) makes a replicated run go on
+    # shared from the next epoch (replication "auto"'s Guard)
     plans_itself = False        # True: it draws its own plans (run_epoch gets plan=None)
     runs_ahead = False          # True: workers keep running between run_epoch calls, so an
     # epoch's time is the wall time since the previous epoch ended

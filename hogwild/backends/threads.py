@@ -98,6 +98,7 @@ class ThreadsBackend(HostBackend):
     streams_samples = True
     workers_share_cores = True  # workers are CPU threads: bounded by check_workers
     replication_modes = ("shared", "worker", "hot", "auto")
+    stops_replicating = True
 
     @classmethod
     def open(cls, workers, config, source):
@@ -107,6 +108,7 @@ class ThreadsBackend(HostBackend):
         self.workers = workers
         self.settings, self.replication = replication, replication.mode
         self._replicas = None
+        self._fell_back = None  # stop_replicating's reason
         self._n_samples = 1
         self._crew = _Crew(workers - 1)
         self.on_progress = None  # threads report progress once per epoch (the engine)
@@ -120,7 +122,13 @@ class ThreadsBackend(HostBackend):
         return (params if self._replicas is None else self._replicas.params), data
 
     def replicated(self):
-        return self.settings.report(self._replicas, self._n_samples)
+        return self.settings.report(self._replicas, self._n_samples, self._fell_back)
+
+    def stop_replicating(self, why):
+        """Run shared from the next epoch on (replication "auto"'s Guard): the copies
+        were merged into the shared parameters at the epoch's end, so those hold
+        every update, and the workers now write them directly."""
+        self._fell_back, self.replication = why, "shared"
 
     def reload(self):
         """The shared parameters were changed from outside the workers (see
@@ -141,7 +149,7 @@ class ThreadsBackend(HostBackend):
         """Run one epoch's plan, phase after phase; returns the number of updates.
         Phased plans have all their phases in one: the barriers between them are in
         compiled code (one call per worker per epoch instead of one per phase)."""
-        if self._replicas is not None and self._replicas.merging:
+        if self._replicas is not None and self._replicas.merging and self._fell_back is None:
             return self._run_replicated(loops, plan, params, data, steps, epoch)
         updates = 0
         for phase in plan.phases:

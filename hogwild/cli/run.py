@@ -137,6 +137,10 @@ def replication_text(mode, replicated, asked=None):
     if mode == "shared" and (auto is None or asked is None and auto["why"] == "one worker"):
         return ""
     merge = f" merged {replicated['merge']}" if auto and auto.get("merge") else ""
+    if auto and auto.get("fell_back"):  # copies, then shared from an epoch on
+        back = auto["fell_back"]
+        return (f", replication {auto['chose']}{merge} (auto: {auto['why']}), shared from "
+                f"epoch {back['epoch']} on ({back['why']})")
     return f", replication {mode}{merge}" + (f" (auto: {auto['why']})" if auto else "")
 
 

@@ -1,0 +1,206 @@
+"""Adaptive steps (hogwild.adaptive): AdaGrad in users' objectives and in SparseSVM,
+the sums carried wherever parameters go; the data-shaped reg; replication "auto"'s
+guard."""
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from hogwild import Objective, fit
+from hogwild.adaptive import adagrad_step
+from hogwild.cli import main
+from hogwild.datasets.clicks import make_clicks
+from hogwild.datasets.synthetic import make_sparse_classification
+from hogwild.errors import HogwildError
+from hogwild.problems.sparse_svm import SparseSVM
+from hogwild.problems.sparse_svm.objectives import default_reg, feature_counts
+from hogwild.structure import IdArray
+
+
+def adagrad_ls_update(e, params, data, step):
+    """Least squares 0.5 (x_e . w - y_e)^2 by AdaGrad: the docstring's example."""
+    w, sums = params
+    indptr, indices, values, y = data
+    residual = -y[e]
+    for k in range(indptr[e], indptr[e + 1]):
+        residual += w[indices[k]] * values[k]
+    for k in range(indptr[e], indptr[e + 1]):
+        adagrad_step(w, sums, indices[k], residual * values[k], step)
+
+
+def adagrad_ls_loss(e, params, data):
+    w = params[0]
+    indptr, indices, values, y = data
+    residual = -y[e]
+    for k in range(indptr[e], indptr[e + 1]):
+        residual += w[indices[k]] * values[k]
+    return 0.5 * residual * residual
+
+
+def adagrad_least_squares(n=3000, d=60, seed=0):
+    """The objective and its exact solution; every feature's values scaled by its own
+    power of 10 (0.1, 1 or 10), which a single step size serves badly."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.1, format="csr", random_state=seed, dtype=np.float32)
+    X = sp.csr_matrix(X @ sp.diags(10.0 ** rng.integers(-1, 2, d)), dtype=np.float32)
+    w_true = rng.standard_normal(d).astype(np.float32)
+    y = (X @ w_true).astype(np.float32)
+    params = (np.zeros(d, np.float32), np.zeros(d, np.float32))
+    return Objective(adagrad_ls_update, adagrad_ls_loss, params=params,
+                     data=(X.indptr, X.indices, X.data, y), n_samples=n,
+                     id_arrays=(IdArray(ids=1, params=(0, 1)),)), w_true
+
+
+@pytest.mark.parametrize("options", [dict(workers=1), dict(workers=2),
+                                     dict(workers=2, replication="worker"),
+                                     dict(workers=2, replication="hot", hot_fraction=0.05),
+                                     dict(workers=2, backend="processes")],
+                         ids=["serial", "shared", "worker", "hot", "processes"])
+def test_a_users_adagrad_objective_reaches_the_exact_solution_over_feature_scales(options):
+    """Features scaled 0.1 .. 10: AdaGrad's per-coordinate steps reach the exact
+    solution from one base step, on shared parameters, on copies (the sums copied
+    and merged with them) and across processes."""
+    objective, w_true = adagrad_least_squares()
+    result = fit(objective, epochs=40, step=1.0, step_schedule="constant", decay=1.0,
+                 seed=0, **options)
+    np.testing.assert_allclose(result.params[0], w_true, atol=1e-3)
+    assert result.objective < 1e-9
+    assert (result.params[1] > 0).all()  # every feature's squared gradients summed
+
+
+def test_adagrad_sums_are_checkpointed_and_resumed_bit_for_bit(tmp_path):
+    objective, _ = adagrad_least_squares()
+    options = dict(step=0.5, step_schedule="constant", decay=1.0, seed=3,
+                   scheduler="serial", workers=1)
+    straight = fit(objective, epochs=4, **options)
+    fit(objective, epochs=2, checkpoint=tmp_path / "run.ckpt", **options)
+    resumed = fit(objective, epochs=4, resume=tmp_path / "run.ckpt", **options)
+    for a, b in zip(straight.params, resumed.params):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.fixture(scope="module")
+def clicks(tmp_path_factory):
+    """A small click log: 100,000 rows of 20 hashed power-law fields over 20,000
+    features (its own folder: nothing under the user's cache)."""
+    train, test, _ = make_clicks(100_000, 20_000, 2_000_000, folder=tmp_path_factory.mktemp(
+        "clicks") / "log")
+    return train, test
+
+
+def test_the_defaults_learn_a_click_log_that_sgd_at_scikit_learns_reg_does_not(clicks):
+    """Power-law fields: the adaptive default with the data's reg against the old
+    defaults (one step for every feature, reg 1e-4) and a one-worker run."""
+    train, test = clicks
+    default = SparseSVM(seed=0, epochs=5, shuffle_rows=False).fit(
+        train.X, train.y, eval_set=(test.X, test.y), objective_every=1)
+    one = SparseSVM(seed=0, epochs=5, workers=1, shuffle_rows=False).fit(
+        train.X, train.y, eval_set=(test.X, test.y))
+    old = SparseSVM(seed=0, epochs=5, workers=1, shuffle_rows=False, adaptive=False,
+                    reg=1e-4).fit(train.X, train.y, eval_set=(test.X, test.y))
+    errors = [m.history_[-1].metrics["test_error"] for m in (default, one, old)]
+    assert default.reg_ == pytest.approx(1 / 100_000) and default.adaptive_
+    assert errors[0] < errors[2] - 0.05 and errors[1] < errors[2] - 0.05, errors
+    assert abs(errors[0] - errors[1]) < 0.01, errors  # two workers as good as one
+    objectives = [r.objective for r in default.history_]
+    assert all(b <= a for a, b in zip(objectives, objectives[1:])), objectives
+
+
+@pytest.mark.parametrize("n,features,expected", [
+    (1_000_000, 1_000, 1e-6),        # more rows than features: 1 / n (C = 1)
+    (25_000, 44_489, 44_489 / 25_000 ** 2),  # imdb's shape: p / n^2
+    (11_314, 53_644, 1e-4),          # news20's: capped at scikit-learn's 1e-4
+    (500, 10, 1e-4)])                # few rows: capped
+def test_reg_none_follows_the_datas_shape(n, features, expected):
+    counts = np.zeros(2 * features, np.int64)
+    counts[::2] = 1  # every other feature occurs: only those count
+    assert default_reg(n, counts) == pytest.approx(expected)
+
+
+def test_fit_records_the_reg_and_steps_it_used():
+    X, y = make_sparse_classification(20_000, 300, nnz_per_row=10, seed=0)
+    X[:, 250:] = 0  # 50 features that never occur
+    X.eliminate_zeros()
+    model = SparseSVM(seed=0, epochs=2, workers=1).fit(X, y)
+    assert (feature_counts(X.tocsr().astype(np.float32)) > 0).sum() == 250
+    assert model.reg_ == pytest.approx(1 / 20_000) and model.adaptive_
+    assert model.squared_gradients_.shape == (301,) and (model.squared_gradients_ >= 0).all()
+    assert model.squared_gradients_[250:300].sum() == 0
+    given = SparseSVM(seed=0, epochs=2, workers=1, reg=1e-3, adaptive=False).fit(X, y)
+    assert (given.reg_, given.adaptive_) == (1e-3, False)
+    assert not hasattr(given, "squared_gradients_")
+
+
+def test_partial_fit_and_model_files_continue_the_adaptive_steps(tmp_path):
+    """partial_fit after fit, and after save/load, starts from the sums where fit left
+    them: one epoch more on one worker is bitwise the same either way."""
+    X, y = make_sparse_classification(3000, 200, nnz_per_row=8, seed=1)
+    model = SparseSVM(seed=0, epochs=3, workers=1).fit(X, y)
+    sums = model.squared_gradients_.copy()
+    model.save(tmp_path / "model.npz")
+    loaded = SparseSVM.load(tmp_path / "model.npz")
+    np.testing.assert_array_equal(loaded.squared_gradients_, sums)
+    assert (loaded.reg_, loaded.adaptive_) == (model.reg_, True)
+    model.partial_fit(X, y)
+    loaded.partial_fit(X, y)
+    np.testing.assert_array_equal(model.coef_, loaded.coef_)
+    assert (model.squared_gradients_ >= sums).all() and (model.squared_gradients_ > sums).any()
+
+
+def test_an_edited_model_file_with_negative_sums_is_refused(tmp_path):
+    X, y = make_sparse_classification(500, 50, nnz_per_row=5, seed=2)
+    SparseSVM(seed=0, epochs=1, workers=1).fit(X, y).save(tmp_path / "model.npz")
+    with np.load(tmp_path / "model.npz") as archive:
+        arrays = dict(archive)
+    arrays["squared_gradients"][3] = -1.0
+    np.savez(tmp_path / "edited.npz", **arrays)
+    with pytest.raises(HogwildError, match=r"edited.npz is a damaged or edited sparse linear "
+                                           r"classifier file \(squared_gradients is "
+                                           r"float32\[51\], not a finite nonnegative float "
+                                           r"vector of 51\)$"):
+        SparseSVM.load(tmp_path / "edited.npz")
+
+
+def test_adaptive_true_with_more_than_two_classes_is_one_clear_error():
+    X, y = make_sparse_classification(300, 40, nnz_per_row=5, seed=0)
+    y = np.arange(300) % 3
+    with pytest.raises(HogwildError, match=r"^adaptive=True: adaptive steps are for two "
+                                           r"classes, and y has 3; pass adaptive=None \(the "
+                                           r"default\) or False$"):
+        SparseSVM(adaptive=True, workers=1).fit(X, y)
+    with pytest.raises(HogwildError, match=r"^adaptive must be True, False or None, got 'yes'$"):
+        SparseSVM(adaptive="yes").fit(X, y)
+
+
+def test_the_auto_guard_runs_shared_once_copies_raise_the_objective(capsys):
+    """A step far too large for merged copies (two workers' summed pushes overshoot):
+    auto's copies raise the objective in the first epoch, which then runs again
+    shared, and the rest of the run stays shared; the JSON and the summary say so.
+    A step that suits the copies keeps them."""
+    X, y = make_sparse_classification(6000, 60, nnz_per_row=12, seed=3)
+    wild = SparseSVM(seed=0, epochs=3, workers=2, adaptive=False, step=20.0).fit(X, y)
+    auto = wild.replicated_["auto"]
+    assert (wild.replication_, auto["chose"], auto["fell_back"]["epoch"]) == ("shared", "worker",
+                                                                              1)
+    assert "rose from" in auto["fell_back"]["why"]
+    assert wild.history_[0].updates == 2 * 6000  # the epoch ran twice
+    calm = SparseSVM(seed=0, epochs=3, workers=2, adaptive=False).fit(X, y)
+    assert calm.replication_ == "worker" and "fell_back" not in calm.replicated_["auto"]
+    assert main(["run", "svm", "--data", "a9a", "--epochs", "2", "--workers", "2",
+                 "--no-adaptive", "--step", "20", "--seed", "0", "--checkpoint-every",
+                 "1000000"]) == 0
+    assert "replication worker merged mixed (auto: a short run: worker+mixed by rule, no " \
+           "probe), shared from epoch 1 on (the objective on 32,561 samples rose from" \
+        in capsys.readouterr().out
+
+
+def test_the_command_line_takes_adaptive_and_reports_what_it_used(capsys):
+    assert main(["run", "svm", "--epochs", "1", "--workers", "1", "--no-adaptive", "--json",
+                 "--checkpoint-every", "1000000"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["adaptive"], result["reg"]) == (False, pytest.approx(1 / 32561))
+    assert main(["run", "svm", "--epochs", "1", "--workers", "1", "--reg", "1e-3", "--json",
+                 "--checkpoint-every", "1000000"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["adaptive"], result["reg"]) == (True, 1e-3)
