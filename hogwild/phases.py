@@ -15,12 +15,14 @@ _current = contextvars.ContextVar("hogwild_phase_log", default=None)
 class PhaseLog:
     """Seconds per phase in the order they first ran (a phase run twice adds up),
     and ``on_start(name)`` called as each one starts. ``training_started`` is the
-    time.perf_counter() at which the first epoch began (None until then)."""
+    time.perf_counter() at which the first epoch began (None until then), and
+    ``epochs_ended`` the time.perf_counter() at which each epoch was reported."""
 
     def __init__(self, on_start=None):
         self.seconds = {}
         self.on_start = on_start
         self.training_started = None
+        self.epochs_ended = []
 
 
 @contextlib.contextmanager

@@ -23,6 +23,7 @@ from typing import Optional
 
 import numpy as np
 
+from hogwild.disk_arrays import occurrences
 from hogwild.errors import HogwildError
 
 REPLICATION_MODES = ("shared", "worker", "hot", "auto")
@@ -234,7 +235,7 @@ def row_counts(group, params, data):
                                    f"arrays one id indexes need {rows}")
     counts = np.zeros(rows, np.int64)
     for ids in group:  # in 0..rows-1: checked when the Objective was made
-        counts += np.bincount(data[ids.ids], minlength=rows)
+        counts += occurrences(data[ids.ids], rows)
     return counts
 
 

@@ -204,3 +204,13 @@ def test_the_command_line_takes_adaptive_and_reports_what_it_used(capsys):
                  "--checkpoint-every", "1000000"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert (result["adaptive"], result["reg"]) == (True, 1e-3)
+
+
+def test_the_engine_docs_adaptive_example_runs_as_written(capsys):
+    """docs/engine.md's AdaGrad objective, run as printed there."""
+    from pathlib import Path
+    text = (Path(__file__).parent.parent / "docs" / "engine.md").read_text()
+    section = text[text.index("### Adaptive steps (AdaGrad) in your objective"):]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/engine.md", "exec"), {"__name__": "docs_example"})
+    assert float(capsys.readouterr().out) < 1e-3

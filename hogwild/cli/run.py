@@ -52,6 +52,7 @@ def _progress(args, unit="updates"):
     bar = _progress_bar(enabled=not args.json and job_rank() == 0, unit=unit)
 
     def report(record):
+        log.epochs_ended.append(time.perf_counter())
         if bar is not None:
             bar.write(_epoch_line(record, args.epochs, unit), file=sys.stdout)
         elif not args.json:
@@ -104,9 +105,14 @@ def _memory_text(result):
     return text
 
 
-def _history(history):
+def _history(history, log=None, started=None):
+    """The epochs' records for --json; with the run's PhaseLog and start, each
+    epoch's elapsed_seconds: from the command's start to the epoch's report."""
+    ended = log.epochs_ended[-len(history):] if log is not None else []
     return [{"epoch": r.epoch, "step": r.step, "seconds": r.seconds,
-             "objective": r.objective, **r.metrics} for r in history]
+             "objective": r.objective, **r.metrics,
+             **({"elapsed_seconds": ended[i] - started} if len(ended) == len(history) else {})}
+            for i, r in enumerate(history)]
 
 
 def workers_text(scheduler, workers, distributed):
@@ -186,7 +192,7 @@ def run_svm(args):
         "nonzeros_per_s": args.epochs * train.X.nnz / update_seconds,
         **_setup_fields(log, model),
         "wall_seconds": time.perf_counter() - started,
-        "history": _history(history),
+        "history": _history(history, log, started),
     }
     if args.json:
         print(json.dumps(result))
@@ -263,7 +269,8 @@ def run_mc(args):
         "test_rmse": history[-1].metrics["test_rmse"], "update_seconds": update_seconds,
         "ratings_per_s": sum(r.updates for r in history) / update_seconds,
         **_setup_fields(log, model),
-        "wall_seconds": time.perf_counter() - started, "history": _history(history),
+        "wall_seconds": time.perf_counter() - started,
+        "history": _history(history, log, started),
     }
     if args.json:
         print(json.dumps(result))
@@ -313,7 +320,8 @@ def run_implicit(args):
         "update_seconds": update_seconds,
         "interactions_per_s": sum(r.updates for r in history) / update_seconds,
         **_setup_fields(log, model),
-        "wall_seconds": time.perf_counter() - started, "history": _history(history),
+        "wall_seconds": time.perf_counter() - started,
+        "history": _history(history, log, started),
     }
     if args.json:
         print(json.dumps(result))
