@@ -32,7 +32,7 @@ from hogwild.kernels.compiler import compile_loops, slp_vectorizer
 from hogwild.limits import available_memory, check_workers, return_freed_memory, size_text
 from hogwild.objective import Objective
 from hogwild.phases import phase, training_starts
-from hogwild.replication import GUARD_SAMPLES, Guard
+from hogwild.replication import GUARD_MEMORY_SHARE, GUARD_SAMPLES, Guard
 from hogwild.results import EpochRecord, FitResult
 from hogwild.schedulers import get_scheduler
 from hogwild.streaming import plan_stream
@@ -286,8 +286,10 @@ class _Run:
                 or not runner.stops_replicating:
             return None
         samples = min(self.objective.n_samples, GUARD_SAMPLES)
+        memory = available_memory()
+        keeps = memory is None or sum(p.nbytes for p in params) <= GUARD_MEMORY_SHARE * memory
         return Guard(samples, runner.loss_sum(self.loops, params, data, samples) / samples,
-                     params)
+                     params, keeps)
 
     def _run_guarded(self, runner, plan, params, data, steps, epoch):
         """run_epoch, and where the Guard finds the objective risen on copies, the
@@ -300,9 +302,10 @@ class _Run:
         value = runner.loss_sum(self.loops, params, data, guard.samples) / guard.samples
         if not guard.rose(value, epoch + 1):
             return updates
-        guard.restore(params)
         runner.stop_replicating(guard.fell_back)
         self.guard = None
+        if not guard.restore(params):
+            return updates
         return updates + runner.run_epoch(self.loops, plan, params, data, steps, epoch)
 
     def loop(self, runner, stop_requested):

@@ -42,6 +42,7 @@ HOT_SHARE_WORTH_PROBING = 0.05  # of the ids: fewer on hot rows, sharing is chea
 # "auto"'s guard measures the objective on the first this many samples (the rows are
 # in random order: an estimate of the whole objective, the same samples every epoch)
 GUARD_SAMPLES = 1 << 16
+GUARD_MEMORY_SHARE = 0.25  # the most of the available memory its copy may take
 # "auto" probes only when the probe's updates are at most this share of the run's;
 # a shorter run takes the rule instead (worker+mixed with id arrays, else shared):
 # on imdb's 20 epochs the probe would be three times the training
@@ -187,16 +188,18 @@ class Guard:
     in 10 epochs, summing two workers' pushes on features both saw), the engine
     restores the parameters from before the epoch and runs it again shared, and the
     rest of the run stays shared; the reason goes to FitResult.replicated["auto"]
-    ["fell_back"]. The engine keeps a copy of the parameters for that."""
+    ["fell_back"]. The engine keeps a copy of the parameters for that, where they
+    take at most GUARD_MEMORY_SHARE of the memory available (``keeps``); a larger
+    model goes on shared from the epoch's result instead."""
 
-    def __init__(self, samples, value, params):
+    def __init__(self, samples, value, params, keeps=True):
         self.samples, self.last = samples, value
-        self.saved = tuple(np.empty_like(p) for p in params)
+        self.saved = tuple(np.empty_like(p) for p in params) if keeps else None
         self.fell_back = None
 
     def keep(self, params):
-        """The parameters at an epoch's start, to go back to."""
-        for saved, p in zip(self.saved, params):
+        """The parameters at an epoch's start, to go back to (where it keeps them)."""
+        for saved, p in zip(self.saved or (), params):
             np.copyto(saved, p)
 
     def rose(self, value, epoch):
@@ -205,14 +208,18 @@ class Guard:
         if value <= self.last:
             self.last = value
             return False
+        again = "the epoch ran again shared" if self.saved is not None else \
+            "shared from the next epoch (the model is too large to keep a copy)"
         self.fell_back = {"epoch": epoch, "why": f"the objective on {self.samples:,} samples "
                                                  f"rose from {self.last:.6g} to {value:.6g} "
-                                                 "on copies: the epoch ran again shared"}
+                                                 f"on copies: {again}"}
         return True
 
     def restore(self, params):
-        for saved, p in zip(self.saved, params):
+        """Back to the epoch's start; False where no copy was kept."""
+        for saved, p in zip(self.saved or (), params):
             np.copyto(p, saved)
+        return self.saved is not None
 
 
 def _widest_row(objective):

@@ -16,6 +16,7 @@ from hogwild.errors import HogwildError
 from hogwild.problems.sparse_svm import SparseSVM
 from hogwild.problems.sparse_svm.objectives import default_reg, feature_counts
 from hogwild.structure import IdArray
+from test_engine import ls_loss
 
 
 def adagrad_ls_update(e, params, data, step):
@@ -29,15 +30,6 @@ def adagrad_ls_update(e, params, data, step):
         adagrad_step(w, sums, indices[k], residual * values[k], step)
 
 
-def adagrad_ls_loss(e, params, data):
-    w = params[0]
-    indptr, indices, values, y = data
-    residual = -y[e]
-    for k in range(indptr[e], indptr[e + 1]):
-        residual += w[indices[k]] * values[k]
-    return 0.5 * residual * residual
-
-
 def adagrad_least_squares(n=3000, d=60, seed=0):
     """The objective and its exact solution; every feature's values scaled by its own
     power of 10 (0.1, 1 or 10), which a single step size serves badly."""
@@ -47,7 +39,7 @@ def adagrad_least_squares(n=3000, d=60, seed=0):
     w_true = rng.standard_normal(d).astype(np.float32)
     y = (X @ w_true).astype(np.float32)
     params = (np.zeros(d, np.float32), np.zeros(d, np.float32))
-    return Objective(adagrad_ls_update, adagrad_ls_loss, params=params,
+    return Objective(adagrad_ls_update, ls_loss, params=params,
                      data=(X.indptr, X.indices, X.data, y), n_samples=n,
                      id_arrays=(IdArray(ids=1, params=(0, 1)),)), w_true
 
@@ -214,3 +206,21 @@ def test_the_engine_docs_adaptive_example_runs_as_written(capsys):
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "docs/engine.md", "exec"), {"__name__": "docs_example"})
     assert float(capsys.readouterr().out) < 1e-3
+
+
+def test_a_guard_too_large_to_keep_a_copy_goes_on_shared_from_the_epochs_result():
+    from hogwild.replication import Guard
+    params = (np.arange(4, dtype=np.float32),)
+    kept, unkept = Guard(10, 1.0, params), Guard(10, 1.0, params, keeps=False)
+    for guard in (kept, unkept):
+        guard.keep(params)
+        assert not guard.rose(0.9, 1)  # fell: the reference follows
+        assert guard.rose(0.95, 2)
+    params[0][:] = -1
+    assert kept.restore(params) and (params[0] == np.arange(4)).all()
+    params[0][:] = -1
+    assert not unkept.restore(params) and (params[0] == -1).all()
+    assert kept.fell_back == {"epoch": 2, "why": "the objective on 10 samples rose from 0.9 "
+                                                 "to 0.95 on copies: the epoch ran again shared"}
+    assert unkept.fell_back["why"].endswith("shared from the next epoch (the model is too "
+                                            "large to keep a copy)")
