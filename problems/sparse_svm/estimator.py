@@ -295,6 +295,7 @@ class SparseSVM(Params):
         """Set reg_ and adaptive_ (None resolved from the data's shape and classes)."""
         self.adaptive_ = self._adaptive(n_classes)
         self.reg_ = default_reg(n_samples, counts) if self.reg is None else float(self.reg)
+        self.__dict__.pop("squared_gradients_", None)  # a previous fit's
 
     def _resolve_schedule(self, X, n_classes, step=None):
         """Set step_schedule_, decay_ and step_ (step='auto' from X when X is given,
