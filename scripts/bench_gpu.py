@@ -38,21 +38,21 @@ TARGET_RATINGS_PER_S = 6.4e8
 RMSE_TOLERANCE = 0.01
 
 
-def rating_sets(quick):
+def rating_sets(quick, planted_ratings):
     """(name, train, test, rank) for each matrix-completion workload."""
     if quick:
         train, test, _ = make_jumbo(300, 200, 5_000, rank=3, noise=0.3, seed=0, folder=None)
         yield "jumbo-300x200x5000", train, test, 8
         return
-    train, test, _ = make_jumbo(480_189, 17_770, 100_000_000, rank=16, noise=0.5, seed=0,
+    train, test, _ = make_jumbo(480_189, 17_770, planted_ratings, rank=16, noise=0.5, seed=0,
                                 folder=None)
-    yield "jumbo-netflix-480189x17770x100000000", train, test, 128
+    yield f"jumbo-netflix-480189x17770x{planted_ratings}", train, test, 128
     if RATINGS_DATASETS["ml-1m"].locate() is not None:
         train, test = split_ratings(load_ratings("ml-1m"), 0.2, seed=0)
         yield "ml-1m", train, test, 128
 
 
-def svm_sets(quick):
+def svm_sets(quick, svm_rows):
     """(name, X, y, X_test, y_test) for each SVM workload."""
     if quick:
         X, y = make_sparse_classification(600, 300, nnz_per_row=8, seed=0)
@@ -61,9 +61,12 @@ def svm_sets(quick):
     if SVM_DATASETS["imdb-aclimdb"].available():
         train, test = load_svm_data("imdb-aclimdb")
         yield "imdb-aclimdb", train.X, train.y, test.X, test.y
-    X, y = make_sparse_classification(10_100_000, 1_000_000, nnz_per_row=90, seed=0)
-    yield "synthetic-10000000x1000000", X[:10_000_000], y[:10_000_000], X[10_000_000:], \
-        y[10_000_000:]
+    if svm_rows:
+        held_out = svm_rows // 100
+        X, y = make_sparse_classification(svm_rows + held_out, 1_000_000, nnz_per_row=90,
+                                          seed=0)
+        yield f"synthetic-{svm_rows}x1000000", X[:svm_rows], y[:svm_rows], X[svm_rows:], \
+            y[svm_rows:]
 
 
 @contextlib.contextmanager
@@ -87,9 +90,9 @@ def streaming_budget(train, rank):
     return rows * (rank + 1) * 4 + 12 * len(train) // 4 + 4096
 
 
-def matrix_completion(quick, epochs, streams):
+def matrix_completion(quick, epochs, streams, planted_ratings):
     results = []
-    for name, train, test, rank in rating_sets(quick):
+    for name, train, test, rank in rating_sets(quick, planted_ratings):
         runs = {}
         for label, workers, dtype, memory in (
                 ("gpu", streams, "float32", None), ("gpu_half", streams, "float16", None),
@@ -122,9 +125,9 @@ def matrix_completion(quick, epochs, streams):
     return results
 
 
-def svm(quick, epochs, streams):
+def svm(quick, epochs, streams, svm_rows):
     results = []
-    for name, X, y, X_test, y_test in svm_sets(quick):
+    for name, X, y, X_test, y_test in svm_sets(quick, svm_rows):
         row = {"dataset": name, "rows": X.shape[0], "nnz": int(X.nnz), "epochs": epochs}
         for backend, workers in (("gpu", streams), ("threads", usable_cores())):
             model = SparseSVM(epochs=epochs, backend=backend, workers=workers, seed=0)
@@ -140,13 +143,19 @@ def main():
     parser = benchmark_arguments(__doc__.splitlines()[0], "tiny data (for the simulator)")
     parser.add_argument("--epochs", type=int, default=None, help="default 20; 2 with --quick")
     parser.add_argument("--streams", type=int, default=4, help="CUDA streams (workers)")
+    parser.add_argument("--planted-ratings", type=int, default=100_000_000,
+                        help="ratings of the Netflix-shaped planted matrix")
+    parser.add_argument("--svm-rows", type=int, default=10_000_000,
+                        help="rows of the generated SVM set (0: real sets only; the "
+                             "generator takes about a minute per million rows)")
     args = parser.parse_args()
     epochs = args.epochs or (2 if args.quick else 20)
     started = time.perf_counter()
     report = {"benchmark": "gpu", "quick": args.quick, "simulator": simulated(),
               "machine": describe_machine(("numba_cuda", "cupy")),
-              "matrix_completion": matrix_completion(args.quick, epochs, args.streams),
-              "svm": svm(args.quick, epochs, args.streams),
+              "matrix_completion": matrix_completion(args.quick, epochs, args.streams,
+                                                     args.planted_ratings),
+              "svm": svm(args.quick, epochs, args.streams, args.svm_rows),
               "target_ratings_per_s": TARGET_RATINGS_PER_S}
     report["wall_seconds"] = time.perf_counter() - started
     publish(report, lambda r: "", args.out)

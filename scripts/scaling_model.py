@@ -6,6 +6,8 @@ the tables).
 
     python scripts/scaling_model.py            # the shared data sets (about 2 minutes)
     python scripts/scaling_model.py --quick    # small generated data
+    python scripts/scaling_model.py --measure  # also measure every worker count this
+                                               # machine has, beside the prediction
 
 Measured per workload (medians of interleaved rounds; n samples per epoch, D
 parameter coordinates, H hot rows' coordinates, R(W) merge rounds per epoch):
@@ -63,6 +65,7 @@ from hogwild.bench.workloads import BUILDERS
 from hogwild.backends.host import aligned_copy
 from hogwild.kernels.atomics import new_gates, open_gate, wait_for_gate
 from hogwild.kernels.compiler import compile_loops
+from hogwild.limits import usable_cores
 from hogwild.schedulers import SCHEDULERS
 from hogwild.steps import EpochSteps
 
@@ -209,6 +212,29 @@ def predict(inputs, workers):
     return times
 
 
+def measured_speedups(objective, step, rounds, max_workers):
+    """Epoch speedup over shared-1 of each mode at every worker count up to
+    ``max_workers``: the medians of ``rounds`` interleaved rounds (the check of the
+    model on a machine with the cores)."""
+    rng = np.random.default_rng(1)
+    counts = [w for w in WORKER_COUNTS if w <= max_workers]
+    modes = ("shared", "worker", "hot") if objective.id_arrays else ("shared", "worker")
+    timed = {(w, m): [] for w in counts for m in modes if w > 1 or m == "shared"}
+    for _ in range(rounds):
+        for workers, mode in timed:
+            merge = HOT_MERGE_EVERY if mode == "hot" else None
+            timed[workers, mode].append(
+                epoch_seconds(objective, step, workers, mode, merge, 3, rng)[0])
+    base = statistics.median(timed[1, "shared"])
+    rows = []
+    for workers in counts:
+        row = {"workers": workers}
+        row.update({m: base / statistics.median(timed[workers, m]) if workers > 1
+                    else 1.0 for m in modes})
+        rows.append(row)
+    return rows
+
+
 def workloads(quick):
     """(name, objective, step, bytes per update) for each workload."""
     found = []
@@ -253,11 +279,24 @@ def markdown(report):
         measured = w["measured_2"]
         lines += ["", "Measured at 2 workers (epoch speedup over shared-1): "
                   + ", ".join(f"{k} {v:.2f}x" for k, v in measured.items()) + ".", ""]
+        if "measured" in w:
+            lines += ["Measured at each worker count (predicted in brackets):", "",
+                      "| workers | " + " | ".join(w["modes"]) + " |",
+                      "|---:|" + "---:|" * len(w["modes"])]
+            predicted = {row["workers"]: row for row in w["predicted"]}
+            for row in w["measured"]:
+                guess = predicted[row["workers"]]
+                lines.append(f"| {row['workers']} | " + " | ".join(
+                    f"{row[m]:.2f}x ({guess[m]:.2f}x)" for m in w["modes"]) + " |")
+            lines.append("")
     return "\n".join(lines)
 
 
 def main(argv=None):
     parser = benchmark_arguments(__doc__.split("\n")[0], "small generated data")
+    parser.add_argument("--measure", action="store_true",
+                        help="also measure each mode at every worker count up to this "
+                             "machine's usable cores, beside the prediction")
     args = parser.parse_args(argv)
     rounds = 1 if args.quick else args.rounds
     report = report_header("scaling_model", args)
@@ -278,6 +317,9 @@ def main(argv=None):
             "traffic": bytes_per_update / inputs["t1"] / report["bandwidth_1"],
             "measured_epoch_seconds": epoch, "sharing_cost": cost,
             "measured_2": {k: base / v for k, v in epoch.items() if k != "shared-1"}})
+        if args.measure:
+            report["workloads"][-1]["measured"] = measured_speedups(
+                objective, step, rounds, usable_cores())
         print(f"  {name} done", file=sys.stderr, flush=True)
     publish(report, markdown, args.out, args.markdown)
 

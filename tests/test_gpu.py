@@ -541,3 +541,34 @@ def test_without_numba_cuda_the_error_names_the_extra(monkeypatch):
     assert str(error.value) == (
         "backend 'gpu' needs numba-cuda (numba's built-in numba.cuda is deprecated and cannot "
         "compile min() or max() in a kernel); install it with: pip install 'hogwild[gpu]'")
+
+
+NUMPY_WITHOUT_ROW_STACK = """
+import numpy as np
+del np.row_stack  # as numpy 2.5 has it
+from hogwild.backends.gpu import check_gpu
+from hogwild.errors import HogwildError
+try:
+    check_gpu()
+except HogwildError:  # no GPU here: the compile below needs none
+    pass
+from numba import cuda, float32
+
+def double(x):
+    x[0] = x[0] * 2
+
+cuda.compile_ptx(double, (float32[:],), cc=(9, 0))
+print("compiled")
+"""
+
+
+def test_numba_cuda_compiles_under_a_numpy_without_row_stack():
+    """numba-cuda 0.30 overloads np.row_stack, gone from numpy 2.5 (seen on the H100's
+    image: its first kernel compile raised AttributeError); check_gpu gives it back."""
+    pytest.importorskip("numba_cuda", reason="numba-cuda (the gpu extra) compiles for GPUs")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, "-c", NUMPY_WITHOUT_ROW_STACK], env=env,
+                          capture_output=True, text=True, timeout=600)
+    if "NvvmSupportError" in done.stderr or "libnvvm" in done.stderr:
+        pytest.skip("numba-cuda found no NVVM (CUDA toolkit) to compile with")
+    assert done.returncode == 0 and done.stdout.strip() == "compiled", done.stderr[-3000:]
