@@ -703,12 +703,14 @@ def judge_output(status, err, timed_out, api):
     return "unclear"
 
 
-def run_case(case, env, timeout):
+def run_case(case, env, timeout, folder):
+    """Run one case in ``folder`` (what a run writes by default, a checkpoint on
+    Ctrl-C say, stays in the audit's temporary folder)."""
     started = time.monotonic()
     command = [sys.executable, "-m", "hogwild.cli", *case.argv] if case.argv is not None \
         else [sys.executable, "-c", case.code]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               stdin=subprocess.DEVNULL, text=True, env=env,
+                               stdin=subprocess.DEVNULL, text=True, env=env, cwd=folder,
                                start_new_session=True)
     try:
         _, err = process.communicate(timeout=timeout)
@@ -780,7 +782,8 @@ def main():
         if args.quick:
             cases = cases[::12]
         with ThreadPoolExecutor(args.jobs) as pool:
-            records = list(pool.map(lambda case: run_case(case, env, args.timeout), cases))
+            records = list(pool.map(lambda case: run_case(case, env, args.timeout, folder),
+                                    cases))
     for record in records:
         if record["failure"]:
             print(f"{record['failure']}: {record['group']}: {record['case']}: "
