@@ -3,6 +3,7 @@ matrix) and passes over them that read the file instead of the map, so that a
 pass over 30 GB of samples on disk (a check, a minimum, a mean, a fingerprint)
 leaves none of them in this process's resident memory. hogwild.streaming trains
 on such arrays chunk by chunk."""
+import math
 import mmap
 import os
 
@@ -108,3 +109,18 @@ def _count(ids, counts):
 def array_mean(array):
     """The float64 mean of a non-empty array, a piece at a time (see pieces)."""
     return sum(float(piece.sum(dtype=np.float64)) for piece in pieces(array)) / array.size
+
+
+def array_std(array, mean):
+    """The standard deviation of a non-empty array around its ``mean``, a piece at a
+    time (see pieces)."""
+    return math.sqrt(sum(_squared_deviations(piece, mean) for piece in pieces(array))
+                     / array.size)
+
+
+@njit(nogil=True, cache=True)
+def _squared_deviations(values, mean):
+    total = 0.0
+    for x in values:
+        total += (x - mean) ** 2
+    return total

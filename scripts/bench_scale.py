@@ -7,7 +7,9 @@ nonzeros to more than this machine's memory. Prints one JSON document (also --ou
 
 What runs. Each of our runs is its own `hogwild run ... --json` process, so that its
 peak RSS is its own: matrix completion on Jumbo matrices (a planted rank-10 matrix
-plus noise 0.5, 10 ratings a row, rank 32, biased, `--scheduler blocked`) and the
+plus noise 0.5, 100 ratings a row: enough to learn it, where 10 a row overfit to
+above the mean's RMSE; rank 32, the defaults (biased, adaptive rates), `--scheduler
+blocked`, --ratings-epochs epochs) and the
 linear SVM on click logs (`clicks:`, 100 nonzeros a row, 10^6 hashed features, hinge
 loss, --reg 1e-6). Sizes up to --in-memory run in memory at 1 and 2 workers (rounds
 interleaved); larger ones and --beyond run from disk under --memory with 2 workers
@@ -15,13 +17,17 @@ interleaved); larger ones and --beyond run from disk under --memory with 2 worke
 built). Each run reports wall time by set-up phase, seconds from launch to the first
 epoch, time per epoch, updates/s, peak RSS against the data and parameters' own size,
 the chunking when streamed, and the test metric per epoch. Data are generated once
-into the data cache; later runs read it.
+into the data cache; later runs read it. For ratings, time to accuracy: the update
+seconds until the test RMSE first reaches LIBMF's final RMSE (2 threads, the same
+iterations) and --target, ours summed over epochs, LIBMF's its iterations times
+its marginal epoch.
 
 Peers. LIBMF through its C API (hogwild.bench.libmf_native: the libmf wheel's
 library, or LIBMF_OBJ / --libmf for a build of github.com/cjlin1/libmf): in memory on
 the same ratings arrays, and `mf_train_on_disk` (mf-train --disk) on a text file of
 the same ratings; k 32, L2 0.05 on both factors, its default learning rate 0.1; its
-epoch time is the marginal cost (fit(E) - fit(1)) / (E - 1). The random-row
+epoch time is the marginal cost (fit(E) - fit(1)) / (E - 1), its test RMSE after each
+iteration its own report (mf_train_with_validation, 2 threads). The random-row
 reference: a compiled loop doing the same rank-32 update on uniformly random
 (row, column) pairs of a table of the same shape, one thread: what an update costs
 without the blocked layout's locality.
@@ -42,7 +48,7 @@ from hogwild.disk_arrays import file_of
 from hogwild.paths import private_folder
 
 RANK = 32
-RATINGS_PER_ROW = 10
+RATINGS_PER_ROW = 100
 NONZEROS_PER_ROW = 100
 MAX_FEATURES = 1_000_000
 SVM_REG = 1e-6  # the default 1e-4 over-regularises 10^7 rows: 33% test error, 22% here
@@ -58,6 +64,30 @@ def ratings_spec(n):
 def clicks_spec(n):
     rows = max(n // NONZEROS_PER_ROW, 100)
     return f"clicks:{rows}x{min(MAX_FEATURES, 10 * rows)}x{n}"
+
+
+def update_seconds_to(target, seconds, rmse):
+    """Summed ``seconds`` until ``rmse`` (per epoch) first is <= ``target``, or None."""
+    reached = [k for k, value in enumerate(rmse) if value <= target]
+    return float(np.sum(seconds[:reached[0] + 1])) if reached else None
+
+
+def time_to_accuracy(entry, target):
+    """{target, label: update seconds to it} for our runs (median over rounds) and
+    LIBMF's 2-thread run, at LIBMF's final RMSE and at ``target``."""
+    curve = entry.get("libmf", {}).get("libmf-2", {}).get("test_rmse_by_iteration")
+    rows = []
+    for goal in ([curve[-1]] if curve else []) + [target]:
+        row = {"target": goal}
+        for label, runs in entry["runs"].items():
+            times = [update_seconds_to(goal, r["epoch_seconds"], r["test_rmse"])
+                     for r in runs]
+            row[label] = None if None in times else float(np.median(times))
+        if curve:
+            epoch = entry["libmf"]["libmf-2"]["epoch_seconds"]
+            row["libmf-2"] = update_seconds_to(goal, [epoch] * len(curve), curve)
+        rows.append(row)
+    return rows
 
 
 def ours(problem, spec, workers, epochs, seed, memory=None, scheduler=None, timeout=None):
@@ -91,9 +121,10 @@ def ours(problem, spec, workers, epochs, seed, memory=None, scheduler=None, time
 
 
 def libmf_runs(library, spec, epochs, seed, text_folder, disk_threads, timeout):
-    """LIBMF on the Jumbo ratings of ``spec``: in memory at 1 and 2 threads and from
-    a text file on disk at ``disk_threads``; {label: result}, a result being an
-    error or stall when it did not finish."""
+    """LIBMF on the Jumbo ratings of ``spec``: in memory at 1 and 2 threads (the
+    latter with its test RMSE by iteration) and from a text file on disk at
+    ``disk_threads``; {label: result}, a result being an error or stall when it did
+    not finish."""
     rows, cols, n = (int(x) for x in spec.split(":")[1].split("x"))
     train, test, _ = make_jumbo(rows, cols, n, seed=seed)
     arrays = tuple(file_of(a)[0] for a in (train.users, train.items, train.values))
@@ -117,17 +148,22 @@ def libmf_runs(library, spec, epochs, seed, text_folder, disk_threads, timeout):
                        "updates_per_s": n / max(epoch, 1e-9),
                        "test_rmse": fits[epochs]["test_rmse"],
                        "peak_rss_bytes": max(f["peak_rss_bytes"] for f in fits.values())}
+        if label == "libmf-2":
+            curve = libmf_train(library, ("curve", arrays), test_arrays, RANK, threads,
+                                epochs, l2=LIBMF_L2, timeout=timeout)
+            if curve is not None and "error" not in curve:
+                runs[label].update(curve)
     return runs
 
 
-def interleaved(problem, spec, label, args):
+def interleaved(problem, spec, label, args, epochs):
     """{label-W: [a run per round]} at 1 and 2 workers, rounds alternating which
     goes first (this machine drifts: a ratio is taken within rounds)."""
     runs = {}
     for round_ in range(args.rounds):
         for workers in ((1, 2) if round_ % 2 == 0 else (2, 1)):
             runs.setdefault(f"{label}-{workers}", []).append(
-                ours(problem, spec, workers, args.epochs, args.seed))
+                ours(problem, spec, workers, epochs, args.seed))
     return runs
 
 
@@ -137,13 +173,14 @@ def bench_ratings(sizes, in_memory_limit, args, library):
         spec = ratings_spec(n)
         entry = {"kind": "ratings", "size": n, "spec": spec, "runs": {}}
         if n <= in_memory_limit:
-            entry["runs"] = interleaved("mc", spec, "blocked", args)
+            entry["runs"] = interleaved("mc", spec, "blocked", args, args.ratings_epochs)
             if library and n <= args.libmf_max:
-                entry["libmf"] = libmf_runs(library, spec, args.epochs, args.seed,
+                entry["libmf"] = libmf_runs(library, spec, args.ratings_epochs, args.seed,
                                             args.text_folder, 2, args.libmf_timeout)
+            entry["time_to_accuracy"] = time_to_accuracy(entry, args.target)
         else:
-            entry["runs"]["hogwild-2-disk"] = [ours("mc", spec, 2, args.epochs, args.seed,
-                                                    memory=args.disk_memory,
+            entry["runs"]["hogwild-2-disk"] = [ours("mc", spec, 2, args.ratings_epochs,
+                                                    args.seed, memory=args.disk_memory,
                                                     scheduler="hogwild")]
         side = int(spec.split(":")[1].split("x")[0])
         entry["random_row_updates_per_s"] = random_row_rate(side, side, args.random_updates)
@@ -158,7 +195,7 @@ def bench_clicks(sizes, in_memory_limit, args):
         spec = clicks_spec(n)
         entry = {"kind": "nonzeros", "size": n, "spec": spec, "runs": {}}
         if n <= in_memory_limit:
-            entry["runs"] = interleaved("svm", spec, "hogwild", args)
+            entry["runs"] = interleaved("svm", spec, "hogwild", args, args.epochs)
         else:
             entry["runs"]["hogwild-2-disk"] = [ours("svm", spec, 2, args.epochs, args.seed,
                                                     memory=args.disk_nonzeros_memory)]
@@ -199,6 +236,17 @@ def markdown(report):
         if "random_row_updates_per_s" in entry:
             lines.append(f"| {entry['spec']} | random rows, 1 thread | - | - | - | "
                          f"{entry['random_row_updates_per_s'] / 1e6:.1f} M | - | - | - |")
+    timed = [e for e in report["ratings"] if e.get("time_to_accuracy")]
+    if timed:
+        lines += ["", "Update seconds to a test RMSE (LIBMF's final, 2 threads; and the "
+                  "--target):", "", "| data | target RMSE | " + " | ".join(
+                      label for label in timed[0]["time_to_accuracy"][0] if label != "target")
+                  + " |", "|---|---:|" + "---:|" * (len(timed[0]["time_to_accuracy"][0]) - 1)]
+        for entry in timed:
+            for row in entry["time_to_accuracy"]:
+                lines.append(f"| {entry['spec']} | {row['target']:.4f} | " + " | ".join(
+                    "not reached" if value is None else f"{value:.2f} s"
+                    for label, value in row.items() if label != "target") + " |")
     return "\n".join(lines)
 
 
@@ -261,7 +309,13 @@ def main(argv=None):
                         help="click-log nonzeros trained from disk (default: 1e9: 8 GB)")
     parser.add_argument("--disk-nonzeros-memory", default="4GB",
                         help="--memory of the click-log runs from disk (default: 4GB)")
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=3, help="epochs of the click logs")
+    parser.add_argument("--ratings-epochs", type=int, default=20,
+                        help="epochs (LIBMF's iterations) of the ratings (default: 20)")
+    parser.add_argument("--target", type=float, default=0.72,
+                        help="a test RMSE to time the ratings runs to, beside LIBMF's "
+                             "final one (default: 0.72, LIBMF's after 10 iterations on "
+                             "jumbo:100000x100000x10000000)")
     parser.add_argument("--libmf", default=default_library(),
                         help="LIBMF shared library (default: LIBMF_OBJ, else the libmf "
                              "wheel's)")
@@ -274,14 +328,16 @@ def main(argv=None):
     parser.add_argument("--plot", help="write the time and memory plot (PNG) here")
     args = parser.parse_args(argv)
     if args.quick:
-        args.ratings, args.beyond, args.disk_memory = [10**5], [2 * 10**5], "7MB"
+        args.ratings, args.beyond, args.disk_memory = [10**5], [2 * 10**5], "1.5MB"
         args.nonzeros, args.disk_nonzeros, args.disk_nonzeros_memory = [10**5], [2 * 10**5], "1MB"
         args.rounds, args.epochs, args.random_updates, args.libmf_timeout = 1, 2, 10**5, 60
+        args.ratings_epochs = 2
     if args.text_folder is None:
         args.text_folder = str(private_folder("libmf-text"))
     os.makedirs(args.text_folder, exist_ok=True)
     report = report_header("bench_scale", args, ("libmf",))
-    report.update({"libmf_library": args.libmf, "epochs": args.epochs, "rank": RANK,
+    report.update({"libmf_library": args.libmf, "epochs": args.epochs,
+                   "ratings_epochs": args.ratings_epochs, "target": args.target, "rank": RANK,
                    "rounds": args.rounds})
     report["ratings"] = bench_ratings(sorted(args.ratings + args.beyond),
                                       max(args.ratings, default=0), args, args.libmf)

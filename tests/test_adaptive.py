@@ -224,3 +224,110 @@ def test_a_guard_too_large_to_keep_a_copy_goes_on_shared_from_the_epochs_result(
                                                  "to 0.95 on copies: the epoch ran again shared"}
     assert unkept.fell_back["why"].endswith("shared from the next epoch (the model is too "
                                             "large to keep a copy)")
+
+
+# --- matrix factorisation: LIBMF's per-row adaptive rates ------------------------
+
+def planted(rows=2000, cols=1500, n=100_000, seed=0):
+    from hogwild.datasets.jumbo import make_jumbo
+    train, test, _ = make_jumbo(rows, cols, n, rank=4, noise=0.5, seed=seed, folder=None)
+    return train, test
+
+
+def test_adaptive_rates_train_the_same_model_on_any_rating_scale():
+    """The defaults are measured in the ratings' own deviation: ratings times 100
+    train a model whose predictions are 100 times the first's (the factors start
+    at sqrt(100) times, reg 100 times: every step is the same in scaled units)."""
+    from hogwild.datasets.ratings import Ratings
+    from hogwild.problems.matrix_completion import MatrixFactorization
+
+    train, test = planted()
+    big = Ratings(train.users, train.items, train.values * np.float32(100))
+    fits = [MatrixFactorization(epochs=3, workers=1, scheduler="serial", seed=0,
+                                adaptive=True).fit(r) for r in (train, big)]
+    assert fits[1].rating_scale_ == pytest.approx(100 * fits[0].rating_scale_, rel=1e-5)
+    assert fits[1].reg_ == pytest.approx(100 * fits[0].reg_, rel=1e-5)
+    small, large = (m.predict(test.users, test.items) for m in fits)
+    np.testing.assert_allclose(large / 100, small, rtol=0, atol=2e-3)
+    assert fits[0].adaptive_ and fits[0].init_scale_ == pytest.approx(
+        0.02 * fits[0].rating_scale_ ** 0.5)
+
+
+def test_adaptive_rates_leave_the_saddle_that_a_fixed_step_sits_on():
+    """A planted rank-4 matrix (noise 0.5: the best RMSE is 0.5; the mean alone
+    gives about 1.1): 6 epochs of the defaults come within 0.1 of the noise, where
+    the old fixed step (0.03, 0.9 decay, start 0.03) is still near the mean."""
+    from hogwild.problems.matrix_completion import MatrixFactorization
+
+    train, test = planted()
+    rmse = {}
+    for adaptive in (True, False):
+        model = MatrixFactorization(epochs=6, workers=1, seed=0, adaptive=adaptive)
+        rmse[adaptive] = model.fit(train, eval_set=test).history_[-1].metrics["test_rmse"]
+    assert rmse[True] < 0.6 and rmse[False] > 0.9, rmse
+
+
+def test_adaptive_sums_are_checkpointed_and_resumed_bit_for_bit(tmp_path):
+    from hogwild.problems.matrix_completion import MatrixFactorization
+
+    train, _ = planted(600, 500, 20_000)
+    options = dict(workers=2, scheduler="blocked", seed=3, adaptive=True)
+    whole = MatrixFactorization(epochs=4, **options).fit(train)
+    path = tmp_path / "mf.npz"
+    MatrixFactorization(epochs=2, **options).fit(train, checkpoint=str(path),
+                                                 checkpoint_every=2)
+    resumed = MatrixFactorization(epochs=4, **options).fit(train, resume=str(path))
+    assert np.array_equal(whole.user_factors_, resumed.user_factors_)
+    assert np.array_equal(whole.item_bias_, resumed.item_bias_)
+
+
+def test_the_papers_model_has_no_adaptive_rates():
+    from hogwild.problems.matrix_completion import MatrixFactorization
+
+    train, _ = planted(60, 50, 500)
+    assert not MatrixFactorization(model="paper", epochs=1).fit(train).adaptive_
+    with pytest.raises(HogwildError) as error:
+        MatrixFactorization(model="paper", adaptive=True).fit(train)
+    assert str(error.value) == ("model 'paper' has no adaptive rates; use model='biased' "
+                                "or adaptive=False")
+    with pytest.raises(HogwildError) as error:
+        MatrixFactorization(adaptive="yes").fit(train)
+    assert str(error.value) == "adaptive must be True, False or None, got 'yes'"
+
+
+def test_ratings_on_disk_get_the_blocked_layout_while_a_copy_fits(tmp_path, monkeypatch):
+    from hogwild.datasets.jumbo import make_jumbo
+    from hogwild.problems.matrix_completion import MatrixFactorization
+    from hogwild.problems.matrix_completion import estimator
+
+    monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path / "cache"))  # the layout's
+    train, _, _ = make_jumbo(300, 200, 5_000, seed=0, folder=tmp_path / "jumbo")
+    options = dict(epochs=1, workers=2, seed=0, shuffle_ratings=False)
+    assert MatrixFactorization(**options).fit(train).scheduler_ == "blocked"
+    monkeypatch.setattr(estimator, "BLOCKED_COPY_SHARE", 1e-12)
+    assert MatrixFactorization(**options).fit(train).scheduler_ == "hogwild"
+
+
+@pytest.mark.parametrize("per_row,adaptive", [(100, True), (80, True), (79, False),
+                                               (17, False)])
+def test_adaptive_none_turns_them_on_where_users_and_items_average_80_ratings(per_row,
+                                                                              adaptive):
+    from hogwild.problems.matrix_completion import MatrixFactorization
+
+    train, _ = planted(300, 200, 300 * per_row)  # the sparser side: 300 users
+    model = MatrixFactorization(epochs=1, workers=1, seed=0).fit(train)
+    assert model.adaptive_ is adaptive
+    assert model.step_ == (0.2 if adaptive else 0.03)
+
+
+def test_the_command_line_takes_adaptive_for_ratings(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path))
+    assert main(["run", "mc", "--data", "jumbo:300x200x5000", "--epochs", "1",
+                 "--json"]) == 0  # 17 ratings a user: the fixed step
+    result = json.loads(capsys.readouterr().out)
+    assert result["adaptive"] is False and result["step"] == 0.03 and result["reg"] == 0.06
+    assert main(["run", "mc", "--data", "jumbo:300x200x5000", "--epochs", "1",
+                 "--adaptive", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["adaptive"] is True and result["step"] == 0.2
+    assert result["reg"] == pytest.approx(0.05 * result["rating_scale"])

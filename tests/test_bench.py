@@ -104,7 +104,8 @@ def test_pytorch_hogwild_peers_reach_our_quality():
     train, test, _ = make_jumbo(2000, 1500, 100_000, rank=4, noise=0.5, seed=0, folder=None)
     # the settings this was checked with (the defaults' smaller step and init need
     # more than 10 epochs of the peer's summed mini-batches)
-    model = MatrixFactorization(rank=8, epochs=10, workers=1, seed=0, step=0.04, init_scale=0.1)
+    model = MatrixFactorization(rank=8, epochs=10, workers=1, seed=0, step=0.04, init_scale=0.1,
+                                adaptive=False)  # the peer's plain SGD
     ours = model.fit(train, eval_set=test).history_[-1].metrics["test_rmse"]
     _, reg, bias_reg, step, init_scale = model.settings()
     theirs = torch_mc_peer(train, test, 8, reg, bias_reg, init_scale, 10, step,

@@ -18,7 +18,8 @@ def test_quick_run_reports_every_size_in_memory_and_from_disk(quick_benchmark, t
         for label, runs in entry["runs"].items():
             for run in runs:
                 assert run["updates_per_s"] > 0 and run["peak_rss_bytes"] > run["minimum_bytes"]
-                assert len(run["epoch_seconds"]) == len(run[metric]) == report["epochs"]
+                assert len(run["epoch_seconds"]) == len(run[metric]) == report[
+                    "ratings_epochs" if entry["kind"] == "ratings" else "epochs"]
                 assert run["first_epoch_after_launch_s"] > 0
                 if label.endswith("disk"):  # smaller --memory than the samples: streamed
                     assert run["streaming"]["chunks_per_epoch"] >= 2, run["streaming"]
@@ -33,7 +34,17 @@ def test_quick_run_reports_every_size_in_memory_and_from_disk(quick_benchmark, t
         assert set(in_memory["libmf"]) == {"libmf-1", "libmf-2", "libmf-disk-2"}
         for run in in_memory["libmf"].values():
             assert "failed" in run or 0.9 < run["test_rmse"] < 1.5, run
-    assert "| jumbo:10000x10000x100000 | blocked-2 |" in table
+        curve = in_memory["libmf"]["libmf-2"].get("test_rmse_by_iteration")
+        if curve is not None:  # LIBMF's own per-iteration report; its last is the fit's
+            assert len(curve) == report["ratings_epochs"]
+            assert curve[-1] == pytest.approx(in_memory["libmf"]["libmf-2"]["test_rmse"],
+                                              abs=0.02)
+    targets = in_memory["time_to_accuracy"]
+    assert targets[-1]["target"] == report["target"]
+    for row in targets:  # update seconds, or None where the target was not reached
+        assert all(v is None or v > 0 for k, v in row.items() if k != "target"), row
+    assert "| jumbo:1000x1000x100000 | blocked-2 |" in table
+    assert "| jumbo:1000x1000x100000 | 0.7200 |" in table
     assert "| clicks:2000x20000x200000 | hogwild-2-disk | 1MB |" in table
 
 

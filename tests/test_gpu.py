@@ -129,32 +129,39 @@ def test_a_warp_update_runs_32_lanes_per_sample_that_share_warp_sums():
 
 def test_matrix_completion_with_a_warp_per_rating_agrees_with_the_cpu():
     """Ranks >= 32 run cuMF_SGD's layout (a warp per rating, the rank over the
-    lanes). One warp (serial) follows the CPU's serial order, summing the dot
-    product in another order: equal to rounding. On conflict-free ratings, warps
-    on two streams give bitwise the one-warp result."""
+    lanes), with and without adaptive rates. One warp (serial) follows the CPU's
+    serial order, summing the dot product in another order: equal to rounding. On
+    conflict-free ratings, warps on two streams give bitwise the one-warp result."""
     out = simulate("""
         rng = np.random.default_rng(0)
         ratings = (rng.integers(0, 12, 40), rng.integers(0, 8, 40),
                    rng.integers(1, 6, 40).astype(np.float32))
-        for model, rank in (("biased", 32), ("paper", 40)):  # 40: lanes 8..31 idle half the time
+        # rank 40: lanes 8..31 idle half the time
+        for model, rank, adaptive in (("biased", 32, False), ("biased", 32, True),
+                                      ("paper", 40, False)):
             fits = [MatrixFactorization(model=model, rank=rank, epochs=2, scheduler="serial",
-                                        seed=0, backend=backend).fit(ratings, eval_set=ratings)
+                                        seed=0, backend=backend, adaptive=adaptive).fit(
+                                            ratings, eval_set=ratings)
                     for backend in ("threads", "gpu")]
+            # adaptive rates, step / sqrt(G) at step 0.2 on rows of 3-5 ratings, carry a
+            # last-bit difference of G into every later step: 1e-3, not 1e-5
+            rtol = 1e-3 if adaptive else 1e-5
             for name in ("user_factors_", "item_factors_", "item_bias_"):
                 np.testing.assert_allclose(getattr(fits[1], name), getattr(fits[0], name),
-                                           rtol=1e-5, atol=1e-6)
+                                           rtol=rtol, atol=1e-6)
             for cpu, gpu in zip(fits[0].history_, fits[1].history_):
-                assert np.isclose(gpu.objective, cpu.objective, rtol=1e-5)
-                assert np.isclose(gpu.metrics["test_rmse"], cpu.metrics["test_rmse"], rtol=1e-5)
+                assert np.isclose(gpu.objective, cpu.objective, rtol=rtol)
+                assert np.isclose(gpu.metrics["test_rmse"], cpu.metrics["test_rmse"], rtol=rtol)
 
         n = 24
         distinct = (np.arange(n), np.arange(n), rng.integers(1, 6, n).astype(np.float32))
-        one_warp, warps = (MatrixFactorization(rank=32, epochs=2, scheduler=scheduler,
-                                               workers=workers, seed=0, shuffle_block=1,
-                                               backend="gpu").fit(distinct)
-                           for scheduler, workers in (("serial", 1), ("hogwild", 2)))
-        assert np.array_equal(one_warp.user_factors_, warps.user_factors_)
-        assert np.array_equal(one_warp.item_bias_, warps.item_bias_)
+        for adaptive in (False, True):
+            one_warp, warps = (MatrixFactorization(rank=32, epochs=2, scheduler=scheduler,
+                                                   workers=workers, seed=0, shuffle_block=1,
+                                                   backend="gpu", adaptive=adaptive).fit(distinct)
+                               for scheduler, workers in (("serial", 1), ("hogwild", 2)))
+            assert np.array_equal(one_warp.user_factors_, warps.user_factors_)
+            assert np.array_equal(one_warp.item_bias_, warps.item_bias_)
         print("ok")
     """)
     assert out.strip() == "ok"
@@ -432,13 +439,16 @@ ints = np.zeros(5, np.int32)
 for dtype in (np.float32, np.float16):
     factors = np.zeros((10, 128), dtype)
     per_row = np.zeros(10, np.float32)
-    for model in ("paper", "biased"):
-        params = (factors, factors) + ((per_row, per_row) if model == "biased" else ())
+    for model, adaptive in (("paper", False), ("biased", False), ("biased", True)):
+        params = (factors, factors) + ((per_row, per_row) if model == "biased" else ()) + (
+            (per_row, per_row) if adaptive else ())
         data = (ints, ints, np.zeros(5, np.float32)) + (
-            (np.zeros(3, np.float32),) if model == "biased" else (per_row, per_row))
-        update, loss = factor_kernels(128, model)
+            (np.zeros(5 if adaptive else 3, np.float32),) if model == "biased"
+            else (per_row, per_row))
+        update, loss = factor_kernels(128, model, adaptive)
         epoch(epoch_kernel(update), params, data)
-        shuffles = epoch(warp_epoch_kernel(factor_warp_update(128, model)), params, data)
+        shuffles = epoch(warp_epoch_kernel(factor_warp_update(128, model, adaptive)), params,
+                         data)
         assert "shfl.sync.bfly" in shuffles
         losses(loss, params, data)
         metric = rmse_metric(model, 128, ints, ints, np.zeros(5, np.float32), 3.5)

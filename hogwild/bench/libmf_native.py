@@ -80,6 +80,9 @@ def _load(path):
     lib.mf_get_default_param.restype = param
     lib.mf_train.restype = ctypes.POINTER(_Model)
     lib.mf_train.argtypes = [ctypes.POINTER(_Problem), param]
+    lib.mf_train_with_validation.restype = ctypes.POINTER(_Model)
+    lib.mf_train_with_validation.argtypes = [ctypes.POINTER(_Problem), ctypes.POINTER(_Problem),
+                                             param]
     lib.mf_train_on_disk.restype = ctypes.POINTER(_Model)
     lib.mf_train_on_disk.argtypes = [ctypes.c_char_p, param]
     lib.calc_rmse.restype = ctypes.c_double
@@ -179,6 +182,8 @@ def _fit(library, source, test, rank, threads, iters, l2, eta, bins):
     param.lambda_p1 = param.lambda_q1 = 0.0
     param.lambda_p2 = param.lambda_q2 = l2
     param.eta, param.quiet, param.do_nmf = eta, True, False
+    if source[0] == "curve":
+        return _curve(lib, param, source[1], test)
     if source[0] == "memory":
         nodes = nodes_of(*(np.load(p, mmap_mode="r") for p in source[1]))
         param.copy_data = False
@@ -198,13 +203,41 @@ def _fit(library, source, test, rank, threads, iters, l2, eta, bins):
             "peak_rss_bytes": peak_resident_bytes()}
 
 
+def _curve(lib, param, arrays, test):
+    """{test_rmse_by_iteration}: LIBMF's own report of the test RMSE after each
+    iteration (mf_train_with_validation, not quiet), read from its standard output
+    (file descriptor 1, sent to a temporary file for the fit)."""
+    import tempfile
+
+    nodes = nodes_of(*(np.load(p, mmap_mode="r") for p in arrays))
+    test_nodes = nodes_of(*test)
+    param.copy_data, param.quiet = False, False
+    with tempfile.TemporaryFile() as out:
+        saved = os.dup(1)
+        os.dup2(out.fileno(), 1)
+        try:
+            model = lib.mf_train_with_validation(ctypes.byref(_problem(nodes)),
+                                                 ctypes.byref(_problem(test_nodes)), param)
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        out.seek(0)
+        lines = out.read().decode(errors="replace").splitlines()
+    if not model:
+        return {"error": "LIBMF refused its parameters"}
+    lib.mf_destroy_model(ctypes.byref(model))
+    rows = [line.split() for line in lines if line.split() and line.split()[0].isdigit()]
+    return {"test_rmse_by_iteration": [float(row[2]) for row in rows]}
+
+
 def libmf_train(library, source, test, rank, threads, iters, l2=0.05, eta=0.1, bins=None,
                 timeout=1800):
-    """{seconds, test_rmse, peak_rss_bytes} (or {error}) of one LIBMF fit of ``iters`` iterations in
-    a spawned child, or None when it did not finish within ``timeout`` seconds.
-    ``source``: ("memory", (users.npy, items.npy, values.npy)) or ("disk", text
-    file). ``test``: (users, items, values) arrays. ``bins``: LIBMF's grid (default:
-    its rule of thumb, 2 x threads + 1 and at least 20)."""
+    """{seconds, test_rmse, peak_rss_bytes} (or {error}) of one LIBMF fit of ``iters``
+    iterations in a spawned child, or None when it did not finish within ``timeout``
+    seconds. ``source``: ("memory", (users.npy, items.npy, values.npy)), ("disk",
+    text file), or ("curve", (users.npy, ...)): then {test_rmse_by_iteration},
+    untimed. ``test``: (users, items, values) arrays. ``bins``: LIBMF's grid
+    (default: its rule of thumb, 2 x threads + 1 and at least 20)."""
     bins = max(20, 2 * threads + 1) if bins is None else bins
     return in_child(_child, (library, source, test, rank, threads, iters, l2, eta, bins),
                     timeout)

@@ -180,7 +180,7 @@ def _mc(quick, workers):
         peers["surprise-svd"] = 1, lambda seed: peer_result(
             surprise_peer(train, test, rank, epochs, seed), "test_rmse", epochs)
     if installed("torch"):
-        model = MatrixFactorization(rank=rank, epochs=epochs)
+        model = MatrixFactorization(rank=rank, epochs=epochs, adaptive=False)  # plain SGD
         _, reg, bias_reg, step, init_scale = model.settings()
         peers["pytorch-hogwild"] = workers, lambda seed: peer_result(torch_mc_peer(
             train, test, rank, reg, bias_reg, init_scale, epochs, step, model.decay,
@@ -188,7 +188,7 @@ def _mc(quick, workers):
     users = np.unique(train.users, return_inverse=True)[1].astype(np.int32)
     items = np.unique(train.items, return_inverse=True)[1].astype(np.int32)
 
-    def objective():  # the estimator's default model on the ratings in a shuffled order
+    def objective():  # the biased model, fixed step, on the ratings in a shuffled order
         order = np.random.default_rng(0).permutation(users.size)
         return (mf_objective(users[order], items[order], train.values[order], rank=rank,
                              seed=1), rating_model("biased").step)

@@ -367,11 +367,19 @@ def _add_mc_parser(problems, rating_datasets):
                     help="biased (default: mean + user/item biases + L_u . R_v, regularised "
                          "per rating, as Surprise's SVD) or paper (the Hogwild! paper's "
                          "L_u . R_v with a degree-scaled regulariser, no biases)")
+    mc.add_argument("--adaptive", action=argparse.BooleanOptionalAction, default=None,
+                    help="LIBMF's per-row adaptive rates: each user's and item's step falls "
+                         "with its squared gradients, in units of the ratings' standard "
+                         "deviation (default: on for the biased model)")
     mc.add_argument("--reg", type=number, default=None,
-                    help="mu (default: 0.06 biased, per rating; 10 paper, per row)")
+                    help="mu (default: 0.05 x the ratings' standard deviation with adaptive "
+                         "rates, per rating; 0.06 biased without; 10 paper, per row)")
     mc.add_argument("--init-scale", type=number, default=None,
-                    help="factors start N(0, s^2) (default: 0.03 biased, 0.1 paper)")
-    mc.add_argument("--bias-reg", type=number, default=None, help="mu of the biases (default: reg)")
+                    help="factors start N(0, s^2) (default: 0.02 x the square root of the "
+                         "ratings' standard deviation with adaptive rates; 0.03 biased "
+                         "without; 0.1 paper)")
+    mc.add_argument("--bias-reg", type=number, default=None,
+                    help="mu of the biases (default: 0.05 with adaptive rates, else reg)")
     mc.add_argument("--grid", type=integer, default=None,
                     help="blocks per side for --scheduler blocked or fpsgd (default: 8, or 2 x "
                          "workers)")

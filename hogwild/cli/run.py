@@ -245,6 +245,7 @@ def run_mc(args):
         model = MatrixFactorization(
             rank=args.rank, model=args.model, reg=args.reg, init_scale=args.init_scale,
             bias_reg=args.bias_reg, grid=args.grid, shuffle_ratings=not stored_random,
+            adaptive=args.adaptive,
             factor_dtype=args.factor_dtype, **training_fields(args))
         model.fit(train, eval_set=test, callback=report, progress=progress,
                   **control_fields(args))
@@ -259,6 +260,7 @@ def run_mc(args):
         "n_ratings": len(train), "n_test": len(test), "n_users": len(model.user_ids_),
         "n_items": len(model.item_ids_), "rank": args.rank, "model": model.model,
         "reg": model.reg_, "bias_reg": model.bias_reg_, "init_scale": model.init_scale_,
+        "adaptive": model.adaptive_, "rating_scale": model.rating_scale_,
         "step": model.step_,
         "decay": args.decay, "scheduler": model.scheduler_, "backend": args.backend,
         "replication": model.replication_,

@@ -5,6 +5,7 @@ loops behind prediction and recommendation."""
 import numpy as np
 from numba import njit
 
+from hogwild.adaptive import adagrad_scale
 from hogwild.kernels.compiler import FASTMATH_FLAGS
 
 
@@ -93,6 +94,62 @@ def biased_kernels(rank):
     return update, loss
 
 
+def biased_adaptive_kernels(rank):
+    """(update, loss) of the biased model with LIBMF's per-row adaptive rates (Chin,
+    Zhuang, Juan and Lin, PAKDD 2015) at ``rank``: params = (L, R, user_bias,
+    item_bias, user_sums, item_sums); data = (users, items, ratings, float32[5] =
+    (mu, mu_bias, training mean, 1 / scale, 1 / (rank scale^3))).
+
+    Each row keeps one sum G of its mean squared factor gradient, starting at 1,
+    and moves at step / sqrt(G): a row rated often settles while a rare one keeps
+    learning. LIBMF divides the ratings by their standard deviation (``scale``) so
+    that G's start of 1 and the step mean the same on every rating scale; this
+    kernel trains in the ratings' own units and does the same by measuring the
+    factors' gradients and steps in scaled units (factor gradients carry scale^1.5,
+    factors scale^0.5, biases scale). A row's bias moves at its factors' rate.
+    loss is biased_kernels' (the objective is the same)."""
+    k = int(rank)
+
+    def update(e, params, data, step):
+        L, R, bu, bi = params[0], params[1], params[2], params[3]
+        user_sums, item_sums = params[4], params[5]
+        u, v = data[0][e], data[1][e]
+        constants = data[3]
+        mu = constants[0]
+        dot = np.float32(0.0)
+        norm_u = np.float32(0.0)
+        norm_v = np.float32(0.0)
+        for j in range(k):
+            a = np.float32(L[u, j])
+            b = np.float32(R[v, j])
+            dot += a * b
+            norm_u += a * a
+            norm_v += b * b
+        err = constants[2] + bu[u] + bi[v] + dot - data[2][e]
+        rate_u = np.float32(step) * adagrad_scale(user_sums, u)
+        rate_v = np.float32(step) * adagrad_scale(item_sums, v)
+        bu[u] -= rate_u * (err + constants[1] * bu[u])
+        bi[v] -= rate_v * (err + constants[1] * bi[v])
+        # the squared gradients' sums, sum_j (err b_j + mu a_j)^2 and its mirror,
+        # from the three sums above: the update loop below stays free of reductions
+        cross = np.float32(2.0) * err * mu * dot
+        user_sums[u] += (err * err * norm_v + cross + mu * mu * norm_u) * constants[4]
+        item_sums[v] += (err * err * norm_u + cross + mu * mu * norm_v) * constants[4]
+        factor_u = rate_u * constants[3]
+        factor_v = rate_v * constants[3]
+        keep_u = np.float32(1.0) - factor_u * mu
+        keep_v = np.float32(1.0) - factor_v * mu
+        step_u = factor_u * err
+        step_v = factor_v * err
+        for j in range(k):
+            a = np.float32(L[u, j])
+            b = np.float32(R[v, j])
+            L[u, j] = a * keep_u - step_u * b
+            R[v, j] = b * keep_v - step_v * a
+
+    return update, biased_kernels(rank)[1]
+
+
 def _lanes(rank):
     """The per-lane pieces of a warp update at ``rank`` (GPU backend only: imports
     numba.cuda): (lanes_dot, lanes_step, warp_sum)."""
@@ -160,6 +217,63 @@ def biased_warp_update(rank):
             bi[v] -= ge + g * mu_bias * bi[v]
         keep = np.float32(1.0) - g * data[3][0]
         lanes_step(L, R, u, v, lane, keep, keep, ge)
+
+    return warp_update
+
+
+def biased_adaptive_warp_update(rank):
+    """As paper_warp_update for biased_adaptive_kernels(rank), with its arithmetic:
+    the lanes' partial dot products and squared norms summed over the warp, the
+    rows' sums grown from them, the lanes then stepping their own factors. Every
+    lane reads the rows' rates, and lane 0 alone the biases, before the first
+    warp_sum (a synchronisation of the warp); only after it does lane 0 write the
+    biases and the sums."""
+    from hogwild.kernels.warp import WARP_SIZE, warp_sum
+
+    k = int(rank)
+
+    def warp_update(e, lane, params, data, step):
+        L, R, bu, bi = params[0], params[1], params[2], params[3]
+        user_sums, item_sums = params[4], params[5]
+        u, v = data[0][e], data[1][e]
+        constants = data[3]
+        mu = constants[0]
+        rate_u = np.float32(step) * adagrad_scale(user_sums, u)
+        rate_v = np.float32(step) * adagrad_scale(item_sums, v)
+        dot = np.float32(0.0)
+        norm_u = np.float32(0.0)
+        norm_v = np.float32(0.0)
+        for j in range(lane, k, WARP_SIZE):
+            a = np.float32(L[u, j])
+            b = np.float32(R[v, j])
+            dot += a * b
+            norm_u += a * a
+            norm_v += b * b
+        offset = np.float32(0.0)
+        if lane == 0:  # only lane 0 reads the biases: it writes them after the sums
+            offset = constants[2] + bu[u] + bi[v]
+        offset = warp_sum(offset)
+        dot = warp_sum(dot)
+        norm_u = warp_sum(norm_u)
+        norm_v = warp_sum(norm_v)
+        err = offset + dot - data[2][e]
+        if lane == 0:
+            bu[u] -= rate_u * (err + constants[1] * bu[u])
+            bi[v] -= rate_v * (err + constants[1] * bi[v])
+            cross = np.float32(2.0) * err * mu * dot
+            user_sums[u] += (err * err * norm_v + cross + mu * mu * norm_u) * constants[4]
+            item_sums[v] += (err * err * norm_u + cross + mu * mu * norm_v) * constants[4]
+        factor_u = rate_u * constants[3]
+        factor_v = rate_v * constants[3]
+        keep_u = np.float32(1.0) - factor_u * mu
+        keep_v = np.float32(1.0) - factor_v * mu
+        step_u = factor_u * err
+        step_v = factor_v * err
+        for j in range(lane, k, WARP_SIZE):
+            a = np.float32(L[u, j])
+            b = np.float32(R[v, j])
+            L[u, j] = a * keep_u - step_u * b
+            R[v, j] = b * keep_v - step_v * a
 
     return warp_update
 
