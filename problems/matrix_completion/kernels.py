@@ -94,6 +94,31 @@ def biased_kernels(rank):
     return update, loss
 
 
+@njit(nogil=True, inline="always")
+def _adapt_rows(params, u, v, constants, err, dot, norm_u, norm_v, rate_u, rate_v):
+    """The biases' steps at their rows' rates, and the rows' sums grown by their
+    mean squared factor gradient in scaled units: sum_j (err b_j + mu a_j)^2 (and
+    its mirror) from the dot product and squared norms, so that the factors' loop
+    needs no reductions (biased_adaptive_kernels' data[3] = ``constants``)."""
+    bu, bi, user_sums, item_sums = params[2], params[3], params[4], params[5]
+    mu = constants[0]
+    bu[u] -= rate_u * (err + constants[1] * bu[u])
+    bi[v] -= rate_v * (err + constants[1] * bi[v])
+    cross = np.float32(2.0) * err * mu * dot
+    user_sums[u] += (err * err * norm_v + cross + mu * mu * norm_u) * constants[4]
+    item_sums[v] += (err * err * norm_u + cross + mu * mu * norm_v) * constants[4]
+
+
+@njit(nogil=True, inline="always")
+def _factor_steps(constants, err, rate_u, rate_v):
+    """(keep_u, keep_v, step_u, step_v): L_u <- L_u keep_u - step_u R_v, and its
+    mirror, at the rows' rates in scaled units."""
+    factor_u = rate_u * constants[3]
+    factor_v = rate_v * constants[3]
+    return (np.float32(1.0) - factor_u * constants[0], np.float32(1.0) - factor_v * constants[0],
+            factor_u * err, factor_v * err)
+
+
 def biased_adaptive_kernels(rank):
     """(update, loss) of the biased model with LIBMF's per-row adaptive rates (Chin,
     Zhuang, Juan and Lin, PAKDD 2015) at ``rank``: params = (L, R, user_bias,
@@ -115,7 +140,6 @@ def biased_adaptive_kernels(rank):
         user_sums, item_sums = params[4], params[5]
         u, v = data[0][e], data[1][e]
         constants = data[3]
-        mu = constants[0]
         dot = np.float32(0.0)
         norm_u = np.float32(0.0)
         norm_v = np.float32(0.0)
@@ -128,19 +152,8 @@ def biased_adaptive_kernels(rank):
         err = constants[2] + bu[u] + bi[v] + dot - data[2][e]
         rate_u = np.float32(step) * adagrad_scale(user_sums, u)
         rate_v = np.float32(step) * adagrad_scale(item_sums, v)
-        bu[u] -= rate_u * (err + constants[1] * bu[u])
-        bi[v] -= rate_v * (err + constants[1] * bi[v])
-        # the squared gradients' sums, sum_j (err b_j + mu a_j)^2 and its mirror,
-        # from the three sums above: the update loop below stays free of reductions
-        cross = np.float32(2.0) * err * mu * dot
-        user_sums[u] += (err * err * norm_v + cross + mu * mu * norm_u) * constants[4]
-        item_sums[v] += (err * err * norm_u + cross + mu * mu * norm_v) * constants[4]
-        factor_u = rate_u * constants[3]
-        factor_v = rate_v * constants[3]
-        keep_u = np.float32(1.0) - factor_u * mu
-        keep_v = np.float32(1.0) - factor_v * mu
-        step_u = factor_u * err
-        step_v = factor_v * err
+        _adapt_rows(params, u, v, constants, err, dot, norm_u, norm_v, rate_u, rate_v)
+        keep_u, keep_v, step_u, step_v = _factor_steps(constants, err, rate_u, rate_v)
         for j in range(k):
             a = np.float32(L[u, j])
             b = np.float32(R[v, j])
@@ -237,7 +250,6 @@ def biased_adaptive_warp_update(rank):
         user_sums, item_sums = params[4], params[5]
         u, v = data[0][e], data[1][e]
         constants = data[3]
-        mu = constants[0]
         rate_u = np.float32(step) * adagrad_scale(user_sums, u)
         rate_v = np.float32(step) * adagrad_scale(item_sums, v)
         dot = np.float32(0.0)
@@ -258,17 +270,8 @@ def biased_adaptive_warp_update(rank):
         norm_v = warp_sum(norm_v)
         err = offset + dot - data[2][e]
         if lane == 0:
-            bu[u] -= rate_u * (err + constants[1] * bu[u])
-            bi[v] -= rate_v * (err + constants[1] * bi[v])
-            cross = np.float32(2.0) * err * mu * dot
-            user_sums[u] += (err * err * norm_v + cross + mu * mu * norm_u) * constants[4]
-            item_sums[v] += (err * err * norm_u + cross + mu * mu * norm_v) * constants[4]
-        factor_u = rate_u * constants[3]
-        factor_v = rate_v * constants[3]
-        keep_u = np.float32(1.0) - factor_u * mu
-        keep_v = np.float32(1.0) - factor_v * mu
-        step_u = factor_u * err
-        step_v = factor_v * err
+            _adapt_rows(params, u, v, constants, err, dot, norm_u, norm_v, rate_u, rate_v)
+        keep_u, keep_v, step_u, step_v = _factor_steps(constants, err, rate_u, rate_v)
         for j in range(lane, k, WARP_SIZE):
             a = np.float32(L[u, j])
             b = np.float32(R[v, j])
