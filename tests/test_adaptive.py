@@ -331,3 +331,18 @@ def test_the_command_line_takes_adaptive_for_ratings(capsys, tmp_path, monkeypat
     result = json.loads(capsys.readouterr().out)
     assert result["adaptive"] is True and result["step"] == 0.2
     assert result["reg"] == pytest.approx(0.05 * result["rating_scale"])
+
+
+def test_the_default_grid_keeps_a_blocks_rows_near_a_megabyte():
+    """8 (or 2 x workers) on MovieLens-sized ratings; on large matrices enough
+    blocks that a block's factor rows on a side take about 1 MiB, never blocks of
+    under 1,000 ratings on average; ids that are not integers count as many rows
+    as ratings."""
+    from hogwild.problems.matrix_completion.estimator import default_grid
+
+    square = (np.arange(100_000), np.arange(100_000))
+    assert default_grid(square, 10_000_000, 32, 2) == 13  # 10^5 rows x 136 bytes / 1 MiB
+    assert default_grid(square, 10_000_000, 32, 8) == 16
+    assert default_grid((np.arange(1, 6041), np.arange(1, 3953)), 800_000, 32, 2) == 8
+    assert default_grid(square, 200_000, 32, 2) == 14  # isqrt(200): blocks of >= 1,000
+    assert default_grid((np.array(["a", "b"] * 5),) * 2, 10, 32, 2) == 8

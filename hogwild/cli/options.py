@@ -382,7 +382,8 @@ def _add_mc_parser(problems, rating_datasets):
                     help="mu of the biases (default: 0.05 with adaptive rates, else reg)")
     mc.add_argument("--grid", type=integer, default=None,
                     help="blocks per side for --scheduler blocked or fpsgd (default: 8, or 2 x "
-                         "workers)")
+                         "workers, or more on large matrices: about 1 MiB of factor rows a "
+                         "block side, at least 1,000 ratings a block)")
     mc.add_argument("--jumbo-rank", type=integer, default=10,
                     help="planted rank of jumbo: data (default: 10)")
     mc.add_argument("--jumbo-noise", type=number, default=0.5,
