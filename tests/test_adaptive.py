@@ -344,5 +344,5 @@ def test_the_default_grid_keeps_a_blocks_rows_near_a_megabyte():
     assert default_grid(square, 10_000_000, 32, 2) == 13  # 10^5 rows x 136 bytes / 1 MiB
     assert default_grid(square, 10_000_000, 32, 8) == 16
     assert default_grid((np.arange(1, 6041), np.arange(1, 3953)), 800_000, 32, 2) == 8
-    assert default_grid(square, 200_000, 32, 2) == 14  # isqrt(200): blocks of >= 1,000
+    assert default_grid(square, 100_000, 32, 2) == 10  # isqrt(100): blocks of >= 1,000
     assert default_grid((np.array(["a", "b"] * 5),) * 2, 10, 32, 2) == 8
