@@ -1,6 +1,7 @@
 """The compiled side of matrix completion: the SGD update and loss of each model,
-generated per rank (a compile-time constant, so LLVM unrolls and vectorises the
-rank-length loops), their CUDA warp forms, the held-out squared errors, and the
+generated per rank (a compile-time constant, so LLVM unrolls the rank-length
+loops; it leaves them scalar, even their reductions: see docs/benchmarks.md, issue
+42's matrix-factorisation section), their CUDA warp forms, the held-out squared errors, and the
 loops behind prediction and recommendation."""
 import numpy as np
 from numba import njit
