@@ -238,10 +238,9 @@ def biased_warp_update(rank):
 def biased_adaptive_warp_update(rank):
     """As paper_warp_update for biased_adaptive_kernels(rank), with its arithmetic:
     the lanes' partial dot products and squared norms summed over the warp, the
-    rows' sums grown from them, the lanes then stepping their own factors. Every
-    lane reads the rows' rates, and lane 0 alone the biases, before the first
-    warp_sum (a synchronisation of the warp); only after it does lane 0 write the
-    biases and the sums."""
+    rows' sums grown from them, the lanes then stepping their own factors. Lane
+    0 alone reads and writes the biases and the rows' sums; warp_sums (adding the
+    other lanes' zeros) give every lane the rates and the prediction's offset."""
     from hogwild.kernels.warp import WARP_SIZE, warp_sum
 
     k = int(rank)
@@ -251,8 +250,17 @@ def biased_adaptive_warp_update(rank):
         user_sums, item_sums = params[4], params[5]
         u, v = data[0][e], data[1][e]
         constants = data[3]
-        rate_u = np.float32(step) * adagrad_scale(user_sums, u)
-        rate_v = np.float32(step) * adagrad_scale(item_sums, v)
+        rate_u = np.float32(0.0)
+        rate_v = np.float32(0.0)
+        offset = np.float32(0.0)
+        if lane == 0:  # another lane, not in lockstep, could read them before lane
+            # 0 wrote them for the previous rating
+            rate_u = np.float32(step) * adagrad_scale(user_sums, u)
+            rate_v = np.float32(step) * adagrad_scale(item_sums, v)
+            offset = constants[2] + bu[u] + bi[v]
+        rate_u = warp_sum(rate_u)
+        rate_v = warp_sum(rate_v)
+        offset = warp_sum(offset)
         dot = np.float32(0.0)
         norm_u = np.float32(0.0)
         norm_v = np.float32(0.0)
@@ -262,10 +270,6 @@ def biased_adaptive_warp_update(rank):
             dot += a * b
             norm_u += a * a
             norm_v += b * b
-        offset = np.float32(0.0)
-        if lane == 0:  # only lane 0 reads the biases: it writes them after the sums
-            offset = constants[2] + bu[u] + bi[v]
-        offset = warp_sum(offset)
         dot = warp_sum(dot)
         norm_u = warp_sum(norm_u)
         norm_v = warp_sum(norm_v)
