@@ -52,9 +52,7 @@ def check_gpu():
         raise HogwildError("backend 'gpu' needs numba-cuda (numba's built-in numba.cuda is "
                            "deprecated and cannot compile min() or max() in a kernel); "
                            "install it with: pip install 'hogwild[gpu]'")
-    if not hasattr(np, "row_stack"):
-        # numba-cuda 0.30 registers an overload of np.row_stack, which numpy 2.5
-        # removed: without the alias its first kernel compile fails
+    if not hasattr(np, "row_stack"):  # numba-cuda 0.30 overloads it; numpy 2.5 dropped it
         np.row_stack = np.vstack
     from numba import cuda
     if not cuda.is_available():
