@@ -366,12 +366,13 @@ def test_sigterm_to_a_ranks_launch_stops_every_rank_after_the_same_epoch(tmp_pat
         while time.monotonic() < deadline and not any(
                 len(_ranks_of(launcher)) == 2 for launcher in _ranks_of(proc.pid)):
             time.sleep(0.2)
-        time.sleep(3)  # training: past MPI's start-up and the first epochs
+        first = proc.stdout.readline()  # training: rank 0 reported its first epoch
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
+    assert first.startswith("epoch "), (first, err[-3000:])
     assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
     assert err.count("hogwild: stopping after this epoch (SIGTERM again to abandon it)") == 1
     assert "MPI_ABORT" not in err and "interrupted after epoch" in err
