@@ -178,6 +178,21 @@ def check_split(test_fraction, by):
         raise HogwildError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
 
 
+def held_out_per_group(groups, fraction, rng):
+    """A mask of the samples held out: round(fraction * count) of each group's
+    (e.g. a user's), drawn by ``rng``, always leaving the group one."""
+    n = len(groups)
+    _, group_index, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    # rank of each sample within its group, in a random order
+    shuffled = rng.permutation(n)
+    by_group = shuffled[np.argsort(group_index[shuffled], kind="stable")]
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.empty(n, np.int64)
+    rank[by_group] = np.arange(n) - np.repeat(starts, counts)
+    held_of_group = np.minimum(np.round(fraction * counts).astype(np.int64), counts - 1)
+    return rank < held_of_group[group_index]
+
+
 def split_ratings(ratings, test_fraction=0.2, seed=0, by="rating"):
     """Deterministic (train, test) split for a seed.
 
@@ -195,17 +210,7 @@ def split_ratings(ratings, test_fraction=0.2, seed=0, by="rating"):
         test = np.zeros(n, bool)
         test[order[:n_test]] = True
     else:
-        _, user_index, counts = np.unique(ratings.users, return_inverse=True,
-                                          return_counts=True)
-        # rank of each rating within its user, in a random order
-        shuffled = rng.permutation(n)
-        by_user = shuffled[np.argsort(user_index[shuffled], kind="stable")]
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        rank = np.empty(n, np.int64)
-        rank[by_user] = np.arange(n) - np.repeat(starts, counts)
-        n_test_of_user = np.minimum(np.round(test_fraction * counts).astype(np.int64),
-                                    counts - 1)
-        test = rank < n_test_of_user[user_index]
+        test = held_out_per_group(ratings.users, test_fraction, rng)
     if not test.any() or test.all():
         raise HogwildError(f"test_fraction {test_fraction} of {n} ratings leaves an empty "
                            f"{'test' if not test.any() else 'train'} set")

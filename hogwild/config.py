@@ -66,7 +66,8 @@ class RunControls:
     objective_every : int or None, default 1
         Epochs between measurements of the exact objective (a pass over the
         samples, a third of a short one-vs-rest epoch); the last epoch's is always
-        measured, None measures only it. An epoch not measured records NaN, and the
+        measured, None measures only it (under early_stopping every epoch's is: any
+        may be the one kept). An epoch not measured records NaN, and the
         divergence check then sees only its parameters' finiteness.
     """
 

@@ -26,6 +26,7 @@ from hogwild.backends.shared_memory import remove_stale_folders
 from hogwild.checkpoint import (Checkpoint, check_compatible, data_fingerprint, load_checkpoint,
                                 restore_field, save_checkpoint)
 from hogwild.config import RunControls, TrainingConfig, settle
+from hogwild.early_stopping import EarlyStopping
 from hogwild.errors import DivergenceError, HogwildError, Interrupted, WorkerLost
 from hogwild.evaluation import evaluator, held_out_bytes
 from hogwild.kernels.compiler import compile_loops, slp_vectorizer
@@ -197,6 +198,10 @@ class _Run:
             raise HogwildError(f"objective must be a hogwild.Objective{also}, got "
                                f"{type(objective).__name__}")
         self.objective, self.scheduler = objective, get_scheduler(config.scheduler)
+        if config.early_stopping is not None and objective.validation is None:
+            raise HogwildError(f"early_stopping needs held-out samples to watch: objective "
+                               f"'{objective.name}' has no validation Metric (give the "
+                               "Objective validation=hogwild.Metric(...))")
         backend.check(config, self.scheduler)
         self.planner = self.scheduler.prepare(objective, check_workers(
             backend.requested_workers(config),
@@ -268,6 +273,7 @@ class _Run:
         with phase("compile"):
             _compile(runner, self.loops, self.objective, params, data, self.scheduler)
             metrics = evaluator(self.controls.evaluate, self.objective, runner)
+            self.validate = evaluator(self.objective.validation, self.objective, runner)
             sampled, start_data = min(n, START_SAMPLES), data
             if stream is not None:
                 stream.attach(data)
@@ -314,6 +320,8 @@ class _Run:
         params, data, metrics = self.start(runner)
         training_starts()
         n, epochs, controls = self.objective.n_samples, self.config.epochs, self.controls
+        patience, validation = self.config.early_stopping, self.objective.validation
+        self.watch = None if patience is None else EarlyStopping(patience)
         progress, every, last_end = controls.progress, controls.checkpoint_every, None
         for epoch in range(len(self.history), epochs):
             if progress is not None:
@@ -325,7 +333,8 @@ class _Run:
             seconds = end - (last_end if runner.runs_ahead and last_end is not None else start)
             last_end = end
             measuring = time.perf_counter()
-            measured = metrics(params) if runner.reports else {}
+            held_out = self.validate(params)  # every rank: each decides alike
+            measured = {**metrics(params), **held_out} if runner.reports else {}
             record = EpochRecord(epoch=epoch + 1, step=runner.applied_step(steps),
                                  seconds=seconds, updates=int(updates),
                                  updates_per_s=updates / seconds if seconds > 0 else math.inf,
@@ -339,12 +348,17 @@ class _Run:
                 controls.callback(record)
             done = epoch + 1
             stopping = runner.stop_agreed(stop_requested.is_set())
+            converged = self.watch is not None and runner.stop_agreed(self.watch.after_epoch(
+                done, held_out[validation.name], lambda: runner.to_host(params)))
             periodic = every is not None and (done % every == 0 or done == epochs)
-            if controls.checkpoint is not None and (periodic or stopping) and runner.reports:
+            if controls.checkpoint is not None and (periodic or stopping or converged) \
+                    and runner.reports:
                 self.save(runner, done, runner.to_host(params))
             if stopping and done < epochs:
                 raise Interrupted(done, controls.checkpoint,
                                   stop_requested.signum or signal.SIGTERM)
+            if converged:
+                break
         return params
 
     def _epoch(self, runner, params, data, steps, epoch):
@@ -390,19 +404,24 @@ class _Run:
         """Whether epoch ``epoch``'s exact objective is measured (objective_every;
         always the last epoch's)."""
         every, done = self.controls.objective_every, epoch + 1
-        return done == self.config.epochs or (every is not None and done % every == 0)
+        return done == self.config.epochs or (every is not None and done % every == 0) \
+            or self.config.early_stopping is not None  # any epoch may be the one kept
 
     def finish(self, runner, params):
         """The FitResult (the backend still open: its report may need its workers)."""
         objective, config = self.objective, self.config
+        exported = runner.export(params)
+        best_epoch = None if self.watch is None else self.watch.restore(exported,
+                                                                        len(self.history))
         return FitResult(
-            params=runner.export(params), history=self.history, scheduler=self.scheduler.name,
+            params=exported, history=self.history, best_epoch=best_epoch,
+            scheduler=self.scheduler.name,
             backend=config.backend, workers=runner.worker_count(self.planner.workers),
             seed=config.seed, setup_seconds=self.planner.setup_seconds,
             startup_seconds=runner.startup_seconds, distributed=runner.report(),
             replication=runner.replication, replicated=runner.replicated(),
             data_bytes=sum(a.nbytes for a in objective.data)
-            + held_out_bytes(self.controls.evaluate),
+            + held_out_bytes(self.controls.evaluate) + held_out_bytes(objective.validation),
             params_bytes=sum(p.nbytes for p in objective.params),
             streaming=None if self.stream is None else self.stream.report())
 

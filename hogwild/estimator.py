@@ -11,15 +11,20 @@ import numpy as np
 import scipy.sparse as sp
 
 from hogwild.config import RUN_CONTROLS, TRAINING_OPTIONS, RunControls, TrainingConfig
+from hogwild.datasets.ratings import held_out_per_group
 from hogwild.errors import HogwildError, check_seed
 from hogwild.options import TRAINING, parameters_doc
 
 TRAINING_DOC_SLOT = "{training parameters}"
+HOLDOUT_STREAM = 0x484F4C44  # early stopping's draw of held-out samples, apart from the run's
 RUN_DOC_SLOT = "{run attributes}"
 RUN_ATTRIBUTES_DOC = """history_ : list of hogwild.results.EpochRecord
-    One record per epoch (step, seconds, updates, objective, and the test metric
-    when an eval_set is given); objective is NaN for an epoch not measured (the
-    objective_every run control).
+    One record per epoch run (step, seconds, updates, objective, the test metric
+    when an eval_set is given, the held-out score under early_stopping);
+    objective is NaN for an epoch not measured (the objective_every run control).
+best_epoch_ : int or None
+    Under early_stopping, the epoch whose model was kept (the best held-out
+    score); None without it.
 workers_ : int
     The workers that ran, in all.
 distributed_ : dict or None
@@ -115,8 +120,30 @@ class Params:
         return TrainingConfig(**{**{name: getattr(self, name) for name in TRAINING_OPTIONS},
                                  **resolved})
 
+    def held_out(self, n, what="samples", groups=None):
+        """early_stopping's (training, held-out) indices of ``n`` samples, each sorted:
+        a random validation_fraction of them held out (of each group's, leaving
+        every group one, where ``groups`` gives each sample's), drawn from seed_;
+        None without early_stopping."""
+        if self.early_stopping is None:
+            return None
+        fraction, rng = self.validation_fraction, np.random.default_rng(
+            (self.seed_, HOLDOUT_STREAM))
+        if groups is None:
+            held = np.zeros(n, bool)
+            held[rng.permutation(n)[:int(round(fraction * n))]] = True
+        else:
+            held = held_out_per_group(groups, fraction, rng)
+        count = int(held.sum())
+        if not 1 <= count < n:
+            raise HogwildError(f"validation_fraction={fraction:g} of {n} {what} holds out "
+                               f"{count}: early_stopping needs at least one held-out and one "
+                               "training sample")
+        return np.flatnonzero(~held), np.flatnonzero(held)
+
     def keep_run(self, result):
         """The fitted attributes of RUN_ATTRIBUTES_DOC, from the engine's FitResult."""
+        self.best_epoch_ = result.best_epoch
         self.history_, self.workers_ = result.history, result.workers
         self.distributed_ = result.distributed
         self.replication_, self.replicated_ = result.replication, result.replicated

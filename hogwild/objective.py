@@ -57,7 +57,7 @@ device functions.
 A ``Metric`` is a held-out measure (test RMSE, error rate) computed by the
 engine after each epoch on whichever device holds the parameters.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 import numpy as np
@@ -163,6 +163,9 @@ class Objective:
         Estimate each epoch's objective on the first ``loss_samples`` samples
         rather than all: for samples stored in random order, an unbiased estimate
         at a fraction of a pass (where a pass costs much of an epoch). None: all.
+    validation : hogwild.Metric, optional
+        Held-out samples, scored after each epoch (lower is better) and recorded
+        under the Metric's name; what early_stopping watches.
     """
 
     update: Callable
@@ -182,6 +185,7 @@ class Objective:
     indices_checked: bool = False
     sample_offsets: Optional[int] = None
     loss_samples: Optional[int] = None
+    validation: Optional["Metric"] = None
 
     def __post_init__(self):
         object.__setattr__(self, "params", _as_array_tuple(self.params, "params"))
@@ -232,10 +236,17 @@ class Objective:
                 raise HogwildError(f"IdArray ids data[{ids.ids}] must hold integers, got "
                                    f"{self.data[ids.ids].dtype}")
             _check_ids(ids, self.params, self.data)
+        if self.validation is not None and not isinstance(self.validation, Metric):
+            raise HogwildError(f"validation must be a hogwild.Metric, got "
+                               f"{type(self.validation).__name__}")
         if self.conflicts is not None and self.conflicts.n_vertices != self.n_samples:
             raise HogwildError(f"the conflict graph has {self.conflicts.n_vertices} vertices "
                                f"for {self.n_samples} samples")
 
+
+    def with_validation(self, metric):
+        """This objective with ``metric`` as its validation (None: unchanged)."""
+        return self if metric is None else replace(self, validation=metric)
 
     def sample_supports(self):
         """The samples' Supports (built now if they were declared as a function, and

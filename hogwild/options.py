@@ -149,6 +149,16 @@ def _distributed(values):
 
 TRAINING = (
     Option("epochs", "int", 10, "Passes over the samples.", low=1, high=MAX_EPOCHS),
+    Option("early_stopping", "int", None,
+           "Stop once this many epochs in a row have not improved the score on "
+           "held-out samples, and keep the best epoch's model (None: run every epoch). "
+           "The problems hold out validation_fraction of the training samples; an "
+           "Objective of your own brings them as its validation Metric.",
+           low=1, high=MAX_EPOCHS, optional=True),
+    Option("validation_fraction", "number", 0.1,
+           "The share of the training samples early_stopping holds out (the built-in "
+           "problems; each user's share for implicit feedback).", low=0, high=0.5,
+           open=True),
     Option("step", "number", 0.1,
            "The initial step (learning rate) of the schedule.", low=0, open=True,
            cli_words=("auto",)),

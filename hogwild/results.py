@@ -42,7 +42,14 @@ class FitResult:
     params_bytes: int = 0  # the parameters: the least memory a run can hold (peak RSS
     # is reported against their sum)
     streaming: Optional[dict] = None  # samples read from disk: the chunking (SampleStream)
+    best_epoch: Optional[int] = None  # early stopping: the epoch whose params these are
+
+    @property
+    def kept_record(self):
+        """The EpochRecord of the parameters returned: the best epoch's where early
+        stopping kept it, else the last's."""
+        return self.history[(self.best_epoch or len(self.history)) - 1]
 
     @property
     def objective(self):
-        return self.history[-1].objective
+        return self.kept_record.objective

@@ -28,7 +28,7 @@ from hogwild.structure import IdArray, Supports
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_int
 from hogwild.limits import available_memory
-from hogwild.objective import Objective
+from hogwild.objective import Metric, Objective
 
 MAX_LABELS = 64
 
@@ -172,6 +172,24 @@ def _best_threshold(score, indptr, indices, weights, fixed, fixed_labels):
     return best_cut, best_t
 
 
+@njit(nogil=True, inline="always")
+def _argmax_label(X, vertex):
+    best = 0
+    for label in range(1, X.shape[1]):
+        if X[vertex, label] > X[vertex, best]:
+            best = label
+    return best
+
+
+def argmax_cut_share(e, params, data):
+    """Edge e's weight when the argmax rounding (terminals keep their label: their
+    rows sit at its vertex) puts its ends apart, else 0: averaged over the edges, the
+    rounded cut per edge. What early_stopping watches (a cut has no held-out
+    samples: the cut itself is the measure)."""
+    X = params[0]
+    return data[2][e] if _argmax_label(X, data[0][e]) != _argmax_label(X, data[1][e]) else 0.0
+
+
 def cut_weight(u, v, w, labels):
     """Total weight of the edges whose ends have different labels."""
     return float(np.sum(w[labels[u] != labels[v]], dtype=np.float64))
@@ -265,7 +283,8 @@ def multiway_cut(n_vertices, u, v, w, terminals, n_labels, config=CUT_TRAINING,
     Free vertices start at the simplex's centre. ``config``, ``controls`` and
     ``options`` are hogwild.fit's, with CUT_TRAINING's defaults; the evaluation is
     the rounded cut's (each epoch's ``rounded_cut`` metric), so ``evaluate`` is
-    not an option.
+    not an option. early_stopping watches the argmax rounding's cut (there is no
+    held-out data; validation_fraction is unused) and keeps the best epoch's x.
     """
     config, controls = settle(config, controls, **options)
     if controls.evaluate is not None:
@@ -294,6 +313,9 @@ def multiway_cut(n_vertices, u, v, w, terminals, n_labels, config=CUT_TRAINING,
             best.update(cut=cut, labels=labels)
         return {"rounded_cut": cut}
 
+    if config.early_stopping is not None:
+        objective = objective.with_validation(Metric("argmax_cut_per_edge", argmax_cut_share,
+                                                     (u, v, w), len(u)))
     result = engine_fit(objective, config, replace(controls, evaluate=evaluate))
     return CutResult(labels=best["labels"], cut=best["cut"],
                      relaxation=result.objective * len(u), x=result.params[0],

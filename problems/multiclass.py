@@ -265,9 +265,9 @@ def ovr_wrong(e, params, data):
     return 1.0 if best != data[3][e] else 0.0
 
 
-def ovr_error_metric(X, classes_of, n_classes):
+def ovr_error_metric(X, classes_of, n_classes, name="test_error"):
     """The error rate on (X, class indices) as a hogwild.Metric."""
-    return Metric("test_error", ovr_wrong, (X.indptr, X.indices, X.data,
+    return Metric(name, ovr_wrong, (X.indptr, X.indices, X.data,
                                             np.ascontiguousarray(classes_of, np.int32),
                                             np.array([n_classes], np.int64)), X.shape[0])
 

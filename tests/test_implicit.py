@@ -41,19 +41,34 @@ def planted(n_users=400, n_items=300, groups=6, p_in=0.25, p_out=0.01, seed=0,
         codes[item_group[data.item_ids]]
 
 
-def one_step(loss, U, V, b, u, i, seen_items, step, reg, max_sampled, salt, epoch=0):
-    """NumPy reference of one update on pair (u, i), sample 0, with the kernels' draws."""
+def one_step(loss, U, V, b, u, i, seen_items, step, reg, max_sampled, salt, epoch=0,
+             sums=None):
+    """NumPy reference of one update on pair (u, i), sample 0, with the kernels' draws;
+    with ``sums`` (user_sums, item_sums), per-row AdaGrad, the sums updated in place."""
     U, V, b = U.astype(np.float64), V.astype(np.float64), b.astype(np.float64)
-    n_items = V.shape[0]
+    n_items, rank = V.shape
 
     def draw(offset):
         return int(below(sample_hash(0, epoch, np.uint64(salt + offset)), n_items))
 
     def pair_step(j, g):
+        if sums is not None:
+            return adaptive_step(j, g / step)
         keep = 1 - step * reg
         a, p, q = U[u].copy(), V[i].copy(), V[j].copy()
         U[u], V[i], V[j] = a * keep + g * (p - q), p * keep + g * a, q * keep - g * a
         b[i], b[j] = b[i] * keep + g, b[j] * keep - g
+
+    def adaptive_step(j, c):
+        a, p, q = U[u].copy(), V[i].copy(), V[j].copy()
+        du, di, dj = c * (p - q) - reg * a, c * a - reg * p, -c * a - reg * q
+        dbi, dbj = c - reg * b[i], -c - reg * b[j]
+        sums[0][u] += du @ du / rank
+        sums[1][i] += (di @ di + dbi ** 2) / (rank + 1)
+        sums[1][j] += (dj @ dj + dbj ** 2) / (rank + 1)
+        ru, ri, rj = (step / np.sqrt(s) for s in (sums[0][u], sums[1][i], sums[1][j]))
+        U[u], V[i], V[j] = a + ru * du, p + ri * di, q + rj * dj
+        b[i], b[j] = b[i] + ri * dbi, b[j] + rj * dbj
 
     score = lambda item: U[u] @ V[item] + b[item]  # noqa: E731
     if loss == "bpr":
@@ -72,23 +87,54 @@ def one_step(loss, U, V, b, u, i, seen_items, step, reg, max_sampled, salt, epoc
     return U, V, b
 
 
+@pytest.mark.parametrize("adaptive", [False, True])
 @pytest.mark.parametrize("loss", ["warp", "bpr"])
-def test_one_step_matches_the_numpy_reference(loss):
+def test_one_step_matches_the_numpy_reference(loss, adaptive):
     n_items, rank = 50, 8  # 3 users
     seen = (np.array([0, 2, 3, 5], np.int64), np.array([4, 9, 1, 0, 7], np.int32))
     objective = implicit_objective(np.array([0], np.int32), np.array([4], np.int32), seen,
                                    n_items, rank=rank, loss=loss, reg=0.1, max_sampled=10,
-                                   init_scale=0.5, seed=3)
-    U0, V0, b0 = (p.copy() for p in objective.params)
+                                   init_scale=0.5, seed=3, adaptive=adaptive)
+    U0, V0, b0 = (p.copy() for p in objective.params[:3])
     b0[:] = np.linspace(-1, 1, n_items)  # biases that matter
     objective.params[2][:] = b0
+    sums = None
+    if adaptive:  # sums already grown, as after earlier steps
+        objective.params[3][:] = np.linspace(1, 3, 3)
+        objective.params[4][:] = np.linspace(1, 4, n_items)
+        sums = tuple(p.astype(np.float64) for p in objective.params[3:])
     salt = int(objective.data[5][0])
     result = fit(objective, TrainingConfig(epochs=1, step=0.05, step_schedule="constant",
                                            workers=1, scheduler="serial", shuffle_block=1))
-    U, V, b = one_step(loss, U0, V0, b0, 0, 4, {4, 9}, 0.05, 0.1, 10, salt)
+    U, V, b = one_step(loss, U0, V0, b0, 0, 4, {4, 9}, 0.05, 0.1, 10, salt, sums=sums)
     assert not np.array_equal(result.params[1], V0), "the step should move the factors"
-    for got, expected in zip(result.params, (U, V, b)):
+    for got, expected in zip(result.params, (U, V, b) + (sums or ())):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_adaptive_rates_learn_sparse_data_the_fixed_step_barely_moves():
+    """Groups of users and items with 7 training pairs a user: the fixed step's
+    decaying schedule, tuned at 30-76 pairs a row, leaves rows near their start;
+    per-row AdaGrad (the default below 25 pairs a row) learns the groups."""
+    train, test = planted(n_users=3000, n_items=2000, groups=20, p_in=0.05, p_out=0.002)
+    random = ranking_metrics(np.zeros((3000, 1)), np.zeros((2000, 1)),
+                             np.random.default_rng(0).random(2000), test, train)
+    fixed = ImplicitFactorization(adaptive=False, seed=0, workers=1).fit(train)
+    default = ImplicitFactorization(seed=0, workers=1).fit(train)
+    assert default.adaptive_ and not fixed.adaptive_
+    assert (default.step_, default.decay_, default.reg_) == (0.05, 1.0, 0.2)
+    precision = [m.evaluate(test)["precision@10"] for m in (fixed, default)]
+    assert precision[1] > 2 * precision[0] and precision[1] > 4 * random["precision@10"], \
+        (precision, random)
+
+
+def test_adaptive_rates_are_chosen_by_pairs_per_row_and_loss():
+    dense = interactions_from_ratings(shared_ratings("ml-100k")).train  # 31 pairs a row
+    sparse, _ = planted()  # about 12 a row
+    assert not ImplicitFactorization(epochs=1).fit(dense).adaptive_
+    assert ImplicitFactorization(epochs=1, seed=0).fit(sparse).adaptive_
+    assert not ImplicitFactorization(loss="bpr", epochs=1).fit(sparse).adaptive_
+    assert ImplicitFactorization(loss="bpr", adaptive=True, epochs=1).fit(dense).adaptive_
 
 
 def brute_force(U, V, bias, train, test, k):
@@ -198,6 +244,10 @@ def test_model_files_round_trip_and_edited_ones_are_refused(tmp_path):
     model.save(path)
     loaded = ImplicitFactorization.load(path)
     assert loaded.get_params() == model.get_params() and loaded.reg_ == 0.03
+    assert loaded.adaptive_ is False
+    adaptive = ImplicitFactorization(seed=0, workers=1, epochs=2).fit(train)
+    adaptive.save(tmp_path / "adaptive.npz")
+    assert ImplicitFactorization.load(tmp_path / "adaptive.npz").adaptive_ is True
     assert loaded.evaluate(test) == model.evaluate(test)
     assert np.array_equal(loaded.recommend(1)[0], model.recommend(1)[0])
     arrays = dict(np.load(path))
@@ -213,6 +263,7 @@ def test_model_files_round_trip_and_edited_ones_are_refused(tmp_path):
                                      "serial"),
     ({"reg": -1.0}, None, "reg must be a finite number >= 0, got -1.0"),
     ({"max_sampled": 0}, None, "max_sampled must be an integer from 1 to 1,048,576, got 0"),
+    ({"adaptive": "yes"}, None, "adaptive must be True, False or None, got 'yes'"),
     ({"rank": 0}, None, "rank must be an integer from 1 to 512, got 0"),
     ({"step": -0.1}, None, "step"),
     ({}, np.ones((3, 4)), "interactions must be a scipy.sparse users x items matrix, got "
@@ -253,8 +304,14 @@ def test_the_command_line_reports_ranking_measures(tmp_path, capsys):
                  "--workers", "1", "--seed", "0", "--save", str(tmp_path / "m.npz")]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["problem"] == "implicit" and result["loss"] == "warp"
-    assert result["step"] == 0.03 and result["reg"] == 0.6 and result["decay"] == 0.7
+    # about 10 pairs a row: adaptive rates and their defaults
+    assert result["adaptive"] is True
+    assert result["step"] == 0.05 and result["reg"] == 0.2 and result["decay"] == 1.0
     assert 0 < result["precision@10"] <= 1 and len(result["history"]) == 3
+    assert main(["run", "implicit", "--data", str(ratings), "--epochs", "1", "--json",
+                 "--workers", "1", "--no-adaptive"]) == 0
+    fixed = json.loads(capsys.readouterr().out)
+    assert fixed["adaptive"] is False and (fixed["step"], fixed["reg"]) == (0.03, 0.6)
     assert ImplicitFactorization.load(tmp_path / "m.npz").rank == 32
     assert main(["run", "implicit", "--data", str(ratings), "--threshold", "6"]) == 2
     assert "no rating is >= 6: no interactions (the ratings run from 1 to 5)" in \

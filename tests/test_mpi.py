@@ -127,6 +127,21 @@ def test_the_command_line_runs_a_two_rank_job_within_half_a_point_of_one_process
         and saved.settings["ranks"] == 2
 
 
+def test_early_stopping_stops_every_rank_after_the_same_epoch_keeping_the_best():
+    """Each rank scores the held-out rows on its averaged copy and the ranks agree
+    on stopping (a rank that stopped alone would leave the others in an allreduce)."""
+    done = subprocess.run(HOGWILD + ["run", "svm", "--ranks", "2", "--epochs", "30",
+                                     "--early-stopping", "2", "--seed", "0", "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    best, history = report["best_epoch"], report["history"]
+    assert report["epochs_run"] == len(history) == best + 2 < 30
+    scores = [record["validation_error"] for record in history]
+    assert scores[best - 1] == min(scores) and scores.index(min(scores)) == best - 1
+    assert report["test_error"] == history[best - 1]["test_error"]
+
+
 def test_mpirun_of_the_command_line_prints_the_ranks_in_the_summary():
     done = mpirun(2, HOGWILD + ["run", "svm", "--backend", "mpi", "--epochs", "2",
                                 "--sync-every", "4096", "--allreduce", "ring"])

@@ -420,9 +420,14 @@ def _add_implicit_parser(problems, rating_datasets):
                           help="warp (default; LightFM's rank-weighted loss) or bpr (implicit's "
                                "Bayesian personalised ranking)")
     implicit.add_argument("--reg", type=number, default=None,
-                          help="L2 on the rows each step touches (default: 0.6 warp, 0.03 bpr)")
+                          help="L2 on the rows each step touches (default: 0.6 warp, 0.03 bpr, "
+                               "0.2 with adaptive steps)")
     implicit.add_argument("--init-scale", type=number, default=None,
-                          help="factors start N(0, s^2) (default: 0.01 warp, 0.1 bpr)")
+                          help="factors start N(0, s^2) (default: 0.01 warp and adaptive, 0.1 bpr)")
+    implicit.add_argument("--adaptive", action=argparse.BooleanOptionalAction, default=None,
+                          help="per-row AdaGrad steps, as LightFM's adagrad: rarely seen "
+                               "users and items keep large steps (default: on for warp where "
+                               "users and items average fewer than 25 interactions)")
     implicit.add_argument("--max-sampled", type=integer, default=10,
                           help="WARP's draws per step before it gives up (default: 10)")
     implicit.add_argument("--k", type=integer, default=10,

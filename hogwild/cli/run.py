@@ -40,6 +40,9 @@ def _epoch_line(record, epochs, unit="updates"):
         test_text = f"  {precision} {record.metrics[precision]:.4f}"
     if "rounded_cut" in record.metrics:
         test_text = f"  rounded cut {record.metrics['rounded_cut']:.6g}"
+    test_text += "".join(f"  {name.replace('_', ' ')} {value:.4f}"
+                         for name, value in record.metrics.items()
+                         if name.startswith("validation_"))
     return (f"epoch {record.epoch:>3}/{epochs}  objective {record.objective:.6f}{test_text}"
             f"  {record.updates_per_s / 1e6:7.3f} M {unit}/s  ({record.seconds:.3f} s)")
 
@@ -70,6 +73,15 @@ def _progress(args, unit="updates"):
     finally:
         if bar is not None:
             bar.close()
+
+
+def _kept(history, best_epoch):
+    """(the EpochRecord of the model kept, the JSON's and summary's fields of early
+    stopping): the best epoch's where early stopping kept it, else the last's."""
+    if best_epoch is None:
+        return history[-1], {"epochs_run": len(history), "best_epoch": None}, ""
+    return history[best_epoch - 1], {"epochs_run": len(history), "best_epoch": best_epoch}, (
+        f" (early stopping: epoch {best_epoch} of {len(history)} kept)")
 
 
 def _train_with_progress(args, train, unit="updates"):
@@ -171,6 +183,7 @@ def run_svm(args):
     if args.save:
         model.save(args.save)
     history = model.history_
+    kept, stopping, stopping_text = _kept(history, model.best_epoch_)
     update_seconds = sum(r.seconds for r in history)
     updates = sum(r.updates for r in history)
     result = {
@@ -183,13 +196,13 @@ def run_svm(args):
         "scheduler": args.scheduler, "backend": args.backend, "workers": model.workers_,
         "replication": model.replication_, "replicated": model.replicated_,
         "distributed": model.distributed_,
-        "startup_seconds": model.startup_seconds_, "epochs": args.epochs,
-        "seed": model.seed_, "objective": history[-1].objective,
+        "startup_seconds": model.startup_seconds_, "epochs": args.epochs, **stopping,
+        "seed": model.seed_, "objective": kept.objective,
         # not over rows that streamed from disk: a pass through their map would hold them
         "train_error": None if model.streaming_ else 1.0 - model.score(train.X, train.y),
-        "test_error": history[-1].metrics.get("test_error"),
+        "test_error": kept.metrics.get("test_error"),
         "update_seconds": update_seconds, "updates_per_s": updates / update_seconds,
-        "nonzeros_per_s": args.epochs * train.X.nnz / update_seconds,
+        "nonzeros_per_s": len(history) * train.X.nnz / update_seconds,
         **_setup_fields(log, model),
         "wall_seconds": time.perf_counter() - started,
         "history": _history(history, log, started),
@@ -205,7 +218,7 @@ def run_svm(args):
           f"{replication_text(model.replication_, model.replicated_, args.replication)} "
           f"on {args.data} "
           f"({train.X.shape[0]} x {train.X.shape[1]}, {train.X.nnz} nonzeros): "
-          f"objective {result['objective']:.6f}{train_text}{test_text}; "
+          f"objective {result['objective']:.6f}{train_text}{test_text}{stopping_text}; "
           f"{result['updates_per_s'] / 1e6:.2f} M updates/s, "
           f"{result['nonzeros_per_s'] / 1e6:.1f} M nonzeros/s in the update phase "
           f"({update_seconds:.2f} s), {result['wall_seconds']:.2f} s wall, "
@@ -254,6 +267,7 @@ def run_mc(args):
     if args.save:
         model.save(args.save)
     history = model.history_
+    kept, stopping, stopping_text = _kept(history, model.best_epoch_)
     update_seconds = sum(r.seconds for r in history)
     result = {
         "problem": "mc", "data": str(args.data), "split": split_text,
@@ -267,8 +281,8 @@ def run_mc(args):
         "workers": model.workers_, "distributed": model.distributed_,
         "replicated": model.replicated_,
         "startup_seconds": model.startup_seconds_,
-        "epochs": args.epochs, "seed": model.seed_, "objective": history[-1].objective,
-        "test_rmse": history[-1].metrics["test_rmse"], "update_seconds": update_seconds,
+        "epochs": args.epochs, **stopping, "seed": model.seed_, "objective": kept.objective,
+        "test_rmse": kept.metrics["test_rmse"], "update_seconds": update_seconds,
         "ratings_per_s": sum(r.updates for r in history) / update_seconds,
         **_setup_fields(log, model),
         "wall_seconds": time.perf_counter() - started,
@@ -282,7 +296,8 @@ def run_mc(args):
           f"{model.model} rank "
           f"{args.rank} "
           f"on {args.data} ({len(train):,} ratings, {result['n_users']:,} users x "
-          f"{result['n_items']:,} items; {split_text}): test RMSE {result['test_rmse']:.4f}; "
+          f"{result['n_items']:,} items; {split_text}): test RMSE {result['test_rmse']:.4f}"
+          f"{stopping_text}; "
           f"{result['ratings_per_s'] / 1e6:.2f} M ratings/s in the update phase "
           f"({update_seconds:.2f} s), {result['wall_seconds']:.2f} s wall, "
           f"{_memory_text(result)}" + (f"; model saved to {args.save}" if args.save else ""))
@@ -299,26 +314,27 @@ def run_implicit(args):
             data = interactions_from_ratings(load_ratings(args.data), args.threshold,
                                              args.test_fraction, args.split_seed)
         model = ImplicitFactorization(rank=args.rank, loss=args.loss, reg=args.reg,
-                                      init_scale=args.init_scale,
+                                      init_scale=args.init_scale, adaptive=args.adaptive,
                                       max_sampled=args.max_sampled, **training_fields(args))
         model.fit(data.train, eval_set=data.test, k=args.k, callback=report,
                   progress=progress, **control_fields(args))
     if args.save:
         model.save(args.save)
     history = model.history_
+    kept, stopping, stopping_text = _kept(history, model.best_epoch_)
     update_seconds = sum(r.seconds for r in history)
-    measures = history[-1].metrics
+    measures = kept.metrics
     split_text = (f"ratings >= {args.threshold:g}, per-user split {1 - args.test_fraction:.0%}/"
                   f"{args.test_fraction:.0%}, seed {args.split_seed}")
     result = {
         "problem": "implicit", "data": str(args.data), "split": split_text,
         "n_interactions": int(data.train.nnz), "n_test": int(data.test.nnz),
         "n_users": int(data.user_ids.size), "n_items": int(data.item_ids.size),
-        "rank": args.rank, "loss": args.loss, "reg": model.reg_,
+        "rank": args.rank, "loss": args.loss, "adaptive": model.adaptive_, "reg": model.reg_,
         "init_scale": model.init_scale_, "max_sampled": args.max_sampled,
         "step": model.step_, "decay": model.decay_, "scheduler": args.scheduler,
         "backend": args.backend, "workers": model.workers_, "epochs": args.epochs,
-        "seed": model.seed_, "objective": history[-1].objective, **measures,
+        **stopping, "seed": model.seed_, "objective": kept.objective, **measures,
         "update_seconds": update_seconds,
         "interactions_per_s": sum(r.updates for r in history) / update_seconds,
         **_setup_fields(log, model),
@@ -333,7 +349,8 @@ def run_implicit(args):
           f"{args.loss} rank {args.rank} on {args.data} ({data.describe()}; {split_text}): "
           f"precision@{k} {measures[f'precision@{k}']:.4f}, recall@{k} "
           f"{measures[f'recall@{k}']:.4f}, ndcg@{k} {measures[f'ndcg@{k}']:.4f}, AUC "
-          f"{measures['auc']:.4f}; {result['interactions_per_s'] / 1e6:.2f} M interactions/s "
+          f"{measures['auc']:.4f}{stopping_text}; "
+          f"{result['interactions_per_s'] / 1e6:.2f} M interactions/s "
           f"in the update phase ({update_seconds:.2f} s), {result['wall_seconds']:.2f} s "
           f"wall, {_memory_text(result)}" + (f"; model saved to {args.save}" if args.save
                                              else ""))
@@ -438,7 +455,8 @@ def run_cuts(args):
                                for vertex_id, label in zip(ids.tolist(), fit.labels.tolist()))
     history = fit.history
     update_seconds = sum(r.seconds for r in history)
-    result.update(labels=n_labels, edges=int(n_edges), workers=fit.workers, cut=fit.cut,
+    result.update(epochs_run=len(history), labels=n_labels, edges=int(n_edges),
+                  workers=fit.workers, cut=fit.cut,
                   replication=fit.replication, replicated=fit.replicated,
                   distributed=fit.distributed,
                   relaxation=fit.relaxation, setup_seconds=fit.setup_seconds,

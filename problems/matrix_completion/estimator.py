@@ -36,13 +36,14 @@ MODEL_FILE_KIND = "hogwild.MatrixFactorization"
 MODEL_FILE_VERSION = 1
 
 
-def rmse_metric(model, rank, users, items, values, mean, bounds=(-np.inf, np.inf)):
+def rmse_metric(model, rank, users, items, values, mean, bounds=(-np.inf, np.inf),
+                name="test_rmse"):
     """The test RMSE of ratings (dense indices, -1 for unseen) of a ``model`` of
     ``rank`` as a hogwild.Metric, computed where the factors are (on the GPU without
     a copy), of predictions clipped to ``bounds`` as predict() clips them."""
     data = (np.ascontiguousarray(users, np.int32), np.ascontiguousarray(items, np.int32),
             np.ascontiguousarray(values, np.float32), np.array([mean, *bounds], np.float32))
-    return Metric("test_rmse", rating_model(model).squared_error(rank), data, values.size,
+    return Metric(name, rating_model(model).squared_error(rank), data, values.size,
                   finish=math.sqrt)
 
 
@@ -244,6 +245,15 @@ class MatrixFactorization(Params):
             raise HogwildError("empty data: the training set has no ratings")
         self.seed_ = drawn_seed(self.seed, self.backend)
         seeds = np.random.SeedSequence(self.seed_).spawn(3)
+        held_out = None
+        split = self.held_out(values.size, "ratings")
+        if split is not None:  # early_stopping: the ratings trained on, copied to memory
+            with phase("hold out"):
+                kept, held = split
+                held_out = raw_users[held], raw_items[held], values[held]
+                raw_users, raw_items, raw_values = raw_users[kept], raw_items[kept], \
+                    raw_values[kept]
+                values = values[kept]
         workers = self.workers
         layout = storing = None
         self.scheduler_ = scheduler = self._scheduler((raw_users, raw_items, raw_values))
@@ -311,6 +321,10 @@ class MatrixFactorization(Params):
 
             evaluate = rmse_metric(self.model, rank, test_u, test_i, test_values, mean,
                                    self._bounds())
+        if held_out is not None:
+            objective = objective.with_validation(rmse_metric(
+                self.model, rank, user_index.find(held_out[0]), item_index.find(held_out[1]),
+                held_out[2], mean, self._bounds(), "validation_rmse"))
 
         try:
             result = engine_fit(objective, self.training_config(step=step, seed=seeds[2],

@@ -158,7 +158,8 @@ class SparseSVM(Params):
         intercept's, so that partial_fit (after fit, or after load) continues the
         steps where they were.
     n_iter_ : int
-        Epochs trained: fit's epochs, plus one per partial_fit.
+        Epochs trained: fit's epochs (fewer where early_stopping stopped it), plus
+        one per partial_fit.
     seed_ : int
         The seed used: seed, or the one drawn for seed=None (pass it to reproduce
         the run; with one worker, bit for bit).
@@ -201,6 +202,7 @@ class SparseSVM(Params):
         if not isinstance(self.shuffle_rows, (bool, np.bool_)):
             raise HogwildError(f"shuffle_rows must be True or False, got {self.shuffle_rows!r}")
         seed = self.seed_ = drawn_seed(self.seed, self.backend)
+        X, targets, validation = self._hold_out(X, targets, classes)
         if self.shuffle_block != 1 and self.shuffle_rows:
             with phase("shuffle"):
                 rows = np.random.default_rng(seed).permutation(X.shape[0])
@@ -211,12 +213,26 @@ class SparseSVM(Params):
             self._resolve_model(X.shape[0], counts, classes.size)
             self._resolve_schedule(X if automatic_step else None, classes.size)
             objective = self._objective(X, targets, classes.size, seed, counts)
-        result = engine_fit(objective, self.training_config(
+        result = engine_fit(objective.with_validation(validation), self.training_config(
             step=self.step_, step_schedule=self.step_schedule_, decay=self.decay_, seed=seed),
             run_controls(evaluate, {"objective_every": None, **controls}))
-        self.classes_, self.n_features_in_, self.n_iter_ = classes, X.shape[1], self.epochs
+        self.classes_, self.n_features_in_ = classes, X.shape[1]
+        self.n_iter_ = len(result.history)
         self._keep_model(result)
         return self
+
+    def _hold_out(self, X, targets, classes):
+        """(X, targets) to train on and the validation Metric (their error rate) of
+        the rows early_stopping holds out; with no early_stopping, (X, targets, None)."""
+        split = self.held_out(X.shape[0], "rows")
+        if split is None:
+            return X, targets, None
+        rows, held = split
+        if classes.size == 2:
+            return X[rows], targets[rows], error_rate_metric(
+                X[held], signs(targets[held] > 0), "validation_error")
+        return X[rows], tuple(t[rows] for t in targets), ovr_error_metric(
+            X[held], targets[0][held], classes.size, "validation_error")
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One epoch over the batch (X, y), from the current model: for data that
@@ -269,8 +285,9 @@ class SparseSVM(Params):
         batch = StepSchedule(self.step_schedule_, self.step_, self.decay_).from_epoch(
             self.n_iter_)
         # replication=None is 'shared' here: auto's probe would cost more than a batch
+        # one epoch a call: early_stopping is fit's (as SGDClassifier's partial_fit)
         config = self.training_config(step=batch.step, epochs=1, decay=batch.decay,
-                                      step_schedule=batch.kind,
+                                      step_schedule=batch.kind, early_stopping=None,
                                       replication=self.replication or "shared", seed=seed)
         self._keep_model(engine_fit(objective, config, RunControls()))
         self.n_iter_ += 1

@@ -145,10 +145,10 @@ def _regulariser(X, reg, seed, counts=None):
 
 
 
-def error_rate_metric(X, labels):
+def error_rate_metric(X, labels, name="test_error"):
     """The error rate on (X, labels) as a hogwild.Metric, computed where the
     weights are (on the GPU without a copy); X as prepared by as_csr."""
-    return Metric("test_error", wrong_side, (X.indptr, X.indices, X.data, labels), X.shape[0])
+    return Metric(name, wrong_side, (X.indptr, X.indices, X.data, labels), X.shape[0])
 
 
 def svm_file_objective(data, loss="hinge", reg=1e-4, seed=None, fit_intercept=True):
