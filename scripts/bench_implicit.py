@@ -4,12 +4,16 @@ three MovieLens protocols: 100K and 1M as implicit data (ratings >= 4 are
 interactions, each user's split 80/20 with seed 0), and LightFM's own 100K split
 (ml-100k-ua: GroupLens' ua.base / ua.test, ten ratings of each user held out,
 ratings >= 4 kept on both sides, as LightFM's fetch_movielens(min_rating=4.0)).
-Rank 32, 20 epochs (implicit's ALS: its 15 iterations), every library with its
-own defaults otherwise. Prints one JSON document (also --out); --plot draws
-precision@10 against training seconds.
+--data also takes planted groups of users and items (PLANTED: 7-16 pairs a row,
+where the defaults take adaptive rates). Rank 32, 20 epochs (implicit's ALS: its
+15 iterations), every library with its own defaults otherwise; ours also with
+adaptive rates forced off and on at one worker (hogwild-warp-fixed-1,
+hogwild-warp-adaptive-1: what the default chooses between). Prints one JSON
+document (also --out); --plot draws precision@10 against training seconds.
 
     python scripts/bench_implicit.py              # full run (about 10 minutes here)
     python scripts/bench_implicit.py --quick      # a smoke run on planted data
+    python scripts/bench_implicit.py --data planted-600x400,planted-3000x2000  # sparse shapes
 
 Method. Every model is scored by the same code (hogwild's ranking_metrics: each
 user's items ranked with their training items left out) after every epoch, and
@@ -54,12 +58,12 @@ ALS_ITERATIONS = 15  # implicit's default
 PEERS_AT_ONE_THREAD = ("lightfm-warp-1", "implicit-als-1", "implicit-bpr-1")
 
 
-def ours(data, loss, workers, epochs, seed):
+def ours(data, loss, workers, epochs, seed, adaptive=None):
     """(training seconds after each epoch, measures after each epoch)."""
     clock = []
     started = time.perf_counter()
     model = ImplicitFactorization(loss=loss, workers=workers, epochs=epochs, rank=RANK,
-                                  seed=seed)
+                                  seed=seed, adaptive=adaptive)
     model.fit(data.train, eval_set=data.test,
               callback=lambda record: clock.append(time.perf_counter()))
     left_out = np.cumsum([r.metric_seconds for r in model.history_])
@@ -127,6 +131,11 @@ def configurations(peers):
                      lambda d, t, e, s: ours(d, "warp", t, e, s), threads))
         runs.append((f"hogwild-bpr-{threads}",
                      lambda d, t, e, s: ours(d, "bpr", t, e, s), threads))
+        if threads == 1:  # what the default's switch chose between (see ADAPTIVE_*)
+            for adaptive in (False, True):
+                runs.append((f"hogwild-warp-{'adaptive' if adaptive else 'fixed'}-1",
+                             lambda d, t, e, s, a=adaptive: ours(d, "warp", t, e, s, a),
+                             threads))
         if "lightfm" in peers:
             runs.append((f"lightfm-warp-{threads}", lightfm_run, threads))
         if "implicit" in peers:
@@ -196,12 +205,24 @@ def bench(name, data, epochs, rounds, seed, peers):
             "ratios": {k: v for k, v in ratios.items() if v is not None}}
 
 
-def planted_interactions(seed):
-    """A small planted problem for --quick: 6 groups of users and items, each user
-    interacting with a quarter of their group's items."""
+# Planted groups (name -> users, items, groups, in-group and out-of-group interaction
+# probabilities): shapes from 7 to 16 pairs a row, where the defaults take adaptive
+# rates; data --planted adds (none chose a fixed-step default; 400 x 300 and 3,000 x
+# 2,000 took part in choosing the adaptive ones).
+PLANTED = {"planted-600x400": (600, 400, 6, 0.25, 0.01),
+           "planted-400x300": (400, 300, 5, 0.2, 0.01),
+           "planted-5000x1000": (5000, 1000, 10, 0.1, 0.01),
+           "planted-3000x2000": (3000, 2000, 20, 0.05, 0.002)}
+
+
+def planted_interactions(name, seed):
+    """Users and items in groups; a user interacts with items of their group with
+    one probability and others with another; split per user 80/20 as MovieLens."""
+    n_users, n_items, groups, p_in, p_out = PLANTED[name]
     rng = np.random.default_rng(seed)
-    user_group, item_group = rng.integers(0, 6, 600), rng.integers(0, 6, 400)
-    likes = rng.random((600, 400)) < np.where(user_group[:, None] == item_group, 0.25, 0.01)
+    user_group, item_group = rng.integers(0, groups, n_users), rng.integers(0, groups, n_items)
+    likes = rng.random((n_users, n_items)) < np.where(user_group[:, None] == item_group,
+                                                      p_in, p_out)
     users, items = np.nonzero(likes)
     return interactions_from_ratings(Ratings(users, items, np.full(users.size, 5.0)))
 
@@ -278,17 +299,26 @@ def plot(report, path):
 def main(argv=None):
     parser = benchmark_arguments(__doc__.split("\n")[0], "a smoke run on planted data")
     parser.add_argument("--plot", help="also draw precision@10 against seconds to this PNG")
+    parser.add_argument("--data", type=lambda text: text.split(","),
+                        default=["ml-100k", "ml-1m", "ml-100k-ua"],
+                        help="comma-separated: ml-100k, ml-1m, ml-100k-ua and the planted "
+                             f"shapes {', '.join(PLANTED)} (default: the three MovieLens)")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.data) - {"ml-100k", "ml-1m", "ml-100k-ua", *PLANTED})
+    if unknown:
+        parser.error(f"--data: unknown data set {unknown[0]!r}")
     peers = peers_available()
     report = {"benchmark": "bench_implicit", "quick": args.quick,
               "machine": describe_machine(("lightfm", "implicit")),
               "compute_ceiling_2_over_1": compute_ceiling(0.3 if args.quick else 1.0),
               "datasets": []}
     if args.quick:
-        report["datasets"].append(bench("planted-600x400", planted_interactions(args.seed),
+        report["datasets"].append(bench("planted-600x400",
+                                        planted_interactions("planted-600x400", args.seed),
                                         epochs=3, rounds=1, seed=args.seed, peers=peers))
-    for name in () if args.quick else ("ml-100k", "ml-1m", "ml-100k-ua"):
-        data = movielens_protocol(name)
+    for name in () if args.quick else args.data:
+        data = planted_interactions(name, args.seed) if name in PLANTED \
+            else movielens_protocol(name)
         if data is not None:
             report["datasets"].append(bench(name, data, EPOCHS, args.rounds, args.seed, peers))
     publish(report, markdown, args.out, args.markdown)
