@@ -322,6 +322,15 @@ class _Run:
         n, epochs, controls = self.objective.n_samples, self.config.epochs, self.controls
         patience, validation = self.config.early_stopping, self.objective.validation
         self.watch = None if patience is None else EarlyStopping(patience)
+        if self.watch is not None and not self.history:  # the start is a candidate too
+            measuring = time.perf_counter()
+            held_out = self.validate(params)
+            self.start_record = EpochRecord(
+                epoch=0, step=0.0, seconds=0.0, updates=0, updates_per_s=0.0,
+                objective=self.start_value,
+                metrics={**metrics(params), **held_out} if runner.reports else {},
+                metric_seconds=time.perf_counter() - measuring)
+            self.watch.at_start(held_out[validation.name], lambda: runner.to_host(params))
         progress, every, last_end = controls.progress, controls.checkpoint_every, None
         for epoch in range(len(self.history), epochs):
             if progress is not None:
@@ -415,6 +424,7 @@ class _Run:
                                                                         len(self.history))
         return FitResult(
             params=exported, history=self.history, best_epoch=best_epoch,
+            start=getattr(self, "start_record", None),
             scheduler=self.scheduler.name,
             backend=config.backend, workers=runner.worker_count(self.planner.workers),
             seed=config.seed, setup_seconds=self.planner.setup_seconds,

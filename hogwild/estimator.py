@@ -24,7 +24,10 @@ RUN_ATTRIBUTES_DOC = """history_ : list of hogwild.results.EpochRecord
     objective is NaN for an epoch not measured (the objective_every run control).
 best_epoch_ : int or None
     Under early_stopping, the epoch whose model was kept (the best held-out
-    score); None without it.
+    score; 0: the start, where no epoch improved on it); None without it.
+kept_record_ : hogwild.results.EpochRecord
+    The record of the model kept: best_epoch_'s (epoch 0: the start's held-out
+    and test metrics), else the last epoch's.
 workers_ : int
     The workers that ran, in all.
 distributed_ : dict or None
@@ -143,7 +146,7 @@ class Params:
 
     def keep_run(self, result):
         """The fitted attributes of RUN_ATTRIBUTES_DOC, from the engine's FitResult."""
-        self.best_epoch_ = result.best_epoch
+        self.best_epoch_, self.kept_record_ = result.best_epoch, result.kept_record
         self.history_, self.workers_ = result.history, result.workers
         self.distributed_ = result.distributed
         self.replication_, self.replicated_ = result.replication, result.replicated

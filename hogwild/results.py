@@ -43,11 +43,15 @@ class FitResult:
     # is reported against their sum)
     streaming: Optional[dict] = None  # samples read from disk: the chunking (SampleStream)
     best_epoch: Optional[int] = None  # early stopping: the epoch whose params these are
+    start: Optional[EpochRecord] = None  # early stopping: the model before training (0)
 
     @property
     def kept_record(self):
         """The EpochRecord of the parameters returned: the best epoch's where early
-        stopping kept it, else the last's."""
+        stopping kept it (``start``, epoch 0, where no epoch beat the start), else
+        the last's."""
+        if self.best_epoch == 0:
+            return self.start
         return self.history[(self.best_epoch or len(self.history)) - 1]
 
     @property

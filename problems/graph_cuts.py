@@ -207,6 +207,8 @@ class CutResult:
     replication: str = "shared"         # the mode that ran (FitResult.replication)
     replicated: Optional[dict] = None   # what it copied (FitResult.replicated)
     distributed: Optional[dict] = None  # backends ray and mpi: FitResult.distributed
+    best_epoch: Optional[int] = None    # early stopping: the epoch x is from (0: the start)
+    start: Optional[object] = None      # early stopping: the start's EpochRecord
 
 
 def cut_objective(n_vertices, u, v, w, terminals, n_labels):
@@ -321,7 +323,8 @@ def multiway_cut(n_vertices, u, v, w, terminals, n_labels, config=CUT_TRAINING,
                      relaxation=result.objective * len(u), x=result.params[0],
                      history=result.history, workers=result.workers,
                      setup_seconds=result.setup_seconds, replication=result.replication,
-                     replicated=result.replicated, distributed=result.distributed)
+                     replicated=result.replicated, distributed=result.distributed,
+                     best_epoch=result.best_epoch, start=result.start)
 
 
 def random_terminals(n_vertices, n_labels, per_label=1, seed=0):

@@ -321,3 +321,16 @@ def test_the_command_line_reports_ranking_measures(tmp_path, capsys):
         assert main(["run", "implicit", "--data", str(ratings), "--loss", "bpr",
                      "--epochs", "2", "--workers", "1"]) == 0
     assert "precision@10" in capsys.readouterr().out
+
+
+def test_adaptive_sums_are_checkpointed_so_a_resumed_run_is_bitwise_the_whole_one(tmp_path):
+    """The rows' AdaGrad sums are parameters: a checkpoint keeps them, so one worker
+    stopped after 2 epochs and resumed to 4 ends with the bits of 4 in one go."""
+    train, _ = planted(seed=5)
+    options = dict(adaptive=True, seed=3, workers=1, scheduler="serial")
+    whole = ImplicitFactorization(epochs=4, **options).fit(train)
+    path = tmp_path / "run.npz"
+    ImplicitFactorization(epochs=2, **options).fit(train, checkpoint=path)
+    resumed = ImplicitFactorization(epochs=4, **options).fit(train, resume=path)
+    for name in ("user_factors_", "item_factors_", "item_bias_"):
+        assert np.array_equal(getattr(resumed, name), getattr(whole, name)), name

@@ -75,13 +75,17 @@ def _progress(args, unit="updates"):
             bar.close()
 
 
-def _kept(history, best_epoch):
+def _kept(model):
     """(the EpochRecord of the model kept, the JSON's and summary's fields of early
-    stopping): the best epoch's where early stopping kept it, else the last's."""
-    if best_epoch is None:
-        return history[-1], {"epochs_run": len(history), "best_epoch": None}, ""
-    return history[best_epoch - 1], {"epochs_run": len(history), "best_epoch": best_epoch}, (
-        f" (early stopping: epoch {best_epoch} of {len(history)} kept)")
+    stopping): the best epoch's where early stopping kept it (0: the start), else
+    the last's."""
+    history, best = model.history_, model.best_epoch_
+    fields = {"epochs_run": len(history), "best_epoch": best}
+    if best is None:
+        return history[-1], fields, ""
+    kept = "the start" if best == 0 else f"epoch {best}"
+    return model.kept_record_, fields, (f" (early stopping: {kept} kept, {len(history)} "
+                                        "epochs run)")
 
 
 def _train_with_progress(args, train, unit="updates"):
@@ -183,7 +187,7 @@ def run_svm(args):
     if args.save:
         model.save(args.save)
     history = model.history_
-    kept, stopping, stopping_text = _kept(history, model.best_epoch_)
+    kept, stopping, stopping_text = _kept(model)
     update_seconds = sum(r.seconds for r in history)
     updates = sum(r.updates for r in history)
     result = {
@@ -267,7 +271,7 @@ def run_mc(args):
     if args.save:
         model.save(args.save)
     history = model.history_
-    kept, stopping, stopping_text = _kept(history, model.best_epoch_)
+    kept, stopping, stopping_text = _kept(model)
     update_seconds = sum(r.seconds for r in history)
     result = {
         "problem": "mc", "data": str(args.data), "split": split_text,
@@ -321,7 +325,7 @@ def run_implicit(args):
     if args.save:
         model.save(args.save)
     history = model.history_
-    kept, stopping, stopping_text = _kept(history, model.best_epoch_)
+    kept, stopping, stopping_text = _kept(model)
     update_seconds = sum(r.seconds for r in history)
     measures = kept.metrics
     split_text = (f"ratings >= {args.threshold:g}, per-user split {1 - args.test_fraction:.0%}/"
