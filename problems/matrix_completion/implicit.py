@@ -54,16 +54,16 @@ LOSS_DEFAULTS = {"warp": {"step": 0.03, "decay": 0.7, "reg": 0.6, "init_scale": 
 # step). WARP: LightFM's base step and a reg between LightFM's none and the fixed
 # step's 0.6, chosen on MovieLens 100K and planted groups of 12 and 7 pairs a user,
 # checked on MovieLens 1M, LightFM's ua split and other planted shapes. BPR: its
-# fixed step's values (0.2 on MovieLens 100K against the fixed step's 0.206; not a
-# default: adaptive=None leaves BPR fixed).
+# fixed step's step, reg and start on a constant schedule (0.1999 on MovieLens 100K
+# against the fixed step's 0.2056; not a default: adaptive=None leaves BPR fixed).
 ADAPTIVE_DEFAULTS = {"warp": {"step": 0.05, "decay": 1.0, "reg": 0.2, "init_scale": 0.01},
                      "bpr": {"step": 0.3, "decay": 1.0, "reg": 0.03, "init_scale": 0.1}}
 # adaptive=None turns WARP's adaptive rates on below this many pairs a row (the sparser
 # side's mean, pairs / max(users, items)): the fixed step's budget, a decaying
 # schedule tuned at 30-76 pairs a row (MovieLens), moves a row that sees few pairs
-# too little to learn (planted groups at 7 a row: precision@10 0.0019 against
-# adaptive's 0.0059), where above it the fixed step ends higher (MovieLens 1M 0.2517
-# against 0.2445).
+# too little to learn (planted groups at 7 a row: precision@10 0.0012 against
+# adaptive's 0.0044, scripts/bench_implicit.py), where above it the fixed step ends
+# higher (MovieLens 1M 0.2518 against 0.2444).
 ADAPTIVE_BELOW_PAIRS_PER_ROW = 25
 SCHEDULERS = ("hogwild", "serial")
 MAX_WARP_WEIGHT = 10.0  # LightFM's MAX_LOSS: the heaviest WARP step
