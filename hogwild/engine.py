@@ -323,13 +323,10 @@ class _Run:
         patience, validation = self.config.early_stopping, self.objective.validation
         self.watch = None if patience is None else EarlyStopping(patience)
         if self.watch is not None and not self.history:  # the start is a candidate too
-            measuring = time.perf_counter()
-            held_out = self.validate(params)
+            held_out, measured, metric_seconds = self._measure(runner, params, metrics)
             self.start_record = EpochRecord(
                 epoch=0, step=0.0, seconds=0.0, updates=0, updates_per_s=0.0,
-                objective=self.start_value,
-                metrics={**metrics(params), **held_out} if runner.reports else {},
-                metric_seconds=time.perf_counter() - measuring)
+                objective=self.start_value, metrics=measured, metric_seconds=metric_seconds)
             self.watch.at_start(held_out[validation.name], lambda: runner.to_host(params))
         progress, every, last_end = controls.progress, controls.checkpoint_every, None
         for epoch in range(len(self.history), epochs):
@@ -341,15 +338,12 @@ class _Run:
                                                                    epoch)
             seconds = end - (last_end if runner.runs_ahead and last_end is not None else start)
             last_end = end
-            measuring = time.perf_counter()
-            held_out = self.validate(params)  # every rank: each decides alike
-            measured = {**metrics(params), **held_out} if runner.reports else {}
+            held_out, measured, metric_seconds = self._measure(runner, params, metrics)
             record = EpochRecord(epoch=epoch + 1, step=runner.applied_step(steps),
                                  seconds=seconds, updates=int(updates),
                                  updates_per_s=updates / seconds if seconds > 0 else math.inf,
                                  objective=float(value), metrics=measured,
-                                 plan_seconds=plan_seconds,
-                                 metric_seconds=time.perf_counter() - measuring)
+                                 plan_seconds=plan_seconds, metric_seconds=metric_seconds)
             self.history.append(record)
             if progress is not None and runner.reports:
                 progress((epoch + 1) * n, epochs * n)
@@ -369,6 +363,15 @@ class _Run:
             if converged:
                 break
         return params
+
+    def _measure(self, runner, params, metrics):
+        """(held-out scores, the record's metrics, their seconds): the validation on
+        every rank (each decides the stop alike), the test metrics where the run
+        reports."""
+        measuring = time.perf_counter()
+        held_out = self.validate(params)
+        measured = {**metrics(params), **held_out} if runner.reports else {}
+        return held_out, measured, time.perf_counter() - measuring
 
     def _epoch(self, runner, params, data, steps, epoch):
         """Run one epoch and check it: (updates, objective, plan seconds, start, end)."""

@@ -57,7 +57,8 @@ device functions.
 A ``Metric`` is a held-out measure (test RMSE, error rate) computed by the
 engine after each epoch on whichever device holds the parameters.
 """
-from dataclasses import dataclass, field, replace
+import copy
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
@@ -115,6 +116,11 @@ def _check_ids(ids, params, data):
         where = int(np.flatnonzero((values < 0) | (values >= rows))[0])
         raise HogwildError(f"data[{ids.ids}][{where}] = {values[where]} is not a row of "
                            f"{name}, which has {rows} rows (declared by an IdArray)")
+
+
+def _check_validation(metric):
+    if not isinstance(metric, Metric):
+        raise HogwildError(f"validation must be a hogwild.Metric, got {type(metric).__name__}")
 
 
 @dataclass(frozen=True)
@@ -236,17 +242,23 @@ class Objective:
                 raise HogwildError(f"IdArray ids data[{ids.ids}] must hold integers, got "
                                    f"{self.data[ids.ids].dtype}")
             _check_ids(ids, self.params, self.data)
-        if self.validation is not None and not isinstance(self.validation, Metric):
-            raise HogwildError(f"validation must be a hogwild.Metric, got "
-                               f"{type(self.validation).__name__}")
+        if self.validation is not None:
+            _check_validation(self.validation)
         if self.conflicts is not None and self.conflicts.n_vertices != self.n_samples:
             raise HogwildError(f"the conflict graph has {self.conflicts.n_vertices} vertices "
                                f"for {self.n_samples} samples")
 
 
     def with_validation(self, metric):
-        """This objective with ``metric`` as its validation (None: unchanged)."""
-        return self if metric is None else replace(self, validation=metric)
+        """This objective with ``metric`` as its validation (None: unchanged); the
+        other fields were checked when it was built (an id check is a pass over
+        every sample's ids) and are not checked again."""
+        if metric is None:
+            return self
+        _check_validation(metric)
+        twin = copy.copy(self)
+        object.__setattr__(twin, "validation", metric)
+        return twin
 
     def sample_supports(self):
         """The samples' Supports (built now if they were declared as a function, and

@@ -37,7 +37,8 @@ from pathlib import Path
 import numpy as np
 
 from hogwild.bench.libmf_native import default_library, libmf_train
-from hogwild.bench.machine import benchmark_arguments, machine_lines, publish, report_header
+from hogwild.bench.machine import (benchmark_arguments, machine_lines, publish, report_header,
+                                   update_seconds_to)
 from hogwild.datasets.jumbo import make_jumbo
 from hogwild.problems.matrix_completion import MatrixFactorization
 
@@ -93,14 +94,6 @@ def libmf(library, train, test, folder, epochs, timeout):
     return runs
 
 
-def seconds_to(target, run):
-    """Update seconds until the test RMSE first is <= target, or None."""
-    for k, value in enumerate(run["test_rmse"]):
-        if value <= target:
-            return float(sum(run["epoch_seconds"][:k + 1]))
-    return None
-
-
 def bench_set(name, knobs, args, library, epochs):
     shape = {**BASE, **knobs}
     rows = shape["rows"]
@@ -133,7 +126,8 @@ def bench_set(name, knobs, args, library, epochs):
     target = min(finished) if finished else results["hogwild-1"]["final_rmse"]
     for label, result in results.items():
         if "test_rmse" in result:
-            result["seconds_to_target"] = seconds_to(target, result)
+            result["seconds_to_target"] = update_seconds_to(target, result["epoch_seconds"],
+                                                            result["test_rmse"])
     mean = float(train.values.mean())
     mean_rmse = float(np.sqrt(np.mean((np.asarray(test.values, np.float64) - mean) ** 2)))
     return {"dataset": name, "shape": shape, "n_ratings": int(len(train)),

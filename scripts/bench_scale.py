@@ -42,7 +42,8 @@ import numpy as np
 
 from hogwild.bench.libmf_native import default_library, libmf_train, write_text
 from hogwild.bench.random_rows import random_row_rate
-from hogwild.bench.machine import benchmark_arguments, machine_lines, publish, report_header
+from hogwild.bench.machine import (benchmark_arguments, machine_lines, publish, report_header,
+                                   update_seconds_to)
 from hogwild.datasets.jumbo import make_jumbo
 from hogwild.disk_arrays import file_of
 from hogwild.paths import private_folder
@@ -64,12 +65,6 @@ def ratings_spec(n):
 def clicks_spec(n):
     rows = max(n // NONZEROS_PER_ROW, 100)
     return f"clicks:{rows}x{min(MAX_FEATURES, 10 * rows)}x{n}"
-
-
-def update_seconds_to(target, seconds, rmse):
-    """Summed ``seconds`` until ``rmse`` (per epoch) first is <= ``target``, or None."""
-    reached = [k for k, value in enumerate(rmse) if value <= target]
-    return float(np.sum(seconds[:reached[0] + 1])) if reached else None
 
 
 def time_to_accuracy(entry, target):

@@ -129,3 +129,9 @@ def machine_lines(report):
             f"{', '.join(f'{k} {v}' for k, v in m['versions'].items())}.",
             f"Pure-compute ceiling for 2 threads vs 1 on this machine: "
             f"{report['compute_ceiling_2_over_1']:.2f}x.", ""]
+
+
+def update_seconds_to(target, seconds, rmse):
+    """Summed ``seconds`` until ``rmse`` (per epoch) first is <= ``target``, or None."""
+    reached = [k for k, value in enumerate(rmse) if value <= target]
+    return float(np.sum(seconds[:reached[0] + 1])) if reached else None
