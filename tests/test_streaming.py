@@ -103,10 +103,11 @@ def test_hogwild_streamed_trains_as_well_as_in_memory(tmp_path):
             np.einsum("ij,ij->i", L[users], R[items])
         return float(np.mean((predicted - values) ** 2))
 
+    # Two racing workers end 0.016-0.019 over seeds (sd ~5% of a run, noise 0.01):
+    # the streamed run may not be more than 25% worse (~4 sd of a ratio).
     start = mean_squared_error(objective(maps).params)
-    assert mean_squared_error(streamed.params) < 0.5 * start
-    assert mean_squared_error(streamed.params) == pytest.approx(
-        mean_squared_error(in_memory.params), rel=0.1)
+    assert mean_squared_error(streamed.params) < 0.01 * start
+    assert mean_squared_error(streamed.params) < 1.25 * mean_squared_error(in_memory.params)
 
 
 @pytest.mark.parametrize("change,word", [("truncate", "truncated"), ("rewrite", "modified"),
