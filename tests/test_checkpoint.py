@@ -198,12 +198,11 @@ KILLED_WRITER = textwrap.dedent("""
 """)
 
 
-def _kill_when_writing(process, folder, timeout):
-    """Wait for ``process`` to be in the middle of a checkpoint write (its temporary
-    file exists) and return; give up after ``timeout`` seconds."""
+def _wait_for(process, happened, timeout):
+    """Poll until ``happened()`` (or ``process`` has ended, or ``timeout`` seconds)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and process.poll() is None:
-        if list(folder.glob(f".run.npz.{process.pid}-*.tmp")):
+        if happened():
             return
         time.sleep(0.001)
 
@@ -221,11 +220,13 @@ def test_killing_the_writer_at_random_times_never_loses_the_checkpoint(tmp_path)
     while runs < 12 or (interrupted_writes < 5 and runs < 40):
         run, runs = runs, runs + 1
         process = subprocess.Popen([sys.executable, str(script), str(path), str(log)])
-        if run % 2:
-            _kill_when_writing(process, tmp_path, timeout=60)
-        else:
+        if run % 2:  # in the middle of a checkpoint write (its temporary file exists)
+            _wait_for(process, lambda: list(tmp_path.glob(f".run.npz.{process.pid}-*.tmp")),
+                      timeout=60)
+        else:  # at a random moment once a checkpoint is there (however slow the start)
+            _wait_for(process, path.exists, timeout=60)
             try:
-                process.wait(timeout=rng.uniform(1.0, 2.5))
+                process.wait(timeout=rng.uniform(0.0, 1.0))
             except subprocess.TimeoutExpired:
                 pass
         os.kill(process.pid, signal.SIGKILL)
