@@ -165,11 +165,16 @@ def test_adaptive_true_with_more_than_two_classes_is_one_clear_error():
         SparseSVM(adaptive="yes").fit(X, y)
 
 
-def test_the_auto_guard_runs_shared_once_copies_raise_the_objective(capsys):
+def test_the_auto_guard_runs_shared_once_copies_raise_the_objective(capsys, monkeypatch):
     """A step far too large for merged copies (two workers' summed pushes overshoot):
-    auto's copies raise the objective in the first epoch, which then runs again
-    shared, and the rest of the run stays shared; the JSON and the summary say so.
-    A step that suits the copies keeps them."""
+    auto's copies (here as if its probe had chosen them: these runs are too short
+    for one) raise the objective in the first epoch, which then runs again shared,
+    and the rest of the run stays shared; the JSON and the summary say so. A step
+    that suits the copies keeps them."""
+    from hogwild import replication
+    monkeypatch.setattr(replication, "choose", lambda *args: (
+        "worker", "mixed", {"chose": "worker", "merge": "mixed",
+                            "why": "probe: worker+mixed 1.50x shared's rate"}))
     X, y = make_sparse_classification(6000, 60, nnz_per_row=12, seed=3)
     wild = SparseSVM(seed=0, epochs=3, workers=2, adaptive=False, step=20.0).fit(X, y)
     auto = wild.replicated_["auto"]
@@ -182,8 +187,8 @@ def test_the_auto_guard_runs_shared_once_copies_raise_the_objective(capsys):
     assert main(["run", "svm", "--data", "a9a", "--epochs", "2", "--workers", "2",
                  "--no-adaptive", "--step", "20", "--seed", "0", "--checkpoint-every",
                  "1000000"]) == 0
-    assert "replication worker merged mixed (auto: a short run: worker+mixed by rule, no " \
-           "probe), shared from epoch 1 on (the objective on 32,561 samples rose from" \
+    assert "replication worker merged mixed (auto: probe: worker+mixed 1.50x shared's " \
+           "rate), shared from epoch 1 on (the objective on 32,561 samples rose from" \
         in capsys.readouterr().out
 
 

@@ -307,28 +307,26 @@ def test_auto_leaves_rows_shared_when_few_ids_are_on_hot_rows():
 
 
 @pytest.mark.parametrize("id_arrays", [True, False])
-def test_a_short_run_takes_autos_rule_without_a_probe(id_arrays):
+def test_a_short_run_stays_shared_without_a_probe(id_arrays):
+    """Copies are chosen only by a probe's measurement; a run too short for one
+    shares, and says why."""
     objective, _, _ = counters()
     if not id_arrays:
         objective = Objective(count_id, zero_loss, objective.params, objective.data,
                               objective.n_samples, integer_params=True)
     result = fit(objective, epochs=2, workers=2, seed=0, replication="auto")
     auto = result.replicated["auto"]
-    assert "probe_updates_per_s" not in auto and auto["why"].startswith("a short run")
-    assert (auto["chose"], auto.get("merge")) == (("worker", "mixed") if id_arrays
-                                                  else ("shared", None))
-    assert result.replication == auto["chose"]
+    assert "probe_updates_per_s" not in auto
+    assert (auto["chose"], auto["why"], result.replication) == (
+        "shared", "a short run: shared, copies need a probe", "shared")
 
 
-def test_a_short_run_with_several_values_per_row_is_shared_by_rule():
-    """One-vs-rest rows hold a weight per class: the short run's rule shares them
-    (whole copies were the slowest there), and says why."""
+def test_a_short_run_with_several_values_per_row_is_shared():
     from hogwild.datasets.registry import load_svm_data
     train, _ = load_svm_data("a9a")
     model = SparseSVM(epochs=1, workers=2, seed=0).fit(train.X, np.arange(train.X.shape[0]) % 3)
     assert model.replication_ == "shared"
-    assert model.replicated_["auto"]["why"] == "a short run, rows of several values: shared " \
-                                               "by rule"
+    assert model.replicated_["auto"]["why"] == "a short run: shared, copies need a probe"
 
 
 @pytest.mark.parametrize("id_arrays", [True, False])
@@ -412,10 +410,9 @@ def test_ids_outside_the_rows_are_named_before_any_work():
 
 
 def test_worker_copies_merged_mixed_are_bitwise_reproducible_for_a_seed_and_worker_count():
-    """The SVM's default on short runs (auto's rule, until its guard goes shared): each
+    """Replication "worker" merged "mixed" (what auto's probe may choose): each
     worker trains its own copy of a fixed share of the samples and the copies merge
-    between barriers, so two workers give the same bits run after run. Asked for by
-    name, as the guard may end auto's copies at a9a's plateau."""
+    between barriers, so two workers give the same bits run after run."""
     from hogwild.datasets.registry import load_svm_data
     train, _ = load_svm_data("a9a")
     runs = [SparseSVM(seed=5, epochs=3, workers=2, replication="worker", merge="mixed").fit(
