@@ -7,8 +7,10 @@ how much sooner does it reach what one worker reaches? Prints one JSON document
 
 Each configuration is its own `hogwild run PROBLEM --data NAME --json` process:
 the defaults (every usable core; the SVM's replication "auto", matrix completion's
-scheduler "blocked"), the defaults at --workers 1, and the defaults before issue 31
-(`--replication shared` / `--scheduler hogwild`) for comparison. Rounds interleave
+scheduler "blocked"), the defaults at --workers 1, and for comparison the SVM's
+whole copies merged "mixed" (`--replication worker --merge mixed`, the short run's
+default from issue 31 to issue 42) and matrix completion before issue 31
+(`--scheduler hogwild`). Rounds interleave
 the configurations and use seed = round. Time to target: the training seconds
 (the update phases, EpochRecord.seconds, summed) at the first epoch whose test
 error (test RMSE) is at most the one-worker run's final one in the same round;
@@ -29,14 +31,16 @@ from hogwild.datasets.registry import RATINGS_DATASETS, SVM_DATASETS
 WORKLOADS = (
     ("svm", "imdb-aclimdb", "test_error"),
     ("svm", "news20-bydate", "test_error"),
+    ("svm", "clicks:1000000x1000000x20000000", "test_error"),
     ("mc", "ml-1m", "test_rmse"),
 )
-BEFORE = {"svm": ["--replication", "shared"], "mc": ["--scheduler", "hogwild"]}
+COMPARED = {"svm": ("worker-mixed", ["--replication", "worker", "--merge", "mixed"]),
+            "mc": ("before-issue-31", ["--scheduler", "hogwild"])}
 
 
 def configurations(problem):
-    return {"defaults": [], "defaults-1-worker": ["--workers", "1"],
-            "before-issue-31": BEFORE[problem]}
+    label, flags = COMPARED[problem]
+    return {"defaults": [], "defaults-1-worker": ["--workers", "1"], label: flags}
 
 
 def run(problem, data, flags, seed):
@@ -119,8 +123,9 @@ def main(argv=None):
               "workloads": []}
     workloads = (("svm", "a9a", "test_error"),) if args.quick else WORKLOADS
     for problem, data, metric in workloads:
-        available = SVM_DATASETS[data].available() if problem == "svm" \
-            else RATINGS_DATASETS[data].locate() is not None
+        available = data.startswith("clicks:") or (
+            SVM_DATASETS[data].available() if problem == "svm"
+            else RATINGS_DATASETS[data].locate() is not None)
         if not available:
             print(f"{data}: not in the shared data folder; left out", file=sys.stderr)
             continue

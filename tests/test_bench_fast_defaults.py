@@ -9,7 +9,7 @@ def test_quick_run_reports_each_configuration_and_what_ran(quick_benchmark):
     results = workload["results"]
     assert set(results) == set(bench.configurations("svm"))
     assert results["defaults-1-worker"]["configuration"]["workers"] == 1
-    assert results["before-issue-31"]["configuration"]["replication"] == "shared"
+    assert results["worker-mixed"]["configuration"]["replication"] == "worker"
     assert results["defaults-1-worker"]["sooner_than_one_worker"] == 1.0
     for result in results.values():
         assert 0 < result["final_metric"] < 0.5 and result["update_seconds"] > 0

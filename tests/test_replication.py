@@ -333,8 +333,7 @@ def test_a_short_run_with_several_values_per_row_is_shared():
 def test_auto_chooses_by_its_probe_and_says_so(id_arrays, monkeypatch):
     """Which mode wins depends on the machine; the choice must follow the probe's
     own figures (replication only when AUTO_MARGIN times faster), and the run must
-    use it. With id arrays the candidates are "hot" and "worker" merged "mixed";
-    without, "worker"."""
+    use it. With id arrays the candidate is "hot"; without, "worker"."""
     from hogwild import replication
     from hogwild.replication import AUTO_MARGIN
 
@@ -345,8 +344,7 @@ def test_auto_chooses_by_its_probe_and_says_so(id_arrays, monkeypatch):
                               objective.n_samples, integer_params=True)
     result = fit(objective, epochs=2, workers=2, seed=0, replication="auto", merge="sum")
     auto = result.replicated["auto"]
-    candidates = {"hot": ("hot", "sum"), "worker+mixed": ("worker", "mixed")} if id_arrays \
-        else {"worker": ("worker", "sum")}
+    candidates = {"hot": ("hot", "sum")} if id_arrays else {"worker": ("worker", "sum")}
     rates = auto["probe_updates_per_s"]
     assert set(rates) == {"shared", *candidates}
     best = max(candidates, key=rates.get)
