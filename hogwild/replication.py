@@ -127,9 +127,9 @@ def candidates(objective):
 
 def choose(objective, workers, config, scheduler_kind, measure):
     """replication="auto": (mode, merge rule or None, why). "shared" with one
-    worker, with a scheduler that keeps workers apart, or when under
-    HOT_SHARE_WORTH_PROBING of the ids fall on hot rows, or in a run too short for
-    a probe (PROBE_SHARE); else ``measure(candidates)``
+    worker, with a scheduler that keeps workers apart, in a run too short for a
+    probe (PROBE_SHARE), or when under HOT_SHARE_WORTH_PROBING of the ids fall on
+    hot rows; else ``measure(candidates)``
     (the backend's probe: {name: [updates/s of each timed probe epoch]} of "shared"
     and each candidate, PROBE_VISITS alternating visits, PROBE_ROUNDS epochs of
     PROBE_SAMPLES samples per worker each) and the fastest by median, replication
@@ -152,6 +152,12 @@ def choose(objective, workers, config, scheduler_kind, measure):
         return "shared", None, {"chose": "shared", "why": f"scheduler {config.scheduler!r} "
                                                          "keeps its workers apart"}
     options = candidates(objective)
+    probe_updates = PROBE_SAMPLES * workers * (PROBE_ROUNDS + 1) * PROBE_VISITS \
+        * (1 + len(options))
+    if probe_updates > PROBE_SHARE * objective.n_samples * config.epochs:
+        # decided before hot_share's pass over every id, which it would not use
+        return "shared", None, {"chose": "shared", "why": "a short run: shared, copies "
+                                                         "need a probe"}
     why = {}
     if objective.id_arrays:
         share = hot_share(objective, config.hot_fraction)
@@ -160,11 +166,6 @@ def choose(objective, workers, config, scheduler_kind, measure):
             return "shared", None, {"chose": "shared", "why": f"{share:.1%} of the ids are on "
                                                              "hot rows: sharing costs little",
                                     **why}
-    probe_updates = PROBE_SAMPLES * workers * (PROBE_ROUNDS + 1) * PROBE_VISITS \
-        * (1 + len(options))
-    if probe_updates > PROBE_SHARE * objective.n_samples * config.epochs:
-        return "shared", None, {"chose": "shared", "why": "a short run: shared, copies "
-                                                         "need a probe", **why}
     rates = {name: statistics.median(values) for name, values in measure(options).items()}
     best = max(options, key=rates.get)
     chosen = best if rates[best] >= AUTO_MARGIN * rates["shared"] else "shared"
