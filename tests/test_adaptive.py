@@ -124,6 +124,21 @@ def test_fit_records_the_reg_and_steps_it_used():
     assert not hasattr(given, "squared_gradients_")
 
 
+def test_the_default_penalty_starts_at_the_second_epoch_and_a_given_one_at_once():
+    """reg=None with adaptive steps: epoch 1 is the unpenalised run's bit for bit,
+    epoch 2 shrinks; an explicit reg shrinks from the first update."""
+    X, y = make_sparse_classification(5_000, 200, nnz_per_row=10, seed=1)
+    runs = {}
+    for name, epochs, reg in (("default-1", 1, None), ("zero-1", 1, 0.0),
+                              ("default-2", 2, None), ("zero-2", 2, 0.0)):
+        model = SparseSVM(seed=0, epochs=epochs, workers=1, reg=reg).fit(X, y)
+        runs[name] = model.coef_
+    given = SparseSVM(seed=0, epochs=1, workers=1, reg=1e-3).fit(X, y).coef_
+    assert np.array_equal(runs["default-1"], runs["zero-1"])
+    assert np.abs(runs["default-2"]).sum() < np.abs(runs["zero-2"]).sum()
+    assert np.abs(given).sum() < np.abs(runs["zero-1"]).sum()
+
+
 def test_partial_fit_and_model_files_continue_the_adaptive_steps(tmp_path):
     """partial_fit after fit, and after save/load, starts from the sums where fit left
     them: one epoch more on one worker is bitwise the same either way."""

@@ -323,7 +323,7 @@ def test_data_larger_than_the_device_memory_is_streamed_through_it():
     assert small == ("backend 'gpu': the data (22.4 KB) does not fit in the 96 B of device "
                      "memory left by the parameters, and the arrays without one row per sample "
                      "(data[0] (401,), data[1] (2365,), data[2] (2365,), data[4] (200,), "
-                     "data[5] (1,), data[6] (1,)) cannot be streamed through it")
+                     "data[5] (1,), data[6] (1,), data[7] (1,)) cannot be streamed through it")
     assert unreadable == ("HOGWILD_GPU_MEMORY='lots': expected bytes such as 500000000, "
                           "512MB or 8GB")
 

@@ -43,7 +43,8 @@ def build_parser():
     svm.add_argument("--reg", type=number, default=None,
                      help="L2 strength: objective = mean loss + reg/2 ||w||^2 (default: from "
                           "the data, max(rows, features) / rows^2, at most 1e-4: 1e-6 for a "
-                          "million rows of fewer features)")
+                          "million rows of fewer features; with adaptive steps it applies "
+                          "from the second epoch, the first seeing every row unseen)")
     svm.add_argument("--adaptive", action=argparse.BooleanOptionalAction, default=None,
                      help="AdaGrad steps per feature, as Vowpal Wabbit's adaptive updates: "
                           "rare features keep learning while frequent ones settle "

@@ -107,7 +107,9 @@ class SparseSVM(Params):
         alpha; LIBLINEAR's C = 1 / (n * reg)). None: from the data's shape,
         max(n, p) / n^2 for n rows and p features that occur, at most 1e-4
         (LIBLINEAR's C = 1 while p <= n; see objectives.default_reg); the value
-        used is reg_.
+        used is reg_. With None and adaptive steps the first epoch takes no
+        penalty step (its samples are all unseen, as in online learning: see
+        the kernels), the later ones minimise the objective.
     fit_intercept : bool, default True
         Learn an unregularised intercept b, the score being x . w + b (as
         scikit-learn's SGDClassifier; LIBLINEAR's -B 1 is the regularised
@@ -399,7 +401,8 @@ class SparseSVM(Params):
         if n_classes == 2:
             return svm_objective(X, targets, self.loss, self.reg_, seed,
                                  bool(self.fit_intercept), self._intercept_rate(),
-                                 self.adaptive_, counts)
+                                 self.adaptive_, counts,
+                                 penalty_from=int(self.reg is None and self.adaptive_))
         loss = "multinomial" if self.multi_class == "multinomial" else self.loss
         return multiclass_objective(X, *targets, n_classes, loss, self.reg_, seed,
                                     bool(self.fit_intercept), self._intercept_rate(), counts)

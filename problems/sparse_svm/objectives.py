@@ -72,20 +72,23 @@ def _sum_of_squares(values):
 
 
 def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=True,
-                  intercept_rate=INTERCEPT_RATE, adaptive=False, counts=None):
+                  intercept_rate=INTERCEPT_RATE, adaptive=False, counts=None,
+                  penalty_from=0):
     """The Objective for a prepared X (see as_csr) and labels in {-1, +1}; the
     seed (an int or a numpy SeedSequence) salts the lazy-regularisation draws.
     The intercept, when fitted, is params[1][INTERCEPT_SLOT] (see intercept_of),
     moved by intercept_rate times a feature's step;
     every sample then touches it, so the objective has no conflict-free supports
     (schedulers colored and cyclades refuse it). ``adaptive``: AdaGrad steps per
-    feature, their sums params[2] (see the kernels). ``counts``: feature_counts(X),
-    where the caller has them already."""
+    feature, their sums params[2] (see the kernels), the penalty stepping from the
+    epoch ``penalty_from`` on. ``counts``: feature_counts(X), where the caller has
+    them already."""
     update, sample_loss = KERNELS[check_loss(loss), bool(adaptive)]
     n, d = X.shape
     reg_scale, salt = _regulariser(X, reg, seed, counts)
     rate = np.array([intercept_rate if fit_intercept else 0.0], np.float32)
-    data = (X.indptr, X.indices, X.data, labels, reg_scale, salt, rate)
+    data = (X.indptr, X.indices, X.data, labels, reg_scale, salt, rate,
+            np.array([penalty_from], np.int64))
     params = (np.zeros(d, dtype=np.float32), np.zeros(INTERCEPT_PAD, dtype=np.float32))
     if adaptive:  # the features' squared gradients, indexed as w is
         params += (np.zeros(d, dtype=np.float32),)
