@@ -135,8 +135,8 @@ def logistic_update(e, params, data, step, epoch):
 # sample is unseen, its loss an unbiased estimate of the test loss, so SGD there
 # needs no penalty against overfitting (Vowpal Wabbit's default has none); the
 # defaults use it (reg=None: 1), where a penalty applied from the start cost the
-# first epoch 0.3-1.0 points of test error on 8 click logs and the later epochs
-# reach the same optimum (docs/problems.md).
+# first epoch 0.2-1.0 points of test error on seven of eight click logs and the
+# later epochs reach the same optimum (docs/problems.md).
 
 @njit(nogil=True, inline="always")
 def _penalised(epoch, data):
@@ -190,12 +190,12 @@ def _label_sign(e, data):
 
 def adaptive_hinge_update(e, params, data, step, epoch):
     w, sums = params[0], params[2]
-    s = np.float32(step)
+    s, penalised = np.float32(step), _penalised(epoch, data)
     if _margin(e, params, data) < 1:
         g, weight = -_label_sign(e, data), abs(data[3][e])
-        _adaptive_step(e, w, sums, data, s, g, weight, _penalised(epoch, data))
+        _adaptive_step(e, w, sums, data, s, g, weight, penalised)
         _adaptive_intercept_step(e, epoch, params, data, s, g, weight)
-    elif epoch >= data[7][0] and lazy_turn(e, epoch, data[5][0]):
+    elif penalised and lazy_turn(e, epoch, data[5][0]):
         _adaptive_lazy_shrink(e, w, sums, data, s)
 
 
