@@ -48,6 +48,13 @@ def adagrad_scale(sums, j):
 
 
 @njit(nogil=True, inline="always")
+def adagrad_scale_after(sums, j, gradient_square):
+    """adagrad_rate's value without adding to sums[j]: the step per unit step that
+    coordinate j would take with this gradient."""
+    return _inverse_root(sums[j] + gradient_square)
+
+
+@njit(nogil=True, inline="always")
 def _inverse_root(total):
     """1 / sqrt(total), 0 for 0, without a branch: the root of max(total, the least
     normal float32) is taken whatever the sum and the 0 picked after, so that the

@@ -6,11 +6,13 @@ on such arrays chunk by chunk."""
 import math
 import mmap
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
 
 from hogwild.errors import HogwildError
+from hogwild.limits import usable_cores
 
 
 def file_of(array):
@@ -93,11 +95,42 @@ def extremes(array):
 def occurrences(ids, n):
     """How many times each of 0..n-1 occurs in ``ids`` (non-negative integers below
     n), a piece at a time in compiled code: np.bincount would first copy int32 ids
-    to int64, 8 bytes an id."""
-    counts = np.zeros(n, np.int64)
-    for piece in pieces(ids):
-        _count(piece, counts)
-    return counts
+    to int64, 8 bytes an id.
+
+    Each thread counts a part of ``ids`` into counts of its own, summed at the end
+    (0.25 s of one thread for the 2e7 ids of a million-row click log, a tenth of
+    its whole default run); parts hold at least 4 ids per count, so that their
+    int32 counts add at most a quarter of the ids' own bytes."""
+    bounds = part_bounds(ids.size, 4 * max(n, 1))
+    kind = np.int32 if np.diff(bounds).max() < 2**31 else np.int64
+
+    def count_part(part):
+        counts = np.zeros(n, kind)
+        for piece in pieces(ids[bounds[part]:bounds[part + 1]]):
+            _count(piece, counts)
+        return counts
+
+    parts = in_threads(count_part, len(bounds) - 1)
+    total = parts[0].astype(np.int64)
+    for counts in parts[1:]:
+        total += counts
+    return total
+
+
+def part_bounds(size, smallest=1 << 20):
+    """The bounds of contiguous parts of 0..size, one a usable core and none below
+    ``smallest`` items (where starting a thread costs more than it saves)."""
+    parts = max(1, min(usable_cores(), size // max(smallest, 1)))
+    return np.linspace(0, size, parts + 1).astype(np.int64)
+
+
+def in_threads(job, count):
+    """[job(0), ..., job(count - 1)], run on a thread each: for passes whose compiled
+    loops (nogil) and file reads release the GIL."""
+    if count == 1:
+        return [job(0)]
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(job, range(count)))
 
 
 @njit(nogil=True, cache=True)

@@ -98,6 +98,8 @@ def _compile(runner, loops, objective, params, data, scheduler):
     with _compiling(objective):
         runner.warm_up(loops, params, data, scheduler, objective)
         runner.loss_sum(loops, params, data, 0)
+        if objective.penalty is not None:
+            runner.penalty_sum(objective.penalty, params, objective.data)
 
 
 CHECK_CHUNK = 1 << 16  # samples per call of the checked loss pass
@@ -278,7 +280,7 @@ class _Run:
             if stream is not None:
                 stream.attach(data)
                 start_data, sampled = stream.first_samples(sampled)
-            self.start_value = runner.loss_sum(self.loops, params, start_data, sampled) / sampled
+            self.start_value = self._mean_loss(runner, params, start_data, sampled)
         self.ceiling = self.start_value + DIVERGENCE_GROWTH * max(abs(self.start_value), 1.0)
         self.guard = self._guard(runner, params, data)
         return_freed_memory()  # what the set-up's temporaries left in the allocator
@@ -294,8 +296,7 @@ class _Run:
         samples = min(self.objective.n_samples, GUARD_SAMPLES)
         memory = available_memory()
         keeps = memory is None or sum(p.nbytes for p in params) <= GUARD_MEMORY_SHARE * memory
-        return Guard(samples, runner.loss_sum(self.loops, params, data, samples) / samples,
-                     params, keeps)
+        return Guard(samples, self._mean_loss(runner, params, data, samples), params, keeps)
 
     def _run_guarded(self, runner, plan, params, data, steps, epoch):
         """run_epoch, and where the Guard finds the objective risen on copies, the
@@ -305,7 +306,7 @@ class _Run:
             return runner.run_epoch(self.loops, plan, params, data, steps, epoch)
         guard.keep(params)
         updates = runner.run_epoch(self.loops, plan, params, data, steps, epoch)
-        value = runner.loss_sum(self.loops, params, data, guard.samples) / guard.samples
+        value = self._mean_loss(runner, params, data, guard.samples)
         if not guard.rose(value, epoch + 1):
             return updates
         runner.stop_replicating(guard.fell_back)
@@ -364,6 +365,20 @@ class _Run:
                 break
         return params
 
+    def _mean_loss(self, runner, params, data, samples):
+        """The objective's value: the mean loss of the first ``samples`` samples, and
+        the objective's penalty per sample where it has one."""
+        return runner.loss_sum(self.loops, params, data, samples) / samples \
+            + self._mean_penalty(runner, params)
+
+    def _mean_penalty(self, runner, params):
+        """The objective's penalty (summed over its samples) per sample; 0 without."""
+        penalty = self.objective.penalty
+        if penalty is None:
+            return 0.0
+        return runner.penalty_sum(penalty, params, self.objective.data) \
+            / self.objective.n_samples
+
     def _measure(self, runner, params, metrics):
         """(held-out scores, the record's metrics, their seconds): the validation on
         every rank (each decides the stop alike), the test metrics where the run
@@ -402,7 +417,9 @@ class _Run:
         if not self._measures(epoch):
             return updates, math.nan, plan_seconds, start, end
         if self.stream is None:
-            value = runner.loss_sum(self.loops, params, data, n) / n
+            value = self._mean_loss(runner, params, data, n)
+        else:  # the stream measured its last chunk's mean loss
+            value += self._mean_penalty(runner, params)
         if not math.isfinite(value):
             raise _diverged("objective", epoch + 1, steps.table[0])
         if value > self.ceiling:

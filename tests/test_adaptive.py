@@ -141,6 +141,19 @@ def test_the_default_penalty_starts_at_the_second_epoch_and_a_given_one_at_once(
     assert np.abs(given).sum() < np.abs(runs["zero-1"]).sum()
 
 
+@pytest.mark.parametrize("step, margin", [(0.1, 0.14), (100.0, 1.0)])
+def test_an_adaptive_hinge_step_stops_at_the_hinge(step, margin):
+    """One adaptive hinge step moves an unseen row's margin by step * sum_j |x_j|
+    (0.14 here), but never past 1, however long the step: the importance-invariant
+    update (140 without it)."""
+    X = sp.csr_matrix(np.array([[0.6, 0.8, 0, 0], [0, 0, 0.6, 0.8]], np.float32))
+    y = np.array([1, -1])
+    model = SparseSVM(epochs=1, workers=1, seed=0, step=step, reg=0.0,
+                      fit_intercept=False).fit(X, y)
+    np.testing.assert_allclose(model.decision_function(X) * [1, -1], [margin, margin],
+                               rtol=1e-5)
+
+
 def test_partial_fit_and_model_files_continue_the_adaptive_steps(tmp_path):
     """partial_fit after fit, and after save/load, starts from the sums where fit left
     them: one epoch more on one worker is bitwise the same either way."""

@@ -69,8 +69,9 @@ def test_run_svm_on_a_generated_click_log_trains_on_its_rows_in_place(capsys, tm
     result = json.loads(out)
     assert (result["n_samples"], result["n_features"], result["nnz"]) == (20000, 4000, 400000)
     assert "shuffle" not in result["setup_phase_seconds"]
-    # CSR, labels, reg_scale; the salt, the intercept's rate, the first penalised epoch
-    training = 400000 * 8 + 20001 * 4 + 20000 * 4 + 4000 * 4 + 8 + 4 + 8
+    # CSR, labels, reg_scale; the salt, the intercept's rate, the first penalised
+    # epoch, the penalty's weight
+    training = 400000 * 8 + 20001 * 4 + 20000 * 4 + 4000 * 4 + 8 + 4 + 8 + 8
     held_out = 20000 * 8 + 1001 * 4 + 1000 * 4  # the 1,000 test rows the run keeps
     assert result["data_bytes"] == training + held_out
     assert result["test_error"] < 0.25

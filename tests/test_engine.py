@@ -1,9 +1,11 @@
 """The engine, schedulers, step schedules and the locked baseline."""
+import dataclasses
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from numba import njit
 
 import hogwild
 from hogwild import DivergenceError, HogwildError, Objective, fit
@@ -143,6 +145,29 @@ def least_squares(n=2000, d=50, seed=0):
     y = (X @ w_true).astype(np.float32)
     return Objective(ls_update, ls_loss, params=np.zeros(d, np.float32),
                      data=(X.indptr, X.indices, X.data, y), n_samples=n), w_true
+
+
+@njit
+def half_squared_norm_times_n(params, data):
+    """A ridge penalty 0.5 ||w||^2 per sample, summed over the n = data[3].size samples."""
+    w = params[0]
+    return 0.5 * data[3].size * np.sum(w.astype(np.float64) ** 2)
+
+
+@pytest.mark.parametrize("backend", ["threads", "processes"])
+def test_an_objectives_penalty_is_added_once_per_sample_to_its_measured_value(backend):
+    """Objective(penalty=fn): every measured objective is the mean loss plus fn / n,
+    fn computed once over the parameters (not per sample)."""
+    plain, _ = least_squares()
+    ridge = dataclasses.replace(plain, penalty=half_squared_norm_times_n)
+    runs = [fit(o, epochs=3, step=0.05, seed=0, backend=backend, objective_every=1,
+                scheduler="serial") for o in (plain, ridge)]
+    assert runs[0].params[0].tobytes() == runs[1].params[0].tobytes()  # the same steps
+    for without, with_penalty in zip(runs[0].history, runs[1].history):
+        assert with_penalty.objective > without.objective
+    w = runs[1].params[0].astype(np.float64)
+    assert np.isclose(runs[1].history[-1].objective,
+                      runs[0].history[-1].objective + 0.5 * np.sum(w ** 2), rtol=1e-12)
 
 
 # --- schedulers ---------------------------------------------------------------------
@@ -607,6 +632,10 @@ def test_objective_validation():
     with pytest.raises(HogwildError, match=r"loss must take \(e, params, data\); count_visit "
                                            "takes 4 arguments"):
         Objective(count_visit, count_visit, params=np.zeros(3), data=np.zeros(1), n_samples=1)
+    with pytest.raises(HogwildError, match=r"penalty must take \(params, data\); zero_loss "
+                                           "takes 3 arguments"):
+        Objective(count_visit, zero_loss, params=np.zeros(3), data=np.zeros(1), n_samples=1,
+                  penalty=zero_loss)
     with pytest.raises(HogwildError, match="objective must be a hogwild.Objective, got dict"):
         fit({})
 

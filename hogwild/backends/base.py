@@ -13,7 +13,8 @@ work runs and where the parameters live, behind these calls, in this order:
         runner.warm_up(loops, params, data, scheduler, objective)  # compile, start
         per epoch: runner.run_epoch(loops, plan, params, data, steps, epoch)
                    runner.applied_step(steps)   # the step the epoch record keeps
-                   runner.all_finite(params), runner.loss_sum(loops, params, data, n)
+                   runner.all_finite(params), runner.loss_sum(loops, params, data, n),
+                   runner.penalty_sum(penalty, params, data)  # objectives with one
                    runner.to_host(params) (metrics, checkpoints)
         runner.export(params)  # the trained parameters, valid after close
         runner.report()        # backend-specific figures for FitResult, or None
@@ -120,6 +121,11 @@ class Backend(ABC):
     @abstractmethod
     def loss_sum(self, loops, params, data, n):
         """The sum of the losses of samples 0..n-1 (``loops.sum_loss``'s value)."""
+
+    def penalty_sum(self, penalty, params, data):
+        """An objective's penalty at the parameters (its sum over the samples:
+        hogwild.Objective's ``penalty``), computed on the host."""
+        return float(penalty(self.to_host(params), data))
 
     @abstractmethod
     def all_finite(self, params):

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from hogwild.backends.host import all_finite
-from hogwild.disk_arrays import pieces
+from hogwild.disk_arrays import in_threads, part_bounds, pieces
 from hogwild.errors import HogwildError, check_nonnegative, choose
 from hogwild.estimator import as_matrix
 from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory
@@ -56,7 +56,9 @@ def as_csr(X, n_features=None, estimator=None):
     with np.errstate(over="ignore"):  # beyond float32's range becomes inf: refused below
         csr = sp.csr_matrix(X, dtype=np.float32)
     # a piece at a time: X may be memory-mapped from files larger than memory
-    if not all(all_finite([piece]) for piece in pieces(csr.data)):
+    bounds = part_bounds(csr.data.size)
+    if not all(in_threads(lambda part: all(all_finite([piece]) for piece in pieces(
+            csr.data[bounds[part]:bounds[part + 1]])), len(bounds) - 1)):
         raise HogwildError("X contains NaN, Inf or values beyond float32's range "
                            "(|x| > 3.4e38)")
     if not _canonical(csr):
@@ -70,15 +72,21 @@ def as_csr(X, n_features=None, estimator=None):
 
 def _canonical(csr):
     """scipy's has_canonical_format (indices increasing within each row), checked a
-    piece of the indices at a time (see hogwild.disk_arrays.pieces)."""
+    piece of the indices at a time (see hogwild.disk_arrays.pieces), each thread
+    over a part of the rows."""
     indptr = np.asarray(csr.indptr)
-    row, previous, start = 0, -1, 0
-    for piece in pieces(csr.indices):
-        ok, row, previous = _increasing_within_rows(indptr, piece, start, row, previous)
-        if not ok:
-            return False
-        start += piece.size
-    return True
+    rows = part_bounds(csr.shape[0], (1 << 20) * csr.shape[0] // max(csr.indices.size, 1))
+
+    def check_part(part):
+        row, previous, start = int(rows[part]), -1, int(indptr[rows[part]])
+        for piece in pieces(csr.indices[start:indptr[rows[part + 1]]]):
+            ok, row, previous = _increasing_within_rows(indptr, piece, start, row, previous)
+            if not ok:
+                return False
+            start += piece.size
+        return True
+
+    return all(in_threads(check_part, len(rows) - 1))
 
 
 @njit(nogil=True, cache=True)

@@ -11,7 +11,7 @@ from hogwild.objective import Metric, Objective
 from hogwild.problems.multiclass import ovr_objective
 from hogwild.problems.sparse_svm.inputs import (as_csr, binary_labels, check_loss,
                                                check_reg)
-from hogwild.problems.sparse_svm.kernels import (INTERCEPT_PAD, KERNELS, wrong_side)
+from hogwild.problems.sparse_svm.kernels import INTERCEPT_PAD, KERNELS, l2_penalty, wrong_side
 from hogwild.structure import IdArray, Supports
 
 # The intercept's step relative to a feature's: every sample moves it, so a
@@ -88,11 +88,11 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
     reg_scale, salt = _regulariser(X, reg, seed, counts)
     rate = np.array([intercept_rate if fit_intercept else 0.0], np.float32)
     data = (X.indptr, X.indices, X.data, labels, reg_scale, salt, rate,
-            np.array([penalty_from], np.int64))
+            np.array([penalty_from], np.int64), np.array([reg * n], np.float64))
     params = (np.zeros(d, dtype=np.float32), np.zeros(INTERCEPT_PAD, dtype=np.float32))
     if adaptive:  # the features' squared gradients, indexed as w is
         params += (np.zeros(d, dtype=np.float32),)
-    return Objective(update, sample_loss, params=params, data=data,
+    return Objective(update, sample_loss, params=params, data=data, penalty=l2_penalty,
                      n_samples=n, name=f"sparse-svm-{loss}",
                      supports=None if fit_intercept else functools.partial(Supports.from_csr, X),
                      id_arrays=(IdArray(ids=1, params=(0, 2) if adaptive else (0,),

@@ -86,7 +86,7 @@ class RayBackend(HostBackend):
                                               self.settings.staleness_aware)
                        for a, b in zip(self.bounds[:-1], self.bounds[1:])]
         self.clock_table = actors["clock"].remote(self.nodes)
-        send_by_value(ray, objective.update, objective.loss)
+        send_by_value(ray, objective.update, objective.loss, objective.penalty)
         self.shipped = ray.put(objective) if isinstance(self.source, Objective) else self.source
         self.built = [self._new_node(node) for node in range(self.nodes)]
         ray.get([worker.ready.remote() for worker in self.built])
@@ -156,6 +156,12 @@ class RayBackend(HostBackend):
         if data is self.data and self._loss is not None:
             return self._loss
         return loops.sum_loss(self.to_host(params), data, 0, n)
+
+    def penalty_sum(self, penalty, params, data):
+        """0 once the nodes have reported an epoch: each adds to its loss its share
+        of the penalty on its own replica (the server's state moves on as nodes run
+        ahead); before, the server's state's."""
+        return 0.0 if self._loss is not None else super().penalty_sum(penalty, params, data)
 
     def all_finite(self, params):
         return super().all_finite(self.to_host(params))

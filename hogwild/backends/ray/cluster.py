@@ -116,6 +116,8 @@ def send_by_value(ray, *functions):
     script's sibling) need not be importable on the nodes. The library's modules
     and __main__ (which cloudpickle sends by value anyway) are left alone."""
     for function in functions:
+        if function is None:  # an objective without a penalty
+            continue
         name = getattr(function, "__module__", None) or "__main__"
         if name != "__main__" and name.split(".")[0] != "hogwild" and name in sys.modules:
             ray.cloudpickle.register_pickle_by_value(sys.modules[name])

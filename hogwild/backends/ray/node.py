@@ -116,6 +116,7 @@ class NodeWorker:
         self.data = tuple(np.array(a) if isinstance(a, np.ndarray) and not a.flags.writeable
                           else a for a in objective.data)
         self.loops = compile_loops(objective.update, objective.loss, objective.fastmath)
+        self.penalty = objective.penalty
         scheduler = get_scheduler(run["scheduler"])
         self.planner = scheduler.planner(self.last - self.first, run["workers"])
         self.runner = ThreadsBackend(self.planner.workers)
@@ -153,6 +154,8 @@ class NodeWorker:
                                 epoch, run["seed"], run["run_length"])
             work_apart(plans[server.clock - epoch * self.clocks:], run_piece, server)
             loss = self.loops.sum_loss(self.params, self.data, self.first, self.last)
+            if self.penalty is not None:  # this node's share of it, on its replica
+                loss += self.penalty(self.params, self.data) * (self.last - self.first) / self.n
             ray.get(server.clock_table.report.remote(self.node, epoch, loss, steps.mean))
         self.runner.close()
         return traffic
