@@ -36,6 +36,7 @@ from hogwild.phases import phase, training_starts
 from hogwild.replication import GUARD_MEMORY_SHARE, GUARD_SAMPLES, Guard
 from hogwild.results import EpochRecord, FitResult
 from hogwild.schedulers import get_scheduler
+from hogwild.steps import decay_clock, decay_holds
 from hogwild.streaming import plan_stream
 
 
@@ -259,7 +260,7 @@ class _Run:
         """Checkpoint the state after ``epochs_done`` epochs (controls.checkpoint)."""
         save_checkpoint(self.controls.checkpoint, Checkpoint(
             epoch=epochs_done, params=params, rng_state=self.rng.bit_generator.state,
-            step=self.config.schedule(epochs_done),
+            step=self.config.schedule(decay_clock(self.history)),
             history=[asdict(r) for r in self.history], objective=self.objective.name,
             n_samples=self.objective.n_samples,
             settings={**self.settings(runner), **(note or {})},
@@ -334,7 +335,7 @@ class _Run:
             if progress is not None:
                 runner.on_progress = lambda done, before=epoch * n: progress(
                     min(before + done, epochs * n), epochs * n)
-            steps = self.config.schedule.epoch_steps(epoch)
+            steps = self.config.schedule.epoch_steps(decay_clock(self.history))
             updates, value, plan_seconds, start, end = self._epoch(runner, params, data, steps,
                                                                    epoch)
             seconds = end - (last_end if runner.runs_ahead and last_end is not None else start)
@@ -344,7 +345,8 @@ class _Run:
                                  seconds=seconds, updates=int(updates),
                                  updates_per_s=updates / seconds if seconds > 0 else math.inf,
                                  objective=float(value), metrics=measured,
-                                 plan_seconds=plan_seconds, metric_seconds=metric_seconds)
+                                 plan_seconds=plan_seconds, metric_seconds=metric_seconds,
+                                 decay_held=self._holds_decay(value))
             self.history.append(record)
             if progress is not None and runner.reports:
                 progress((epoch + 1) * n, epochs * n)
@@ -364,6 +366,12 @@ class _Run:
             if converged:
                 break
         return params
+
+    def _holds_decay(self, value):
+        """Whether this epoch, its objective ``value``, holds the step's decay (a
+        saddle being left: hogwild.steps). Streamed runs measure one chunk each epoch,
+        too noisy a figure to judge the descent by."""
+        return self.stream is None and decay_holds(self.history, value, self.start_value)
 
     def _mean_loss(self, runner, params, data, samples):
         """The objective's value: the mean loss of the first ``samples`` samples, and

@@ -164,7 +164,9 @@ TRAINING = (
            cli_words=("auto",)),
     Option("decay", "number", 1.0,
            "How the step decays per epoch: the geometric schedule's factor (in (0, 1]) "
-           "or the inverse schedules' rate (>= 0); 1 with the constant schedule."),
+           "or the inverse schedules' rate (>= 0); 1 with the constant schedule. "
+           "Epochs still leaving a saddle (the first ending above the start, then "
+           "each falling faster than the last) do not count."),
     Option("step_schedule", "choice", "geometric",
            "The step of epoch t: 'geometric' step * decay^t, 'inverse' step / (1 + "
            "decay * t), or 'constant' step; 'inverse_updates' is step / (1 + decay * t) "

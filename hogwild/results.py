@@ -12,7 +12,8 @@ class EpochRecord:
     plan (``plan_seconds``: batches, components) and evaluation are excluded; the
     held-out metrics took ``metric_seconds`` (so that a caller timing epochs by the
     clock can leave them out). ``objective`` is NaN for an epoch whose objective
-    was not measured (RunControls.objective_every)."""
+    was not measured (RunControls.objective_every). ``decay_held``: the epoch was
+    still leaving a saddle, so the next one keeps its step (see hogwild.steps)."""
 
     epoch: int
     step: float
@@ -23,6 +24,7 @@ class EpochRecord:
     metrics: dict = field(default_factory=dict)
     plan_seconds: float = 0.0
     metric_seconds: float = 0.0
+    decay_held: bool = False
 
 
 @dataclass

@@ -12,6 +12,17 @@ Vowpal Wabbit) do per sample. Large early steps then average out within the firs
 epoch instead of being applied to the epoch's last samples too. The compiled
 loops read it from a table of SEGMENTS steps per epoch, at each run of samples,
 by where the worker is in its share (EpochSteps).
+
+The decay's clock (``epoch`` above) leaves out the epochs that were still leaving a
+saddle (decay_holds): a model of products of factors starts near zero, where
+every gradient is small, and takes a few epochs, more on larger matrices (the
+random start is less aligned with the signal), to leave it; a decay counted from
+the first epoch would spend the step there. The first epoch holds the decay when
+its objective ended above the start (adaptive steps' first moves, and the noise
+they give the factors, before the factors carry any signal); each later one while
+its objective fell by more than the epoch before's (the descent still speeding
+up). A convex objective's first epoch falls, or with nothing to learn stays: its
+clock is the epoch count.
 """
 import math
 from dataclasses import dataclass
@@ -106,3 +117,24 @@ class EpochSteps:
     def mean(self):
         """The mean step over the epoch's updates (what its EpochRecord keeps)."""
         return float(self.table.mean())
+
+
+def decay_holds(history, value, start):
+    """Whether the epoch after ``history`` (EpochRecords), whose objective is
+    ``value`` (the run's start: ``start``), holds the decay's clock: see the module
+    docstring. An unmeasured (NaN) objective ends the hold."""
+    if not math.isfinite(value):
+        return False
+    if not history:
+        return value > start
+    last = history[-1]
+    if not last.decay_held:
+        return False
+    fell_before = history[-2].objective - last.objective if len(history) > 1 else 0.0
+    return last.objective - value > max(fell_before, 0.0)
+
+
+def decay_clock(history):
+    """The schedule's epoch for the epoch after ``history``: the epochs run, less
+    those that held the decay."""
+    return len(history) - sum(record.decay_held for record in history)

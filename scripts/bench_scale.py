@@ -40,7 +40,8 @@ import time
 
 import numpy as np
 
-from hogwild.bench.libmf_native import default_library, libmf_train, write_text
+from hogwild.bench.libmf_native import default_library, iteration_seconds, libmf_train, \
+    write_text
 from hogwild.bench.random_rows import random_row_rate
 from hogwild.bench.machine import (benchmark_arguments, machine_lines, publish, report_header,
                                    update_seconds_to)
@@ -137,8 +138,8 @@ def libmf_runs(library, spec, epochs, seed, text_folder, disk_threads, timeout):
         if failed:
             runs[label] = {"failed": failed[0] or "no answer within the time limit"}
             continue
-        epoch = (fits[epochs]["seconds"] - fits[1]["seconds"]) / max(epochs - 1, 1)
-        runs[label] = {"threads": threads, "source": source[0],
+        epoch, measured = iteration_seconds(fits[1], fits[epochs], epochs)
+        runs[label] = {"threads": threads, "source": source[0], "epoch_seconds_from": measured,
                        "fit_seconds": fits[epochs]["seconds"], "epoch_seconds": epoch,
                        "updates_per_s": n / max(epoch, 1e-9),
                        "test_rmse": fits[epochs]["test_rmse"],

@@ -314,6 +314,25 @@ def test_adaptive_sums_are_checkpointed_and_resumed_bit_for_bit(tmp_path):
     resumed = MatrixFactorization(epochs=4, **options).fit(train, resume=str(path))
     assert np.array_equal(whole.user_factors_, resumed.user_factors_)
     assert np.array_equal(whole.item_bias_, resumed.item_bias_)
+    # the epochs that held the decay (leaving the zero saddle) are checkpointed too
+    assert [r.decay_held for r in whole.history_] == [True, True, False, False]
+    assert [r.step for r in resumed.history_] == [r.step for r in whole.history_]
+
+
+def test_the_step_decays_once_the_factors_have_left_the_zero_saddle():
+    """Adaptive rates' first epoch ends above the start (every row's first large
+    moves), then the descent speeds up: those epochs keep the step; the geometric
+    decay counts from the first epoch that fell less than the one before."""
+    from hogwild.problems.matrix_completion import MatrixFactorization
+
+    train, test = planted()
+    history = MatrixFactorization(epochs=6, workers=1, seed=3, adaptive=True).fit(
+        train, eval_set=test).history_
+    objectives = [r.objective for r in history]
+    falls = -np.diff(objectives)  # in epochs 2 to 6
+    assert np.all(falls > 0) and falls[1] < falls[0], objectives  # slower from epoch 3
+    assert [r.decay_held for r in history] == [True, True, False, False, False, False]
+    assert [r.step for r in history] == pytest.approx([0.2, 0.2, 0.2, 0.18, 0.162, 0.1458])
 
 
 def test_the_papers_model_has_no_adaptive_rates():

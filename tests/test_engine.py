@@ -14,7 +14,8 @@ from hogwild.kernels.compiler import compile_loops, fingerprint
 from hogwild.structure import Supports, block_layout, blocked_copy
 from hogwild.schedulers.conflicts import conflict_graph
 from hogwild.schedulers import get_scheduler, shuffled_runs
-from hogwild.steps import SEGMENTS, StepSchedule
+from hogwild.results import EpochRecord
+from hogwild.steps import SEGMENTS, StepSchedule, decay_clock, decay_holds
 
 
 # --- objectives used as probes (module level so that numba can compile them) ----
@@ -681,6 +682,29 @@ def test_step_schedules():
     assert [StepSchedule("inverse", 1.0, 1.0)(t) for t in range(3)] == [1.0, 0.5, 1 / 3]
     history = fit(counting_objective(10), epochs=3, step=2.0, decay=0.5, workers=1).history
     assert [r.step for r in history] == [2.0, 1.0, 0.5]
+
+
+def _records(objectives, held=()):
+    return [EpochRecord(epoch=k + 1, step=1.0, seconds=1.0, updates=1, updates_per_s=1.0,
+                        objective=value, decay_held=k in held)
+            for k, value in enumerate(objectives)]
+
+
+def test_the_decay_clock_holds_while_a_saddle_is_left():
+    """The epochs of a descent that starts above its start and speeds up do not
+    count toward the decay; a convex descent's, or a flat one's, all count."""
+    saddle = [1.45, 1.08, 0.69, 0.58, 0.55]  # 10^8 planted ratings, start 1.21
+    history = []
+    for value in saddle:
+        history.append(_records([value], [0] if decay_holds(history, value, 1.21) else [])[0])
+        history[-1].epoch = len(history)
+    assert [r.decay_held for r in history] == [True, True, True, False, False]
+    assert decay_clock(history[:3]) == 0 and decay_clock(history) == 2
+    assert not decay_holds([], 0.53, 1.0)  # a convex first epoch falls
+    assert not decay_holds([], 0.0, 0.0)  # nothing to learn: the clock runs
+    assert not decay_holds(_records([1.45], [0]), float("nan"), 1.21)  # not measured
+    assert not decay_holds(_records([1.45, 1.08], [0, 1]), 0.80, 1.21)  # fell less
+    assert not decay_holds(_records([1.45, 1.08], [0]), 0.60, 1.21)  # the hold had ended
 
 
 def test_the_inverse_updates_schedule_lowers_the_step_within_the_epoch():

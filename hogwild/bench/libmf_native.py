@@ -241,3 +241,14 @@ def libmf_train(library, source, test, rank, threads, iters, l2=0.05, eta=0.1, b
     bins = max(20, 2 * threads + 1) if bins is None else bins
     return in_child(_child, (library, source, test, rank, threads, iters, l2, eta, bins),
                     timeout)
+
+
+def iteration_seconds(one, many, iters):
+    """(seconds, how) of one LIBMF iteration from fits of 1 and ``iters`` iterations:
+    their difference over iters - 1 (the set-up cancels), or, where a loaded host made
+    that difference noise at or below zero (tiny sets), the longer fit's share (an
+    upper bound: its set-up included)."""
+    difference = (many["seconds"] - one["seconds"]) / max(iters - 1, 1)
+    if difference > 0:
+        return difference, "difference of fits"
+    return many["seconds"] / iters, "whole fit"
