@@ -12,6 +12,7 @@ from hogwild.limits import available_memory
 from hogwild.paths import check_regular
 
 CHUNK = 64 << 20  # bytes decompressed at a time, so that the total is checked as it grows
+UTF8_BOM = b"\xef\xbb\xbf"
 
 def read_bytes(path):
     """The file's bytes (a bytes or bytearray object), decompressed if it is gzip or
@@ -63,3 +64,17 @@ def _decompress(path, opener, raw, memory):
             raise
         raise DataFormatError(f"cannot decompress {path}: {exc}") from None
     return out
+
+
+def read_text_bytes(path):
+    """read_bytes of a text file whose lines the parsers split at '\n': a UTF-8
+    byte-order mark (Windows editors write one) dropped, so that the first id keeps
+    no invisible character, and lone carriage returns (classic Mac line ends) made
+    newlines, so that every line is read rather than the first. Copied only where
+    something changes."""
+    raw = read_bytes(path)
+    if raw[:3] == UTF8_BOM:
+        raw = raw[3:]
+    if raw.count(b"\r") != raw.count(b"\r\n"):
+        raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return raw

@@ -14,7 +14,7 @@ import numpy as np
 
 from hogwild.datasets.cache import Damaged, entry_in_progress, open_arrays, read_header
 from hogwild.errors import HogwildError
-from hogwild.limits import physical_memory, return_freed_memory, usable_cores
+from hogwild.limits import physical_memory, return_freed_memory, size_text, usable_cores
 
 
 def parse_sizes(text, prefix, what, example):
@@ -52,8 +52,8 @@ def check_room(spec, what, needed):
     """A clear error when ``needed`` bytes of memory exceed this machine's."""
     memory = physical_memory()
     if memory is not None and needed > memory:
-        raise HogwildError(f"{spec} needs {needed / 2**30:,.1f} GiB for {what}, more than "
-                           f"this machine's {memory / 2**30:.1f} GiB of memory")
+        raise HogwildError(f"{spec} needs {size_text(needed)} for {what}, more than "
+                           f"this machine's {size_text(memory)} of memory")
 
 
 def check_disk(spec, what, needed, folder):
@@ -63,8 +63,8 @@ def check_disk(spec, what, needed, folder):
         folder = folder.parent
     free = shutil.disk_usage(folder).free
     if needed > free:
-        raise HogwildError(f"{spec} needs {needed / 2**30:,.1f} GiB on disk for its {what}, "
-                           f"more than the {free / 2**30:,.1f} GiB free in {folder}")
+        raise HogwildError(f"{spec} needs {size_text(needed)} on disk for its {what}, "
+                           f"more than the {size_text(free)} free in {folder}")
 
 
 def write_entry(folder, info, sets, bar=None):

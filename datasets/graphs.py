@@ -5,12 +5,12 @@ from pathlib import Path
 import numpy as np
 
 from hogwild.structure import Graph
-from hogwild.datasets.files import read_bytes
+from hogwild.datasets.files import read_text_bytes
 from hogwild.errors import DataFormatError
 
 
 def _lines(path):
-    return read_bytes(path).decode("utf-8", "replace").splitlines()
+    return read_text_bytes(path).decode("utf-8", "replace").splitlines()
 
 
 def read_dimacs(path):

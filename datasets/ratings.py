@@ -13,7 +13,7 @@ from typing import Optional
 import numpy as np
 
 from hogwild.datasets import ratings_parser as P
-from hogwild.datasets.files import read_bytes
+from hogwild.datasets.files import read_text_bytes
 from hogwild.errors import DataFormatError, HogwildError, choose
 
 SPLITS = ("rating", "user")
@@ -31,6 +31,9 @@ class Ratings:
     source: Optional[str] = None
 
     def __post_init__(self):
+        self.users, self.items = _ids(self.users, "user"), _ids(self.items, "item")
+        if not isinstance(self.values, np.ndarray):
+            self.values = np.asarray(self.values)
         if not len(self.users) == len(self.items) == len(self.values):
             raise HogwildError(f"users, items and values must have the same length, got "
                                f"{len(self.users)}, {len(self.items)} and {len(self.values)}")
@@ -46,6 +49,22 @@ class Ratings:
                 f"{np.unique(self.items).size:,} items")
 
 
+def _ids(ids, what):
+    """Ids as an array (Python lists too); ids of types that do not compare (1 and
+    'a' in one object column) are a HogwildError, since no order or dense index
+    could be given to them."""
+    if not isinstance(ids, np.ndarray):  # arrays stay as they are (memory maps too)
+        ids = np.asarray(ids)
+    if ids.dtype == object:
+        try:
+            np.unique(ids)
+        except TypeError:
+            kinds = sorted({type(i).__name__ for i in ids.tolist()})
+            raise HogwildError(f"{what} ids mix types ({', '.join(kinds)}); give ids of one "
+                               "type (all integers, or all strings)") from None
+    return ids
+
+
 def read_ratings(path) -> Ratings:
     """Read a "user item rating [...]" file; ratings become float32. An id column
     whose every id is an integer from 0 to 2**63 - 1 becomes int64, any other its
@@ -53,7 +72,7 @@ def read_ratings(path) -> Ratings:
     parser, for integer ids), or ';' or '|', with quoted fields as Book-Crossing's
     "276725";"034545104X";"0" (found on the first line)."""
     path = Path(path)
-    raw = read_bytes(path)
+    raw = read_text_bytes(path)
     separator = _separator(raw)
     if separator in FAST_SEPARATORS:
         ratings, status, line = _read_integer_ids(path, raw)
@@ -66,6 +85,7 @@ def read_ratings(path) -> Ratings:
 # the compiled parser reads the first four's files of integer ids.
 SEPARATORS = {"::": "'::'", "\t": "a tab", ";": "';'", "|": "'|'", ",": "','"}
 FAST_SEPARATORS = ("::", "\t", ",", None)
+MAX_ID_CHARACTERS = 4096  # a text id longer than this is no id (a URL fits)
 
 
 def _separator(raw):
@@ -149,6 +169,9 @@ def _read_delimited(path, raw, separator):
         for what, field in (("user", user), ("item", item)):
             if not field:
                 raise _malformed(path, number, f"the {what} id is empty", line.rstrip())
+            if len(field) > MAX_ID_CHARACTERS:
+                raise _malformed(path, number, f"the {what} id is {len(field):,} characters "
+                                 f"long, more than {MAX_ID_CHARACTERS:,}", line.rstrip())
         try:
             rating = float(fields[2].strip())
         except ValueError:
@@ -166,7 +189,8 @@ def _read_delimited(path, raw, separator):
 
 def _id_array(ids):
     """int64 where every id is an integer from 0 to 2**63 - 1, else the ids' text."""
-    if all(i.isascii() and i.isdigit() for i in ids) and max(map(int, ids)) <= 2 ** 63 - 1:
+    if all(i.isascii() and i.isdigit() and len(i) <= 19 for i in ids) \
+            and max(map(int, ids)) <= 2 ** 63 - 1:
         return np.array([int(i) for i in ids], np.int64)
     return np.array(ids, str)
 
@@ -237,7 +261,9 @@ def interactions_from_ratings(ratings, threshold=4.0, test_fraction=0.2, seed=0)
     """Ratings as implicit feedback: each rating >= ``threshold`` is an interaction
     (MovieLens' 4 and 5 stars: LightFM's and implicit's convention), split per user
     (split_ratings(by="user"): every user keeps one in training). Users and items
-    with no interaction are dropped."""
+    with no interaction are dropped, and a pair rated more than once is one
+    interaction (kept where it first appears), so that no pair is both trained on
+    and held out."""
     import scipy.sparse as sp
 
     if not np.isfinite(threshold):
@@ -249,6 +275,9 @@ def interactions_from_ratings(ratings, threshold=4.0, test_fraction=0.2, seed=0)
                            f"{ratings.values.max():g})")
     user_ids, users = np.unique(positive.users, return_inverse=True)
     item_ids, items = np.unique(positive.items, return_inverse=True)
+    _, first = np.unique(users.astype(np.int64) * item_ids.size + items, return_index=True)
+    first.sort()
+    users, items = users[first], items[first]
     dense = Ratings(users, items, np.ones(users.size, np.float32), positive.source)
     train, test = split_ratings(dense, test_fraction, seed, by="user")
     shape = (user_ids.size, item_ids.size)

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 
 from hogwild.datasets import svmlight_parser as P
 from hogwild.datasets.cache import Damaged, describe, entry_in_progress, open_arrays, read_header
-from hogwild.datasets.files import read_bytes
+from hogwild.datasets.files import read_text_bytes
 from hogwild.errors import DataFormatError, HogwildError, check_int
 from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory
 from hogwild.paths import cache_dir, check_regular, data_cache_folder
@@ -210,7 +210,7 @@ def load_svmlight(path, n_features=None, zero_based="auto", extra_features="erro
     if cached is not None:
         arrays, zero_based = cached
     else:
-        arrays = _parse_bytes(read_bytes(path), path)
+        arrays = _parse_bytes(read_text_bytes(path), path)
         zero_based = _apply_base(arrays, zero_based, path)
         if entry is not None:
             _store_cached(root, entry, arrays, zero_based, path)

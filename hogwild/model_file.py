@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from hogwild.atomic import atomic_file
+from hogwild.backends.host import all_finite
 from hogwild.errors import HogwildError
+from hogwild.limits import available_memory, size_text
 from hogwild.paths import check_regular
 
 
@@ -32,6 +34,7 @@ def read_model(path, kind, version, description, build):
     names the kind for people ("matrix-factorization model")."""
     path = Path(path)
     check_regular(path)
+    _check_declared_sizes(path, description)
     try:
         with np.load(path, allow_pickle=False) as archive:
             meta = json.loads(str(archive["meta"])) if "meta" in archive.files else {}
@@ -54,6 +57,34 @@ def read_model(path, kind, version, description, build):
             from None
 
 
+def _check_declared_sizes(path, description):
+    """Each array's size as its .npy header declares it, checked before any array is
+    read: no more than its archive member holds (an edited header), and all of them
+    within the memory available (a small compressed file of zeros can expand to
+    more than the machine has)."""
+    members = []  # (name, declared bytes, bytes the member holds after its header)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for member in archive.infolist():
+                with archive.open(member) as f:
+                    read_header = np.lib.format.read_array_header_1_0 \
+                        if np.lib.format.read_magic(f) == (1, 0) \
+                        else np.lib.format.read_array_header_2_0
+                    shape, _, dtype = read_header(f)
+                    members.append((member.filename, int(np.prod(shape, dtype=object))
+                                    * dtype.itemsize, member.file_size - f.tell()))
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, TypeError):
+        raise HogwildError(f"{path} is not a hogwild model file (not an .npz archive)") from None
+    for name, declared, held in members:
+        if declared > held:
+            raise HogwildError(f"{path} is a damaged or edited {description} file ({name} "
+                               f"declares {size_text(declared)} and holds {size_text(held)})")
+    total, memory = sum(declared for _, declared, _ in members), available_memory()
+    if memory is not None and total > memory:
+        raise HogwildError(f"{path}: its arrays take {size_text(total)}, more than the "
+                           f"{size_text(memory)} of memory available")
+
+
 def _plain(value):
     """JSON for settings objects among the parameters (SSPSettings: its fields)."""
     if dataclasses.is_dataclass(value):
@@ -72,6 +103,8 @@ def check_shapes(shapes, indptr, grouped, n_items, what):
         if array.shape != shape or array.dtype.kind not in "fiu" or min(shape) < 0:
             raise ValueError(f"{name} is {array.dtype}{list(array.shape)}, expected shape "
                              f"{list(shape)}")
+        if array.dtype.kind == "f" and not all_finite([array]):
+            raise ValueError(f"{name} holds NaN or Inf")
     if grouped.dtype.kind not in "iu" or indptr.dtype.kind not in "iu" or \
             (grouped.size and not 0 <= grouped.min() <= grouped.max() < n_items) or \
             indptr[0] != 0 or indptr[-1] != grouped.size or (np.diff(indptr) < 0).any():

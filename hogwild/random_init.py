@@ -10,14 +10,21 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from hogwild.backends.host import aligned_empty
-from hogwild.limits import usable_cores
+from hogwild.errors import HogwildError
+from hogwild.limits import available_memory, size_text, usable_cores
 
 DRAWS_PER_STREAM = 1 << 18  # 1 MiB: each chunk is scaled while it is still in cache
 
 
 def normal_array(shape, scale, seed):
     """A 64-byte aligned float32 array of N(0, scale^2) draws from ``seed`` (an int,
-    None or a numpy SeedSequence)."""
+    None or a numpy SeedSequence); a HogwildError where it would not fit in the
+    memory available (a matrix of 2 x 10^9 columns has as many factor rows)."""
+    needed, memory = 4 * int(np.prod(shape, dtype=object)), available_memory()
+    if memory is not None and needed > memory:
+        raise HogwildError(f"memory {size_text(memory)} is less than the parameters need "
+                           f"({size_text(needed)} for {' x '.join(f'{n:,}' for n in shape)} "
+                           "factors)")
     out = aligned_empty(shape, np.float32)
     flat = out.reshape(-1)
     starts = range(0, flat.size, DRAWS_PER_STREAM)

@@ -578,10 +578,10 @@ def test_bench_bad_input_prints_one_line_before_any_work(capsys, tmp_path, argv,
     (["cuts", "--data", "{tmp}/text.png"], "cannot read image {tmp}/text.png: not an image "
                                            "Pillow can read (UnidentifiedImageError)"),
     (["mc", "--data", "jumbo:100000000x100000000x100000000000"],
-     "jumbo:100000000x100000000x100000000000 needs 1,117.6 GiB on disk for its ratings, more "
-     "than the "),
+     "jumbo:100000000x100000000x100000000000 needs 1.2 TB on disk for its ratings, more than "
+     "the "),
     (["mc", "--data", "jumbo:1000000000x1000000000x1000"],
-     "jumbo:1000000000x1000000000x1000 needs 74.5 GiB for its planted factors, more than "
+     "jumbo:1000000000x1000000000x1000 needs 80.0 GB for its planted factors, more than "
      "this machine's "),
 ])
 def test_unusable_paths_and_impossible_data_are_one_line_before_training(capsys, tmp_path,

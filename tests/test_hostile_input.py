@@ -4,17 +4,21 @@ with the exact message it now gets (the MPI cases are in test_mpi.py).
 Files that block or never end, cache folders others control, damaged caches, a
 full cache disk, edited checkpoints, concurrent writers (test_atomic.py), inputs
 that crashed compiled code or were silently accepted, and limits."""
+import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from hogwild import HogwildError, Objective, fit
 from hogwild.checkpoint import KEY_VARIABLE, header_digest, load_checkpoint
@@ -26,6 +30,7 @@ from test_checkpoint import pair_objective
 from test_processes import pid_running
 
 HOGWILD = [sys.executable, "-m", "hogwild.cli"]
+REPOSITORY = Path(__file__).resolve().parent.parent
 
 
 def run(capsys, *argv):
@@ -376,6 +381,51 @@ def test_a_first_line_of_ratings_that_is_no_header_is_read_as_data(capsys, tmp_p
     assert len(read_ratings(path)) == 3
 
 
+TEXT_FORMS = {  # how editors and old systems write the same lines
+    "byte-order mark": lambda text: b"\xef\xbb\xbf" + text.encode(),
+    "CR LF": lambda text: text.replace("\n", "\r\n").encode(),
+    "CR alone": lambda text: text.replace("\n", "\r").encode(),
+    "mark and CR": lambda text: b"\xef\xbb\xbf" + text.replace("\n", "\r").encode(),
+}
+
+
+@pytest.mark.parametrize("form", TEXT_FORMS)
+def test_ratings_with_a_byte_order_mark_or_other_line_ends_read_as_plain_text(tmp_path, form):
+    """A mark made user 34 two users ('\ufeff34' and '34') with ids as text; CR line
+    ends read 600 ratings as one."""
+    from hogwild.datasets.ratings import read_ratings
+
+    for text in ("34,2,5\n34,3,4\n2,2,3\n2,3,1\n", "34,a,5\n34,b,4\nx,a,3\nx,b,1\n"):
+        plain, odd = tmp_path / "plain.csv", tmp_path / "odd.csv"
+        plain.write_text(text)
+        odd.write_bytes(TEXT_FORMS[form](text))
+        expected, ratings = read_ratings(plain), read_ratings(odd)
+        for field in ("users", "items", "values"):
+            assert getattr(ratings, field).tolist() == getattr(expected, field).tolist()
+            assert getattr(ratings, field).dtype == getattr(expected, field).dtype
+
+
+@pytest.mark.parametrize("form", TEXT_FORMS)
+def test_svmlight_and_graph_files_with_a_byte_order_mark_or_other_line_ends_are_read(
+        tmp_path, monkeypatch, form):
+    """The svmlight reader refused a mark ('the label is not a number') and read
+    CR-ended lines as one malformed line."""
+    from hogwild.datasets.graphs import read_weighted_edges
+
+    monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path / "cache"))
+    text = "1 1:0.5 3:1\n-1 2:1\n1 1:1 2:2\n"
+    (tmp_path / "plain.svm").write_text(text)
+    (tmp_path / "odd.svm").write_bytes(TEXT_FORMS[form](text))
+    expected, read = (load_svmlight(tmp_path / name) for name in ("plain.svm", "odd.svm"))
+    assert (read.X != expected.X).nnz == 0 and read.y.tolist() == expected.y.tolist()
+    (tmp_path / "plain.txt").write_text("0 1\n1 2\n2 0\n")
+    (tmp_path / "odd.txt").write_bytes(TEXT_FORMS[form]("0 1\n1 2\n2 0\n"))
+    n, *arrays = read_weighted_edges(tmp_path / "odd.txt")
+    expected_n, *expected_arrays = read_weighted_edges(tmp_path / "plain.txt")
+    assert n == expected_n == 3
+    assert [a.tolist() for a in arrays] == [a.tolist() for a in expected_arrays]
+
+
 @pytest.mark.parametrize("line", ["3 \u00b2", "3 99999999999999999999", "\u0661 2"])
 def test_vertex_ids_in_other_digits_or_beyond_int64_are_named(capsys, tmp_path, line):
     """'3 ²' raised a ValueError traceback (and on one MPI rank hung the job)."""
@@ -612,6 +662,186 @@ def test_an_edited_model_file_is_one_error(tmp_path, edit, detail):
         SparseSVM.load(path)
     assert str(error.value) == f"{path} is a damaged or edited sparse linear classifier file " \
                                f"({detail})"
+
+
+def _saved_models(tmp_path):
+    """{class: the path of a small fitted model's file} for the three model kinds."""
+    from hogwild.datasets.jumbo import make_jumbo
+    from hogwild.problems.matrix_completion import ImplicitFactorization, MatrixFactorization
+    from hogwild.problems.sparse_svm import SparseSVM
+
+    train, _, _ = make_jumbo(60, 40, 600, seed=0, folder=None)
+    interactions = sp.csr_matrix((np.ones(train.users.size), (train.users, train.items)))
+    models = {SparseSVM: SparseSVM(epochs=1, seed=0, workers=1).fit(
+                  np.eye(6, 4, dtype=np.float32), np.array([0, 1] * 3)),
+              MatrixFactorization: MatrixFactorization(epochs=1, seed=0, workers=1).fit(train),
+              ImplicitFactorization: ImplicitFactorization(epochs=1, seed=0, workers=1).fit(
+                  interactions)}
+    paths = {}
+    for kind, model in models.items():
+        paths[kind] = tmp_path / f"{kind.__name__}.npz"
+        model.save(paths[kind])
+    return paths
+
+
+def _rewritten(path, name, payload, compress=zipfile.ZIP_STORED):
+    """The model file with member ``name``.npy replaced by ``payload`` (bytes or a
+    function writing into the open member)."""
+    with zipfile.ZipFile(path) as archive:
+        members = {info.filename: archive.read(info) for info in archive.infolist()}
+    with zipfile.ZipFile(path, "w", compress) as archive:
+        for filename, content in members.items():
+            if filename != f"{name}.npy":
+                archive.writestr(filename, content)
+            elif callable(payload):
+                with archive.open(filename, "w", force_zip64=True) as member:
+                    payload(member)
+            else:
+                archive.writestr(filename, payload)
+
+
+def _npy_header(shape, descr="<f4"):
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": descr, "fortran_order": False,
+                                                   "shape": shape})
+    return header.getvalue()
+
+
+def test_model_files_that_declare_more_than_they_hold_or_than_memory_are_refused_unread(
+        tmp_path, monkeypatch):
+    """A header declaring 10^11 floats raised _ArrayMemoryError from every load; a
+    small compressed file of zeros was decompressed (3 GB, 45 s) before any check."""
+    from hogwild import model_file
+
+    for kind, path in _saved_models(tmp_path).items():
+        name = "coef" if kind.__name__ == "SparseSVM" else "user_factors"
+        description = {"SparseSVM": "sparse linear classifier",
+                       "MatrixFactorization": "matrix-factorization model",
+                       "ImplicitFactorization": "implicit-feedback model"}[kind.__name__]
+        with np.load(path) as archive:
+            size = archive[name].nbytes
+        _rewritten(path, name, _npy_header((10 ** 11,)) + bytes(size))
+        with pytest.raises(HogwildError) as error:
+            kind.load(path)
+        assert str(error.value) == (f"{path} is a damaged or edited {description} file "
+                                    f"({name}.npy declares 400.0 GB and holds "
+                                    f"{model_file.size_text(size)})")
+        # 200 MB of zeros in a 0.2 MB file, on a machine with 100 MB available
+        monkeypatch.setattr(model_file, "available_memory", lambda: 100_000_000)
+        _rewritten(path, name, lambda member: [member.write(_npy_header((50_000_000,)))] + [
+            member.write(bytes(1 << 22)) for _ in range(200_000_000 // (1 << 22) + 1)],
+            zipfile.ZIP_DEFLATED)
+        assert path.stat().st_size < 1_000_000
+        with pytest.raises(HogwildError) as error:
+            kind.load(path)
+        assert str(error.value).startswith(f"{path}: its arrays take 200.0 MB, more than the "
+                                           "100.0 MB of memory available"), error.value
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("kind_name", ["MatrixFactorization", "ImplicitFactorization"])
+def test_a_model_file_of_nan_factors_is_refused(tmp_path, kind_name):
+    """ImplicitFactorization.load took NaN factors, and recommend returned nothing."""
+    kind = {k.__name__: k for k in _saved_models(tmp_path)}[kind_name]
+    path = tmp_path / f"{kind_name}.npz"
+    with np.load(path) as archive:
+        factors = archive["item_factors"].copy()
+    factors[1, 2] = np.nan
+    buffer = io.BytesIO()
+    np.save(buffer, factors)
+    _rewritten(path, "item_factors", buffer.getvalue())
+    with pytest.raises(HogwildError) as error:
+        kind.load(path)
+    assert str(error.value).endswith("model file (item_factors holds NaN or Inf)")
+
+
+def _wait_for(condition, what, deadline=120.0):
+    give_up = time.monotonic() + deadline
+    while not condition():
+        if time.monotonic() > give_up:
+            raise AssertionError(f"no {what} within {deadline:.0f} s")
+        time.sleep(0.005)
+
+
+def _maps(pid, library):
+    try:
+        with open(f"/proc/{pid}/maps") as maps:
+            return library in maps.read()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
+def test_ctrl_c_while_the_command_imports_is_one_line_and_exit_130(tmp_path):
+    """Ctrl-C while the command imported numba (its first second) printed a
+    KeyboardInterrupt traceback (exit -2). Ctrl-C reaches the whole process group, as
+    a terminal's does."""
+    command = [sys.executable, "-m", "hogwild_launcher", "run", "mc", "--data",
+               "jumbo:3000x3000x300000", "--epochs", "50"]
+    env = {**os.environ, "HOGWILD_CACHE_DIR": str(tmp_path / "cache")}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True, env=env, cwd=REPOSITORY)
+    _wait_for(lambda: _maps(process.pid, "_multiarray_umath"), "numpy import")  # numba next
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert err.startswith("hogwild: interrupted") and "Traceback" not in err, err
+    assert len(err.splitlines()) == 1, err
+
+
+def test_labels_of_types_that_do_not_compare_are_one_error():
+    """Labels (1, 'b', 2.5) raised "TypeError: '<' not supported" from fit."""
+    from hogwild.problems.sparse_svm import SparseSVM
+
+    X = np.eye(6, 4, dtype=np.float32)
+    for y, kinds in (([1, "b", 2.5, 1, "b", 2.5], "number and string"),
+                     (["a", None, "b", "a", None, "b"], "NoneType and string")):
+        with pytest.raises(HogwildError) as error:
+            SparseSVM(epochs=1, workers=1).fit(X, np.array(y, dtype=object))
+        assert str(error.value) == (f"Mix of label input types ({kinds}): y's labels must be "
+                                    "all strings or all numbers")
+
+
+def test_ratings_given_as_lists_or_with_ids_of_mixed_types():
+    """interactions_from_ratings raised TypeError for Python lists and for ids of
+    mixed types."""
+    from hogwild.datasets.ratings import Ratings, interactions_from_ratings
+
+    data = interactions_from_ratings(Ratings([1, 1, 2, 2, 3, 3], [7, 8, 7, 8, 7, 8],
+                                             [5, 4, 5, 5, 4, 5]), test_fraction=0.5)
+    assert data.train.nnz == data.test.nnz == 3
+    with pytest.raises(HogwildError) as error:
+        Ratings(np.array([1, "a"], dtype=object), [1, 2], [5.0, 4.0])
+    assert str(error.value) == ("user ids mix types (int, str); give ids of one type (all "
+                                "integers, or all strings)")
+
+
+def test_an_id_of_a_billion_digits_is_one_error_not_a_conversion_limit(tmp_path):
+    """A 2 GB id ended, after ~50 s, in ValueError: Exceeds the limit (4300 digits)
+    for integer string conversion. Here 5,000 digits: longer than any id."""
+    from hogwild.datasets.ratings import read_ratings
+
+    path = tmp_path / "ratings.txt"
+    path.write_text(f"1 2 3\n{'9' * 5000} 3 4\n")
+    with pytest.raises(HogwildError) as error:
+        read_ratings(path)
+    assert str(error.value) == (f"{path}, line 2: malformed rating line (the user id is 5,000 "
+                                f"characters long, more than 4,096): '{'9' * 77}...'")
+    path.write_text(f"1 2 3\n{'9' * 30} 3 4\n")  # beyond int64: a text id, as documented
+    assert read_ratings(path).users.tolist() == ["1", "9" * 30]
+
+
+def test_factors_that_cannot_fit_in_memory_are_named_before_allocation():
+    """ImplicitFactorization().fit of a matrix of 2 x 10^9 columns raised
+    _ArrayMemoryError."""
+    from hogwild.problems.matrix_completion import ImplicitFactorization
+
+    wide = sp.csr_matrix((np.ones(4), ([0, 0, 1, 1], [0, 5, 1, 2 * 10 ** 9 - 1])),
+                         shape=(2, 2 * 10 ** 9))
+    with pytest.raises(HogwildError) as error:
+        ImplicitFactorization(epochs=1, workers=1).fit(wide)
+    assert re.fullmatch(r"memory [\d.,]+ [kMGT]B is less than the parameters need \(256\.0 GB "
+                        r"for 2,000,000,000 x 32 factors\)", str(error.value)), error.value
 
 
 # --- the processes backend killed while it starts -------------------------------------------

@@ -226,6 +226,20 @@ def test_recommend_leaves_out_seen_items_and_similar_items_are_the_nearest():
     np.testing.assert_allclose(similarity, np.sort(cosine)[::-1][:5], rtol=1e-6)
 
 
+def test_a_pair_rated_twice_is_one_interaction_never_both_trained_on_and_held_out():
+    """Repeated (user, item) pairs went to training and test alike (12 of 12), and
+    the run then found no held-out interaction."""
+    users = np.repeat(np.arange(6), 4)
+    items = np.tile(np.arange(4), 6)
+    twice = Ratings(np.concatenate([users, users]), np.concatenate([items, items]),
+                    np.full(48, 5.0, np.float32))
+    data = interactions_from_ratings(twice, test_fraction=0.25, seed=0)
+    assert data.train.nnz + data.test.nnz == 24  # each pair once
+    assert data.train.multiply(data.test).nnz == 0
+    assert set(data.train.data) == set(data.test.data) == {1.0}
+    assert data.test.nnz == 6  # a quarter of each user's four
+
+
 def test_a_user_without_interactions_gets_the_most_popular_items_with_a_warning():
     train, _ = planted(seed=6)
     train = sp.vstack([train, sp.csr_matrix((1, train.shape[1]))]).tocsr()  # a last, empty user

@@ -1,5 +1,6 @@
 """The checks and conversions of what a user gives: X, labels, sample and class
 weights, the loss and the regularisation strength."""
+import numbers
 import warnings
 
 import numpy as np
@@ -159,7 +160,14 @@ def label_array(y, n_samples):
 def distinct_labels(y):
     """The sorted distinct labels of y (labels in a pandas object column become a
     str or int array: a model file holds no Python objects)."""
-    found = np.unique(y)
+    try:
+        found = np.unique(y)
+    except TypeError:  # labels that do not compare: 1 and 'b', None among strings
+        kinds = sorted({"string" if isinstance(label, str) else "number"
+                        if isinstance(label, numbers.Number) else type(label).__name__
+                        for label in y.tolist()})
+        raise HogwildError(f"Mix of label input types ({' and '.join(kinds)}): y's labels "
+                           "must be all strings or all numbers") from None
     return np.array(found.tolist()) if found.dtype == object else found
 
 
