@@ -24,7 +24,7 @@ import numpy as np
 from hogwild.disk_arrays import pieces
 from hogwild.errors import HogwildError
 from hogwild.limits import usable_cores
-from hogwild.paths import pid_alive
+from hogwild.paths import not_regular, pid_alive
 
 CHUNK = 64 << 20  # bytes of a file checksummed at a time
 
@@ -63,9 +63,18 @@ class Damaged(Exception):
     """A cache entry does not match its header; the message says how."""
 
 
+def _regular(path):
+    """Damaged where ``path`` is not a regular file: opening a FIFO planted in an
+    entry would block for ever."""
+    kind = not_regular(os.stat(path).st_mode)
+    if kind is not None:
+        raise Damaged(f"{path.name} is {kind}, not a regular file")
+
+
 def read_header(folder, name):
     """The JSON header ``name`` of the entry in ``folder`` (a dict), or Damaged."""
     try:
+        _regular(Path(folder) / name)
         header = json.loads((Path(folder) / name).read_text())
     except (OSError, ValueError) as exc:
         raise Damaged(f"its header {name} cannot be read ({type(exc).__name__})") from None
@@ -83,6 +92,7 @@ def open_arrays(folder, described):
     def opened(name):
         path = Path(folder) / f"{name}.npy"
         try:
+            _regular(path)
             return np.load(path, mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError, EOFError, SyntaxError) as exc:
             raise Damaged(f"{path.name} cannot be read ({type(exc).__name__})") from None

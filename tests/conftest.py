@@ -2,12 +2,31 @@
 quick runs of the benchmark scripts."""
 import importlib.util
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from hogwild.datasets.ratings import split_ratings
-from hogwild.datasets.registry import RATINGS_DATASETS, SVM_DATASETS, load_svm_data, load_ratings
+# hogwild's caches (parsed data, generated matrices, compiled kernels), and the
+# user-wide one numba falls back to where a test makes hogwild's unusable, in a
+# folder of this session's, set before hogwild is imported (numba fixes a
+# function's cache folder when the function is defined) and removed at the end:
+# the suite wrote 208 MiB into the user's ~/.cache/hogwild. Processes that the
+# tests start inherit it.
+SESSION_CACHES = Path(tempfile.mkdtemp(prefix="hogwild-test-caches-"))
+os.environ["HOGWILD_CACHE_DIR"] = str(SESSION_CACHES / "hogwild")
+os.environ["XDG_CACHE_HOME"] = str(SESSION_CACHES / "user")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(SESSION_CACHES, ignore_errors=True)
+
+
+from hogwild.datasets.ratings import split_ratings  # noqa: E402 - after the caches' folder
+from hogwild.datasets.registry import (RATINGS_DATASETS, SVM_DATASETS,  # noqa: E402
+                                       load_ratings, load_svm_data)
 
 
 def shared_dataset(name):

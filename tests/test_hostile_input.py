@@ -217,6 +217,25 @@ def test_a_damaged_cache_entry_is_parsed_again_and_repaired(tmp_path):
             "parsing the file again") in err
 
 
+@pytest.mark.parametrize("name", ["train_values.npy", "info.json"])
+def test_a_fifo_planted_in_a_cache_entry_is_damage_not_a_hang(tmp_path, monkeypatch, name):
+    """A FIFO in a cache entry: the run warned that the entry was damaged, then
+    blocked for ever opening it."""
+    from hogwild.datasets.jumbo import make_jumbo
+
+    monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path))
+    train, test, _ = make_jumbo(60, 40, 3000, rank=2)
+    want, folder = np.array(train.values), Path(train.source)
+    del train, test
+    (folder / name).unlink()
+    os.mkfifo(folder / name)
+    with pytest.warns(UserWarning, match=rf"the Jumbo matrix cached in .* is damaged: "
+                                         rf"(its header )?{re.escape(name)} is a FIFO \(named "
+                                         r"pipe\), not a regular file; making it again"):
+        again, _, _ = make_jumbo(60, 40, 3000, rank=2)
+    np.testing.assert_array_equal(again.values, want)
+
+
 def test_a_damaged_jumbo_matrix_is_made_again(tmp_path, monkeypatch):
     from hogwild.datasets.jumbo import make_jumbo
 
@@ -800,6 +819,30 @@ def test_labels_of_types_that_do_not_compare_are_one_error():
             SparseSVM(epochs=1, workers=1).fit(X, np.array(y, dtype=object))
         assert str(error.value) == (f"Mix of label input types ({kinds}): y's labels must be "
                                     "all strings or all numbers")
+
+
+@pytest.mark.parametrize("multi_class", ["ovr", "multinomial"])
+def test_a_class_count_that_cannot_be_learned_or_trained_in_time_is_refused_at_once(
+        monkeypatch, multi_class):
+    """SparseSVM(epochs=2).fit of 100,000 x 50 with 100,000 classes had not finished
+    after 120 s."""
+    from hogwild.problems.sparse_svm import SparseSVM, inputs
+
+    losses = {"ovr": "hinge", "multinomial": "logistic"}
+    X = sp.random(100_000, 50, density=0.2, format="csr", random_state=0, dtype=np.float32)
+    with pytest.raises(HogwildError) as error:
+        SparseSVM(epochs=2, multi_class=multi_class, loss=losses[multi_class]).fit(
+            X, np.arange(100_000))
+    assert str(error.value) == ("y has 100,000 classes for 100,000 samples, fewer than 2 "
+                                "samples a class: no class can be learned from that (is y a "
+                                "column of ids?)")
+    monkeypatch.setattr(inputs, "CLASS_UPDATES_PER_EPOCH", 10 ** 6)  # the cost rule, small
+    with pytest.raises(HogwildError) as error:
+        SparseSVM(epochs=2, multi_class=multi_class, loss=losses[multi_class]).fit(
+            X, np.arange(100_000) % 20)
+    assert str(error.value) == (f"20 classes over {X.nnz:,} nonzeros take {20 * X.nnz:.1e} "
+                                "class updates an epoch (more than 1e+06: hours of training); "
+                                "group the labels into fewer classes, or sample the data")
 
 
 def test_ratings_given_as_lists_or_with_ids_of_mixed_types():

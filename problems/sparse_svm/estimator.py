@@ -11,8 +11,9 @@ from hogwild.estimator import (Params, drawn_seed, not_fitted, run_controls,
 from hogwild.model_file import read_model, write_model
 from hogwild.phases import phase
 from hogwild.problems.multiclass import CLASS_SLOT, ovr_error_metric, ovr_scores
-from hogwild.problems.sparse_svm.inputs import (as_csr, check_loss, check_reg, class_indices,
-                                               class_weights, distinct_labels, label_array,
+from hogwild.problems.sparse_svm.inputs import (as_csr, check_class_count, check_loss, check_reg,
+                                               class_indices, class_weights, distinct_labels,
+                                               label_array,
                                                sample_weights, signs)
 from hogwild.problems.sparse_svm.kernels import (INTERCEPT_PAD, INTERCEPT_SLOT,
                                                 _decision_values, _positive_rows, intercept_of)
@@ -380,6 +381,8 @@ class SparseSVM(Params):
             if classes.size < 2:
                 raise HogwildError(f"y has 1 class ({classes.tolist()[0]!r}); a classifier "
                                    "needs samples of 2 classes or more")
+        if classes.size > 2:
+            check_class_count(classes.size, X.shape[0], X.nnz)
         codes, classes = class_indices(y, classes)
         weights = sample_weights(sample_weight, X.shape[0])
         per_class = class_weights(self.class_weight, classes, codes)

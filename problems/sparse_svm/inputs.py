@@ -171,6 +171,25 @@ def distinct_labels(y):
     return np.array(found.tolist()) if found.dtype == object else found
 
 
+MANY_CLASSES = 1000  # above this, fewer than 2 samples a class reads as ids, not labels
+CLASS_UPDATES_PER_EPOCH = 10 ** 12  # classes x nonzeros: ~6 minutes an epoch on 2 cores
+
+
+def check_class_count(n_classes, n_samples, nonzeros):
+    """Refuse, before any work, a class count the model cannot learn or train in
+    reasonable time: every epoch updates every class's weights on each nonzero."""
+    if n_classes > MANY_CLASSES and 2 * n_classes > n_samples:
+        raise HogwildError(f"y has {n_classes:,} classes for {n_samples:,} samples, fewer "
+                           "than 2 samples a class: no class can be learned from that (is y "
+                           "a column of ids?)")
+    work = n_classes * max(nonzeros, n_samples)
+    if work > CLASS_UPDATES_PER_EPOCH:
+        raise HogwildError(f"{n_classes:,} classes over {nonzeros:,} nonzeros take "
+                           f"{work:.1e} class updates an epoch (more than "
+                           f"{CLASS_UPDATES_PER_EPOCH:.0e}: hours of training); group the "
+                           "labels into fewer classes, or sample the data")
+
+
 def class_indices(y, classes):
     """(the index in ``classes`` of each label of y, int32; classes); a label not
     among them is a HogwildError naming it."""
