@@ -299,11 +299,21 @@ def _training_job():
     while len(ranks) < 2 and time.monotonic() < deadline:
         ranks = _ranks_of(proc.pid)
         time.sleep(0.2)
-    time.sleep(3)  # training: past MPI's start-up and the first epochs
-    mapped = set().union(*(_mapped_segment_files(pid) for pid in ranks))
     folder = str(segments_root() / f"{PREFIX}{proc.pid}-mpi-{os.getuid()}")
-    assert len(mapped) == 2 and all(path.startswith(folder + "/") and path.endswith(
-        " (deleted)") for path in mapped), mapped
+
+    def mapped():
+        try:
+            return set().union(*(_mapped_segment_files(pid) for pid in ranks))
+        except OSError:  # a rank that ended: the assertion below says what it mapped
+            return set()
+
+    def unnamed(paths):  # every rank maps both segments, made in the job's folder and unlinked
+        return len(paths) == 2 and all(path.startswith(folder + "/") and path.endswith(
+            " (deleted)") for path in paths)
+
+    while not unnamed(mapped()) and time.monotonic() < deadline:  # on a loaded host too
+        time.sleep(0.1)
+    assert unnamed(mapped()), mapped()
     assert _job_segments(proc.pid) == []  # the folder went once every rank mapped them
     return proc, ranks
 
