@@ -69,6 +69,38 @@ def pieces(array):
             yield buffer[:count]
 
 
+def in_memory(array):
+    """``array`` itself, or where it is (a view of) a read-only memory map of a file,
+    a copy in this process's memory, read with file reads (pieces). A run trains
+    and scores on the copy: a file truncated under a map would end the process with
+    SIGBUS, and one edited in place would change samples after they were checked.
+    A file that ends early is a HogwildError naming it."""
+    if file_of(array) is None:
+        return array
+    copy = np.empty(array.shape, array.dtype)
+    at = 0
+    for piece in pieces(array):
+        copy[at:at + piece.shape[0]] = piece
+        at += piece.shape[0]
+    return copy
+
+
+def csr_row_blocks(X, y, rows=1 << 16):
+    """(X[a:b], y[a:b]) for consecutive blocks of ``rows`` rows of a CSR matrix and its
+    labels, each block in this process's memory (in_memory): a pass that scores
+    samples in a data cache then holds one block at a time, and a file truncated
+    under it is a HogwildError, never SIGBUS."""
+    import scipy.sparse as sp
+
+    for start in range(0, X.shape[0], rows):
+        stop = min(start + rows, X.shape[0])
+        indptr = np.array(in_memory(X.indptr[start:stop + 1]), np.int64)
+        first, last = int(indptr[0]), int(indptr[-1])
+        block = sp.csr_matrix((in_memory(X.data[first:last]), in_memory(X.indices[first:last]),
+                               indptr - first), shape=(stop - start, X.shape[1]))
+        yield block, in_memory(y[start:stop])
+
+
 def read_rows(fd, array, at, count, offset):
     """Read rows at..at+count-1 of ``array`` from file offset ``offset`` (False at the
     file's end). preadv releases the GIL and may return less than asked."""

@@ -8,7 +8,6 @@ import contextlib
 import dataclasses
 import functools
 import math
-import re
 import signal
 import sys
 import threading
@@ -18,7 +17,6 @@ from dataclasses import asdict
 from typing import Optional
 
 import numpy as np
-from numba.core.errors import NumbaError
 
 from hogwild.backends import get_backend
 from hogwild.backends.host import aligned_copy, is_aligned
@@ -29,8 +27,11 @@ from hogwild.config import RunControls, TrainingConfig, settle
 from hogwild.early_stopping import EarlyStopping
 from hogwild.errors import DivergenceError, HogwildError, Interrupted, WorkerLost
 from hogwild.evaluation import evaluator, held_out_bytes
-from hogwild.kernels.compiler import compile_loops, slp_vectorizer
-from hogwild.limits import available_memory, check_workers, return_freed_memory, size_text
+from hogwild.disk_arrays import in_memory, on_disk
+from hogwild.index_check import check_indices, compiling
+from hogwild.kernels.compiler import compile_loops
+from hogwild.limits import (available_memory, check_workers, default_workers,
+                            return_freed_memory, size_text)
 from hogwild.objective import Objective
 from hogwild.phases import phase, training_starts
 from hogwild.replication import GUARD_MEMORY_SHARE, GUARD_SAMPLES, Guard
@@ -79,62 +80,13 @@ def _diverged(what, epoch, step):
                            "try a smaller step")
 
 
-@contextlib.contextmanager
-def _compiling(objective):
-    """A function numba cannot compile becomes a HogwildError that keeps numba's
-    explanation."""
-    try:
-        with slp_vectorizer(objective.fastmath):
-            yield
-    except NumbaError as exc:
-        detail = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
-        raise HogwildError(f"numba could not compile the update or loss of objective "
-                           f"'{objective.name}'; they must be in numba's nopython subset and "
-                           f"helpers they call must be @numba.njit functions:\n{detail}") \
-            from None
-
-
 def _compile(runner, loops, objective, params, data, scheduler):
     """Compile (or load) the loops before the first timed epoch."""
-    with _compiling(objective):
+    with compiling(objective.name, objective.fastmath):
         runner.warm_up(loops, params, data, scheduler, objective)
         runner.loss_sum(loops, params, data, 0)
         if objective.penalty is not None:
             runner.penalty_sum(objective.penalty, params, objective.data)
-
-
-CHECK_CHUNK = 1 << 16  # samples per call of the checked loss pass
-
-
-def _check_indices(loops, objective, params):
-    """One pass of the objective's loss over every sample with each array index
-    checked (loops.sum_loss_checked), before any update runs: a sample count
-    larger than the data, or a sample whose ids lie beyond an array, is a
-    HogwildError naming the first such sample, never a read of memory that
-    another array (or nobody) owns. Half-precision parameters (the GPU's) are read
-    as float32 copies: the CPU compiles no float16."""
-    params = tuple(p.astype(np.float32) if p.dtype == np.float16 else p for p in params)
-    n = objective.n_samples
-    with _compiling(objective):
-        for first in range(0, n, CHECK_CHUNK):
-            last = min(first + CHECK_CHUNK, n)
-            try:
-                loops.sum_loss_checked(params, objective.data, first, last)
-            except IndexError:
-                bad = next(e for e in range(first, last) if _reads_out_of_bounds(
-                    loops, params, objective.data, e))
-                raise HogwildError(
-                    f"objective '{objective.name}': loss(e={bad}) reads past the end of an "
-                    f"array: n_samples ({n:,}) is more than the data holds, or sample {bad} "
-                    "has an id beyond the array it indexes") from None
-
-
-def _reads_out_of_bounds(loops, params, data, e):
-    try:
-        loops.sum_loss_checked(params, data, e, e + 1)
-    except IndexError:
-        return True
-    return False
 
 
 DIVERGENCE_GROWTH = 1e6  # an objective this many times its start's magnitude diverged
@@ -206,19 +158,27 @@ class _Run:
                                f"'{objective.name}' has no validation Metric (give the "
                                "Objective validation=hogwild.Metric(...))")
         backend.check(config, self.scheduler)
-        self.planner = self.scheduler.prepare(objective, check_workers(
-            backend.requested_workers(config),
-            config.oversubscribe or not backend.workers_share_cores))
+        requested = backend.requested_workers(config)
+        workers = check_workers(requested, config.oversubscribe or not backend.workers_share_cores)
+        if requested is None and backend.workers_share_cores:
+            workers = default_workers(workers, sum(a.nbytes for a in objective.data))
+        self.planner = self.scheduler.prepare(objective, workers)
         self.rng = np.random.default_rng(config.seed)
         self.history = []
         self.guard = None  # replication "auto"'s, set by start
         self.params = tuple(p if objective.train_in_place and is_aligned(p) else aligned_copy(p)
                             for p in objective.params)
         self.loops = compile_loops(objective.update, objective.loss, objective.fastmath)
+        self.stream = _stream(objective, self.params, config, self.scheduler, backend)
+        if self.stream is None and any(on_disk(a) for a in objective.data):
+            with phase("read data"):  # a file changed under the run cannot reach the loops
+                objective = dataclasses.replace(objective, indices_checked=False, data=tuple(
+                    in_memory(a) for a in objective.data))
+            self.objective = objective
         if not objective.indices_checked:
             with phase("check indices"):
-                _check_indices(self.loops, objective, self.params)
-        self.stream = _stream(objective, self.params, config, self.scheduler, backend)
+                check_indices(self.loops, self.params, objective.data, objective.n_samples,
+                              objective)
         if self.stream is not None and config.replication != "shared":
             if config.replication != "auto":
                 self.stream.close()

@@ -1,6 +1,8 @@
 """Per-epoch metrics: fit's ``evaluate`` turned into one function of the parameters,
 computed by the backend where the parameters live."""
+from hogwild.disk_arrays import in_memory, on_disk
 from hogwild.errors import HogwildError
+from hogwild.index_check import check_indices
 from hogwild.kernels.compiler import compile_loops
 from hogwild.objective import Metric
 
@@ -12,6 +14,18 @@ def held_out_bytes(evaluate):
     if not isinstance(metrics, (list, tuple)):
         return 0
     return sum(a.nbytes for m in metrics if isinstance(m, Metric) for a in m.data)
+
+
+def _resident(metric, loops, objective):
+    """A metric's data, read into memory and its ids checked where any of it is a
+    file's memory map (a held-out set in a data cache): the file may be truncated
+    or edited while the run scores on it."""
+    if not any(on_disk(a) for a in metric.data):
+        return metric.data
+    data = tuple(in_memory(a) for a in metric.data)
+    check_indices(loops, objective.params, data, metric.n_samples, objective,
+                  what=f"metric '{metric.name}'")
+    return data
 
 
 def evaluator(evaluate, objective, runner):
@@ -27,8 +41,10 @@ def evaluator(evaluate, objective, runner):
     if not metrics or not all(isinstance(m, Metric) for m in metrics):
         raise HogwildError("evaluate must be a callable(params) -> dict, a hogwild.Metric "
                            "or a list of Metrics")
-    prepared = [(m, compile_loops(objective.update, m.value, objective.fastmath),
-                 runner.place(m.data)) for m in metrics]
+    prepared = []
+    for m in metrics:
+        loops = compile_loops(objective.update, m.value, objective.fastmath)
+        prepared.append((m, loops, runner.place(_resident(m, loops, objective))))
 
     def evaluate_metrics(params):
         values = {}

@@ -174,7 +174,8 @@ TRAINING = (
            "the step falls within an epoch too.", choices=STEP_SCHEDULES,
            rule=_step_schedule, aliases=("--schedule",)),
     Option("workers", "int", None,
-           "Threads, processes or CUDA streams (None: every usable core), or threads "
+           "Threads, processes or CUDA streams (None: every usable core, but no more "
+           "than one per 128 KiB of samples: a tiny set trains on one), or threads "
            "per node (backend 'ray') or per rank (backend 'mpi'); more than 4 per "
            "usable core needs oversubscribe.", low=1, optional=True),
     Option("scheduler", "choice", "hogwild",

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hogwild.disk_arrays import file_of, on_disk, read_rows
+from hogwild.disk_arrays import file_of, in_memory, on_disk, read_rows
 from hogwild.errors import HogwildError
 from hogwild.limits import size_text
 from hogwild.schedulers.plan import EpochPlan, even_spans
@@ -148,7 +148,8 @@ class SampleStream:
     module docstring); with per-nonzero arrays (``roles`` has "offsets"), each slot
     also holds ``nonzeros`` of them, and the slot's offsets are rebased to point
     into it. ``data`` is the tuple the workers see: each streamed array replaced by
-    its slots, the rest as given; after the backend shares it, ``attach`` names the
+    its slots, the rest read into memory (a file's map may be truncated under the
+    run); after the backend shares it, ``attach`` names the
     arrays to fill (shared memory for processes)."""
 
     def __init__(self, data, n_samples, roles, capacity, nonzeros, memory):
@@ -167,7 +168,7 @@ class SampleStream:
             self.files[i] = _File(path, offset, _row_bytes(data[i]), identity)
         self.data = tuple(np.empty((SLOTS * (nonzeros if roles.get(i) == "nonzero" else
                                              self.stride),) + a.shape[1:], a.dtype)
-                          if i in roles else a for i, a in enumerate(data))
+                          if i in roles else in_memory(a) for i, a in enumerate(data))
         self.buffers = self.data
         self._handles = {i: open(f.path, "rb", buffering=0) for i, f in self.files.items()}
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="hogwild-reader")

@@ -884,3 +884,19 @@ def test_loss_samples_estimates_the_objective_on_the_first_samples(workers):
                      loss_samples=10 ** 9).loss_samples == 10
     with pytest.raises(HogwildError, match="loss_samples must be an integer >= 1, got 0"):
         Objective(no_step, value_loss, (np.zeros(1),), (values,), 10, loss_samples=0)
+
+
+def test_a_run_that_does_not_ask_gives_each_worker_128_KiB_of_samples(monkeypatch):
+    """workers=None: the usable cores, but one per 128 KiB of the samples' data at
+    most; a smaller share is over before a thread is worth starting, and a tiny
+    set's fit is then one worker's, bitwise reproducible. Asked-for counts stand."""
+    monkeypatch.setattr("hogwild.limits.usable_cores", lambda: 4)
+
+    def objective(data_bytes):
+        return Objective(count_visit, zero_loss, params=np.zeros(100, np.int64),
+                         integer_params=True, data=np.zeros(data_bytes // 8), n_samples=100)
+
+    assert fit(objective(8_000), epochs=1).workers == 1
+    assert fit(objective(3 * 128 << 10), epochs=1).workers == 3
+    assert fit(objective(64 << 20), epochs=1).workers == 4
+    assert fit(objective(8_000), epochs=1, workers=2).workers == 2

@@ -293,3 +293,63 @@ def test_streamed_samples_share_one_model_auto_says_shared_and_copies_are_refuse
                                                   "copies of the samples' ids, and these "
                                                   "samples stream from disk"):
             hogwild.fit(svm(X, labels), replication=mode, **options)
+
+
+# --- samples in files that fit in memory: read into it, so a file changed under the
+# run cannot reach the compiled loops (a truncated map is SIGBUS, an edit unchecked ids)
+
+def test_samples_on_disk_that_fit_train_from_a_copy_a_truncated_file_cannot_reach(tmp_path):
+    from hogwild.problems.sparse_svm.objectives import error_rate_metric
+
+    X, labels = click_rows(tmp_path)
+    folder = tmp_path / "clicks"
+    options = dict(epochs=3, step=0.5, seed=0, workers=1)
+
+    def truncate_all(record):
+        if record.epoch == 1:
+            for name in ("train_indices", "train_values", "train_indptr"):
+                os.truncate(folder / f"{name}.npy", 128)
+
+    copy = in_memory_copy(X)
+    reference = hogwild.fit(svm(copy, labels), evaluate=error_rate_metric(copy, labels),
+                            **options)
+    mapped = hogwild.fit(svm(X, labels), evaluate=error_rate_metric(X, labels),
+                         callback=truncate_all, **options)
+    np.testing.assert_array_equal(mapped.params[0], reference.params[0])
+    assert [r.metrics for r in mapped.history] == [r.metrics for r in reference.history]
+
+
+def test_ids_edited_in_a_file_are_checked_whatever_the_objective_says(tmp_path):
+    """An objective may say its ids were checked (a cache entry's, when it was
+    written); an id edited in its file since (the time put back) is still a clear
+    error, not a read of another array's memory."""
+    import dataclasses
+
+    X, labels = click_rows(tmp_path)
+    objective = dataclasses.replace(svm(X, labels), indices_checked=True)
+    path = tmp_path / "clicks" / "train_indices.npy"
+    stat = path.stat()
+    edited = np.load(path, mmap_mode="r+")
+    edited[5] = 10**9
+    edited.flush()
+    del edited
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    with pytest.raises(HogwildError) as error:
+        hogwild.fit(objective, epochs=1, seed=0, workers=1)
+    assert str(error.value) == ("data[1][5] = 1000000000 is not a row of params[0], which has "
+                                "600 rows (declared by an IdArray)")
+
+
+def test_csr_row_blocks_read_a_truncated_file_as_an_error(tmp_path):
+    from hogwild.disk_arrays import csr_row_blocks
+
+    X, labels = click_rows(tmp_path)
+    blocks = list(csr_row_blocks(X, labels, rows=1000))
+    assert [b.shape[0] for b, _ in blocks] == [1000] * 4
+    np.testing.assert_array_equal(
+        np.concatenate([b.toarray() for b, _ in blocks]), X.toarray())
+    np.testing.assert_array_equal(np.concatenate([y for _, y in blocks]), labels)
+    path = tmp_path / "clicks" / "train_values.npy"
+    os.truncate(path, path.stat().st_size // 2)
+    with pytest.raises(HogwildError, match=f"^{path} ends before its"):
+        list(csr_row_blocks(X, labels, rows=1000))

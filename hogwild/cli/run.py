@@ -11,6 +11,7 @@ from hogwild.atomic import atomic_file
 from hogwild.backends.mpi import job_rank
 from hogwild.cli.options import IMAGE_SUFFIXES, control_fields, training_fields
 from hogwild.config import TrainingConfig
+from hogwild.disk_arrays import csr_row_blocks
 from hogwild.estimator import drawn_seed
 from hogwild.errors import HogwildError
 from hogwild.limits import peak_resident_bytes
@@ -109,6 +110,14 @@ def _setup_fields(log, model):
             "streaming": model.streaming_}
 
 
+def _train_error(model, train):
+    """The error over the training rows, read a block at a time (their files may be
+    truncated or edited once training has read them)."""
+    wrong = sum(int(np.count_nonzero(model.predict(X) != y))
+                for X, y in csr_row_blocks(train.X, train.y))
+    return wrong / train.X.shape[0]
+
+
 def _memory_text(result):
     text = (f"peak memory {result['peak_rss_bytes'] / 2**20:,.0f} MiB "
             f"({result['peak_over_minimum']:.2f}x the data and parameters' "
@@ -203,7 +212,7 @@ def run_svm(args):
         "startup_seconds": model.startup_seconds_, "epochs": args.epochs, **stopping,
         "seed": model.seed_, "objective": kept.objective,
         # not over rows that streamed from disk: a pass through their map would hold them
-        "train_error": None if model.streaming_ else 1.0 - model.score(train.X, train.y),
+        "train_error": None if model.streaming_ else _train_error(model, train),
         "test_error": kept.metrics.get("test_error"),
         "update_seconds": update_seconds, "updates_per_s": updates / update_seconds,
         "nonzeros_per_s": len(history) * train.X.nnz / update_seconds,
