@@ -239,7 +239,8 @@ class _Run:
             self.validate = evaluator(self.objective.validation, self.objective, runner)
             sampled, start_data = min(n, START_SAMPLES), data
             if stream is not None:
-                stream.attach(data)
+                stream.attach(data, lambda first, last: self.loops.sum_loss_checked(
+                    params, data, first, last))
                 start_data, sampled = stream.first_samples(sampled)
             self.start_value = self._mean_loss(runner, params, start_data, sampled)
         self.ceiling = self.start_value + DIVERGENCE_GROWTH * max(abs(self.start_value), 1.0)

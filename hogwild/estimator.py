@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import scipy.sparse as sp
 
-from hogwild.config import RUN_CONTROLS, TRAINING_OPTIONS, RunControls, TrainingConfig
+from hogwild.config import RUN_CONTROLS, RunControls, TrainingConfig
 from hogwild.datasets.ratings import held_out_per_group
 from hogwild.errors import HogwildError, check_seed
 from hogwild.options import TRAINING, parameters_doc
@@ -57,7 +57,7 @@ def training_parameters(own, notes=None, table=TRAINING, **defaults):
     unknown = sorted(set(defaults) - names) + sorted(set(notes or {}) - names)
     if unknown:
         raise TypeError(f"{unknown[0]!r} is not a training option")
-    parameters = {**own, **{option.name: defaults.get(option.name, option.default)
+    parameters = {**own, **{option.parameter: defaults.get(option.name, option.default)
                             for option in table}}
 
     def __init__(self, **params):
@@ -120,8 +120,8 @@ class Params:
         """The TrainingConfig of this estimator's training parameters, with
         ``resolved`` values (an automatic step, a derived seed) in their place: each
         checked by its row of the table of options, and against the others."""
-        return TrainingConfig(**{**{name: getattr(self, name) for name in TRAINING_OPTIONS},
-                                 **resolved})
+        return TrainingConfig(**{**{option.name: getattr(self, option.parameter)
+                                    for option in TRAINING}, **resolved})
 
     def held_out(self, n, what="samples", groups=None):
         """early_stopping's (training, held-out) indices of ``n`` samples, each sorted:

@@ -49,6 +49,9 @@ def read_model(path, kind, version, description, build):
     if meta.get("version") != version:
         raise HogwildError(f"{path} is a version {meta.get('version')!r} model file; "
                            f"this hogwild reads version {version}")
+    params = meta.get("params")
+    if isinstance(params, dict) and "seed" in params:  # saved before it was random_state
+        params["random_state"] = params.pop("seed")
     try:
         return build(meta, arrays)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:

@@ -43,7 +43,8 @@ class Option:
     ``rule(values)``: a check between
     options, given every option's checked value; it returns this option's final
     value. ``cli_words``: words the command line passes through as they are
-    (--step auto); ``aliases``: other flags of the option."""
+    (--step auto); ``parameter_name``: the estimators' name for it, where it
+    differs."""
 
     name: str
     kind: str
@@ -57,11 +58,18 @@ class Option:
     backends: Optional[tuple] = None
     rule: Optional[Callable] = None
     cli_words: tuple = ()
-    aliases: tuple = ()
+    parameter_name: Optional[str] = None
 
     @property
     def flag(self):
         return "--" + self.name.replace("_", "-")
+
+    @property
+    def parameter(self):
+        """The estimators' parameter for this option: its name, or scikit-learn's
+        where that differs (random_state, which clone, GridSearchCV and
+        check_estimator set)."""
+        return self.parameter_name or self.name
 
     @property
     def doc_type(self):
@@ -122,7 +130,7 @@ class Option:
 
     def doc(self, default):
         """This option's numpydoc entry with ``default`` (a problem's own)."""
-        return f"{self.name} : {self.doc_type}, default {default!r}\n" + textwrap.fill(
+        return f"{self.parameter} : {self.doc_type}, default {default!r}\n" + textwrap.fill(
             self.help, 79, initial_indent="    ", subsequent_indent="    ")
 
 
@@ -172,7 +180,7 @@ TRAINING = (
            "decay * t), or 'constant' step; 'inverse_updates' is step / (1 + decay * t) "
            "with t read at each update (epochs and the fraction of the epoch done), so "
            "the step falls within an epoch too.", choices=STEP_SCHEDULES,
-           rule=_step_schedule, aliases=("--schedule",)),
+           rule=_step_schedule),
     Option("workers", "int", None,
            "Threads, processes or CUDA streams (None: every usable core, but no more "
            "than one per 128 KiB of samples: a tiny set trains on one), or threads "
@@ -202,7 +210,8 @@ TRAINING = (
            "new one each run, recorded as the estimators' seed_). The serial, blocked, "
            "colored and cyclades schedulers are then bitwise reproducible, and "
            "replication 'worker' for a given worker count; the others in "
-           "distribution."),
+           "distribution. The estimators call it random_state, as scikit-learn does.",
+           parameter_name="random_state"),
     Option("oversubscribe", "bool", False,
            "Allow more than 4 workers per usable core (they mostly wait for a core)."),
     Option("replication", "choice", "shared",

@@ -41,6 +41,7 @@ it, never a silently different sample.
 """
 import os
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -173,12 +174,19 @@ class SampleStream:
         self._handles = {i: open(f.path, "rb", buffering=0) for i, f in self.files.items()}
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="hogwild-reader")
         self.chunks_per_epoch = 0
+        # Content, not the file's time: each range's CRC-32 at its first read, and the
+        # ranges whose samples were index-checked (see attach)
+        self._digests, self._seen, self._check_samples = {}, set(), None
         self.read_wait_seconds = 0.0  # workers idle for the disk, over the whole run
         self._starts = None
 
-    def attach(self, shared):
-        """The data tuple as the backend shared it: slots are filled there."""
-        self.buffers = shared
+    def attach(self, shared, check):
+        """The data tuple as the backend shared it: slots are filled there.
+        ``check(first, last)`` runs the objective's loss with every index checked over
+        samples first..last-1 of the slots (IndexError past an array's end): each
+        range of samples is checked when it is first read, since the file may have
+        changed since the run's whole-file check."""
+        self.buffers, self._check_samples = shared, check
 
     def first_samples(self, count):
         """(data, k): samples 0..k-1 read into slot 0, k <= count as many as a slot
@@ -225,6 +233,7 @@ class SampleStream:
             self._check(i, file)
         at = slot * self.stride
         nonzero_at = slot * self.nonzeros
+        first_read = any((lo, hi) not in self._seen for lo, hi in ranges)
         for lo, hi in ranges:
             if self.offsets is not None:
                 ends = self.sources[self.offsets]
@@ -242,6 +251,17 @@ class SampleStream:
                 nonzero_at += last - first
         for i, file in self.files.items():
             self._check(i, file)  # a write during the read changes the time
+        if first_read and self._check_samples is not None:
+            self._seen.update(ranges)
+            base = slot * self.stride
+            try:
+                self._check_samples(base, base + sum(hi - lo for lo, hi in ranges))
+            except IndexError:
+                raise HogwildError(
+                    f"a sample read from {', '.join(f.path for f in self.files.values())} "
+                    "has an id beyond the array it indexes: a file was modified while the run "
+                    "read it; the run stops rather than train on data other than the data it "
+                    "started with") from None
 
     def _fill(self, i, at, lo, hi):
         """Rows lo..hi-1 of data array i into its slots' buffer from position ``at``."""
@@ -254,6 +274,12 @@ class SampleStream:
             raise HogwildError(f"{file.path} was truncated while the run read it: "
                                f"rows {lo:,}..{hi - 1:,} are missing; the run "
                                "stops rather than train on part of its data")
+        digest = zlib.crc32(self.buffers[i][at:at + hi - lo].reshape(-1).view(np.uint8))
+        if self._digests.setdefault((i, lo, hi), digest) != digest:
+            raise HogwildError(f"{file.path} was modified while the run read it: rows "
+                               f"{lo:,}..{hi - 1:,} differ from the epoch before (its time "
+                               "was put back); the run stops rather than train on data other "
+                               "than the data it started with")
 
     def _check(self, i, file):
         try:

@@ -88,7 +88,7 @@ def ours_mc(train, test, model, seed, epochs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a few test ids unseen in training
         fitted = MatrixFactorization(model=model, workers=2, epochs=epochs,
-                                     seed=seed).fit(train, eval_set=test)
+                                     random_state=seed).fit(train, eval_set=test)
     return fitted.history_[-1].metrics["test_rmse"]
 
 
@@ -169,7 +169,8 @@ def svm_sets(quick):
 
 
 def ours_svm(X, y, X_test, y_test, reg, fit_intercept, seed, epochs, loss="hinge"):
-    model = SparseSVM(reg=reg, workers=2, seed=seed, epochs=epochs, fit_intercept=fit_intercept,
+    model = SparseSVM(reg=reg, workers=2, random_state=seed, epochs=epochs,
+                      fit_intercept=fit_intercept,
                       loss=loss)
     model.fit(X, y, eval_set=(X_test, y_test))
     return model.history_[-1].metrics["test_error"], sum(r.seconds for r in model.history_)

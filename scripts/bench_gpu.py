@@ -103,7 +103,8 @@ def matrix_completion(quick, epochs, streams, planted_ratings):
                 ("cpu", usable_cores(), "float32", None)):
             with warnings.catch_warnings(), device_memory(memory):
                 warnings.simplefilter("ignore")  # test ids unseen in training
-                model = MatrixFactorization(rank=rank, epochs=epochs, workers=workers, seed=0,
+                model = MatrixFactorization(rank=rank, epochs=epochs, workers=workers,
+                                            random_state=0,
                                             backend="threads" if label == "cpu" else "gpu",
                                             factor_dtype=dtype).fit(train, eval_set=test)
             runs[label] = model.history_
@@ -133,7 +134,7 @@ def svm(quick, epochs, streams, svm_rows):
     for name, X, y, X_test, y_test in svm_sets(quick, svm_rows):
         row = {"dataset": name, "rows": X.shape[0], "nnz": int(X.nnz), "epochs": epochs}
         for backend, workers in (("gpu", streams), ("threads", usable_cores())):
-            model = SparseSVM(epochs=epochs, backend=backend, workers=workers, seed=0)
+            model = SparseSVM(epochs=epochs, backend=backend, workers=workers, random_state=0)
             model.fit(X, y, eval_set=(X_test, y_test))
             seconds = sum(r.seconds for r in model.history_)
             row[f"{backend}_nonzeros_per_s"] = epochs * X.nnz / seconds

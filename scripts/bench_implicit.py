@@ -63,7 +63,7 @@ def ours(data, loss, workers, epochs, seed, adaptive=None):
     clock = []
     started = time.perf_counter()
     model = ImplicitFactorization(loss=loss, workers=workers, epochs=epochs, rank=RANK,
-                                  seed=seed, adaptive=adaptive)
+                                  random_state=seed, adaptive=adaptive)
     model.fit(data.train, eval_set=data.test,
               callback=lambda record: clock.append(time.perf_counter()))
     left_out = np.cumsum([r.metric_seconds for r in model.history_])

@@ -134,7 +134,7 @@ def sgd_default(train, test, seed):
 
 def ours_curve(train, test, workers, seed):
     """SparseSVM() defaults: test error after each epoch, and the objectives."""
-    model = SparseSVM(workers=workers, seed=seed, epochs=EPOCHS,
+    model = SparseSVM(workers=workers, random_state=seed, epochs=EPOCHS,
                       shuffle_rows=not train.random_order)
     model.fit(train.X, train.y, eval_set=(test.X, test.y), objective_every=1)
     return ([r.metrics["test_error"] for r in model.history_],
@@ -148,7 +148,7 @@ def ours_to(train, workers, seed, errors, target):
     if k is None:
         return None, None
     started = time.perf_counter()
-    SparseSVM(workers=workers, seed=seed, epochs=k,
+    SparseSVM(workers=workers, random_state=seed, epochs=k,
               shuffle_rows=not train.random_order).fit(train.X, train.y)
     return time.perf_counter() - started, k
 
@@ -173,7 +173,7 @@ def bench(name, train, test, rounds, seed, scratch, with_vw):
     runs = {key: [] for key in ("vw-1", "vw-10") if with_vw}
     runs["sgdclassifier"] = []
     curves = {}
-    SparseSVM(workers=1, epochs=1, seed=seed, shuffle_rows=not train.random_order).fit(
+    SparseSVM(workers=1, epochs=1, random_state=seed, shuffle_rows=not train.random_order).fit(
         train.X, train.y)  # the first fit of a process loads the compiled loops
     for r in range(rounds):
         for passes in (1, 10) if with_vw else ():

@@ -54,7 +54,7 @@ def ours(train, test, scheduler, workers, rank, epochs, seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a few test ids unseen in training
         model = MatrixFactorization(rank=rank, epochs=epochs, scheduler=scheduler,
-                                    workers=workers, seed=seed).fit(train, eval_set=test)
+                                    workers=workers, random_state=seed).fit(train, eval_set=test)
     history = model.history_
     return {"ratings_per_s": sum(r.updates for r in history) / sum(r.seconds for r in history),
             "test_rmse": history[-1].metrics["test_rmse"], "objective": history[-1].objective}

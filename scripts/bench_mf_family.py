@@ -60,7 +60,7 @@ LIBMF_THREADS = 2
 
 def ours(train, test, workers, seed, epochs):
     """{test_rmse, epoch_seconds, adaptive} of MatrixFactorization() defaults."""
-    model = MatrixFactorization(workers=workers, epochs=epochs, seed=seed)
+    model = MatrixFactorization(workers=workers, epochs=epochs, random_state=seed)
     model.fit((train.users, train.items, train.values),
               eval_set=(test.users, test.items, test.values))
     return {"test_rmse": [r.metrics["test_rmse"] for r in model.history_],

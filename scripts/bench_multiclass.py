@@ -50,7 +50,7 @@ def ours(data, workers, seed):
     X, y, X_test, y_test = data
     clock = []
     started = time.perf_counter()
-    model = SparseSVM(workers=workers, seed=seed)
+    model = SparseSVM(workers=workers, random_state=seed)
     model.fit(X, y, eval_set=(X_test, y_test),
               callback=lambda record: clock.append(time.perf_counter()))
     left_out = np.cumsum([r.metric_seconds for r in model.history_])
@@ -72,7 +72,7 @@ def ours_to(data, workers, seed, curve, target):
     if k is None:
         return None
     started = time.perf_counter()
-    SparseSVM(workers=workers, epochs=k, seed=seed).fit(X, y)
+    SparseSVM(workers=workers, epochs=k, random_state=seed).fit(X, y)
     return time.perf_counter() - started
 
 
@@ -123,7 +123,7 @@ def first_fits(data):
     seconds = {}
     for workers in (1, 2):
         started = time.perf_counter()
-        SparseSVM(workers=workers, epochs=1, seed=0).fit(X, y)
+        SparseSVM(workers=workers, epochs=1, random_state=0).fit(X, y)
         seconds[f"hogwild-{workers}"] = time.perf_counter() - started
     started = time.perf_counter()
     SGDClassifier(alpha=REG, max_iter=1, tol=None, random_state=0).fit(X, y)

@@ -39,7 +39,7 @@ OUR_CONFIGS = (
 
 def ours(X, y, X_test, y_test, scheduler, workers, block, epochs, reg, step, seed):
     model = SparseSVM(reg=reg, epochs=epochs, step=step, scheduler=scheduler,
-                      workers=workers, shuffle_block=block, seed=seed)
+                      workers=workers, shuffle_block=block, random_state=seed)
     model.fit(X, y, eval_set=(X_test, y_test))
     history = model.history_
     seconds = sum(r.seconds for r in history)
@@ -57,7 +57,7 @@ def sgd_classifier(X, y, X_test, y_test, epochs, reg, seed):
 def epochs_to_reach(X, y, X_test, y_test, target_error, max_epochs, reg, step, seed):
     """The first epoch after which hogwild at 1 worker has test error <= target_error
     (same schedule as the timed runs), or None within max_epochs."""
-    model = SparseSVM(reg=reg, epochs=max_epochs, step=step, workers=1, seed=seed)
+    model = SparseSVM(reg=reg, epochs=max_epochs, step=step, workers=1, random_state=seed)
     model.fit(X, y, eval_set=(X_test, y_test))
     return next((r.epoch for r in model.history_
                  if r.metrics["test_error"] <= target_error + 1e-12), None)

@@ -87,11 +87,11 @@ def test_the_defaults_learn_a_click_log_that_sgd_at_scikit_learns_reg_does_not(c
     """Power-law fields: the adaptive default with the data's reg against the old
     defaults (one step for every feature, reg 1e-4) and a one-worker run."""
     train, test = clicks
-    default = SparseSVM(seed=0, epochs=5, shuffle_rows=False).fit(
+    default = SparseSVM(random_state=0, epochs=5, shuffle_rows=False).fit(
         train.X, train.y, eval_set=(test.X, test.y), objective_every=1)
-    one = SparseSVM(seed=0, epochs=5, workers=1, shuffle_rows=False).fit(
+    one = SparseSVM(random_state=0, epochs=5, workers=1, shuffle_rows=False).fit(
         train.X, train.y, eval_set=(test.X, test.y))
-    old = SparseSVM(seed=0, epochs=5, workers=1, shuffle_rows=False, adaptive=False,
+    old = SparseSVM(random_state=0, epochs=5, workers=1, shuffle_rows=False, adaptive=False,
                     reg=1e-4).fit(train.X, train.y, eval_set=(test.X, test.y))
     errors = [m.history_[-1].metrics["test_error"] for m in (default, one, old)]
     assert default.reg_ == pytest.approx(1 / 100_000) and default.adaptive_
@@ -116,12 +116,12 @@ def test_fit_records_the_reg_and_steps_it_used():
     X, y = make_sparse_classification(20_000, 300, nnz_per_row=10, seed=0)
     X[:, 250:] = 0  # 50 features that never occur
     X.eliminate_zeros()
-    model = SparseSVM(seed=0, epochs=2, workers=1).fit(X, y)
+    model = SparseSVM(random_state=0, epochs=2, workers=1).fit(X, y)
     assert (feature_counts(X.tocsr().astype(np.float32)) > 0).sum() == 250
     assert model.reg_ == pytest.approx(1 / 20_000) and model.adaptive_
     assert model.squared_gradients_.shape == (301,) and (model.squared_gradients_ >= 0).all()
     assert model.squared_gradients_[250:300].sum() == 0
-    given = SparseSVM(seed=0, epochs=2, workers=1, reg=1e-3, adaptive=False).fit(X, y)
+    given = SparseSVM(random_state=0, epochs=2, workers=1, reg=1e-3, adaptive=False).fit(X, y)
     assert (given.reg_, given.adaptive_) == (1e-3, False)
     assert not hasattr(given, "squared_gradients_")
 
@@ -133,9 +133,9 @@ def test_the_default_penalty_starts_at_the_second_epoch_and_a_given_one_at_once(
     runs = {}
     for name, epochs, reg in (("default-1", 1, None), ("zero-1", 1, 0.0),
                               ("default-2", 2, None), ("zero-2", 2, 0.0)):
-        model = SparseSVM(seed=0, epochs=epochs, workers=1, reg=reg).fit(X, y)
+        model = SparseSVM(random_state=0, epochs=epochs, workers=1, reg=reg).fit(X, y)
         runs[name] = model.coef_
-    given = SparseSVM(seed=0, epochs=1, workers=1, reg=1e-3).fit(X, y).coef_
+    given = SparseSVM(random_state=0, epochs=1, workers=1, reg=1e-3).fit(X, y).coef_
     assert np.array_equal(runs["default-1"], runs["zero-1"])
     assert np.abs(runs["default-2"]).sum() < np.abs(runs["zero-2"]).sum()
     assert np.abs(given).sum() < np.abs(runs["zero-1"]).sum()
@@ -148,7 +148,7 @@ def test_an_adaptive_hinge_step_stops_at_the_hinge(step, margin):
     update (140 without it)."""
     X = sp.csr_matrix(np.array([[0.6, 0.8, 0, 0], [0, 0, 0.6, 0.8]], np.float32))
     y = np.array([1, -1])
-    model = SparseSVM(epochs=1, workers=1, seed=0, step=step, reg=0.0,
+    model = SparseSVM(epochs=1, workers=1, random_state=0, step=step, reg=0.0,
                       fit_intercept=False).fit(X, y)
     np.testing.assert_allclose(model.decision_function(X) * [1, -1], [margin, margin],
                                rtol=1e-5)
@@ -158,7 +158,7 @@ def test_partial_fit_and_model_files_continue_the_adaptive_steps(tmp_path):
     """partial_fit after fit, and after save/load, starts from the sums where fit left
     them: one epoch more on one worker is bitwise the same either way."""
     X, y = make_sparse_classification(3000, 200, nnz_per_row=8, seed=1)
-    model = SparseSVM(seed=0, epochs=3, workers=1).fit(X, y)
+    model = SparseSVM(random_state=0, epochs=3, workers=1).fit(X, y)
     sums = model.squared_gradients_.copy()
     model.save(tmp_path / "model.npz")
     loaded = SparseSVM.load(tmp_path / "model.npz")
@@ -172,7 +172,7 @@ def test_partial_fit_and_model_files_continue_the_adaptive_steps(tmp_path):
 
 def test_an_edited_model_file_with_negative_sums_is_refused(tmp_path):
     X, y = make_sparse_classification(500, 50, nnz_per_row=5, seed=2)
-    SparseSVM(seed=0, epochs=1, workers=1).fit(X, y).save(tmp_path / "model.npz")
+    SparseSVM(random_state=0, epochs=1, workers=1).fit(X, y).save(tmp_path / "model.npz")
     with np.load(tmp_path / "model.npz") as archive:
         arrays = dict(archive)
     arrays["squared_gradients"][3] = -1.0
@@ -206,13 +206,13 @@ def test_the_auto_guard_runs_shared_once_copies_raise_the_objective(capsys, monk
         "worker", "mixed", {"chose": "worker", "merge": "mixed",
                             "why": "copies, as if a probe chose them"}))
     X, y = make_sparse_classification(6000, 60, nnz_per_row=12, seed=3)
-    wild = SparseSVM(seed=0, epochs=3, workers=2, adaptive=False, step=20.0).fit(X, y)
+    wild = SparseSVM(random_state=0, epochs=3, workers=2, adaptive=False, step=20.0).fit(X, y)
     auto = wild.replicated_["auto"]
     assert (wild.replication_, auto["chose"], auto["fell_back"]["epoch"]) == ("shared", "worker",
                                                                               1)
     assert "rose from" in auto["fell_back"]["why"]
     assert wild.history_[0].updates == 2 * 6000  # the epoch ran twice
-    calm = SparseSVM(seed=0, epochs=3, workers=2, adaptive=False).fit(X, y)
+    calm = SparseSVM(random_state=0, epochs=3, workers=2, adaptive=False).fit(X, y)
     assert calm.replication_ == "worker" and "fell_back" not in calm.replicated_["auto"]
     assert main(["run", "svm", "--data", "a9a", "--epochs", "2", "--workers", "2",
                  "--no-adaptive", "--step", "20", "--seed", "0", "--checkpoint-every",
@@ -278,7 +278,7 @@ def test_adaptive_rates_train_the_same_model_on_any_rating_scale():
 
     train, test = planted()
     big = Ratings(train.users, train.items, train.values * np.float32(100))
-    fits = [MatrixFactorization(epochs=3, workers=1, scheduler="serial", seed=0,
+    fits = [MatrixFactorization(epochs=3, workers=1, scheduler="serial", random_state=0,
                                 adaptive=True).fit(r) for r in (train, big)]
     assert fits[1].rating_scale_ == pytest.approx(100 * fits[0].rating_scale_, rel=1e-5)
     assert fits[1].reg_ == pytest.approx(100 * fits[0].reg_, rel=1e-5)
@@ -297,7 +297,7 @@ def test_adaptive_rates_leave_the_saddle_that_a_fixed_step_sits_on():
     train, test = planted()
     rmse = {}
     for adaptive in (True, False):
-        model = MatrixFactorization(epochs=6, workers=1, seed=0, adaptive=adaptive)
+        model = MatrixFactorization(epochs=6, workers=1, random_state=0, adaptive=adaptive)
         rmse[adaptive] = model.fit(train, eval_set=test).history_[-1].metrics["test_rmse"]
     assert rmse[True] < 0.6 and rmse[False] > 0.9, rmse
 
@@ -326,7 +326,7 @@ def test_the_step_decays_once_the_factors_have_left_the_zero_saddle():
     from hogwild.problems.matrix_completion import MatrixFactorization
 
     train, test = planted()
-    history = MatrixFactorization(epochs=6, workers=1, seed=3, adaptive=True).fit(
+    history = MatrixFactorization(epochs=6, workers=1, random_state=3, adaptive=True).fit(
         train, eval_set=test).history_
     objectives = [r.objective for r in history]
     falls = -np.diff(objectives)  # in epochs 2 to 6
@@ -369,7 +369,7 @@ def test_adaptive_none_turns_them_on_where_users_and_items_average_80_ratings(pe
     from hogwild.problems.matrix_completion import MatrixFactorization
 
     train, _ = planted(300, 200, 300 * per_row)  # the sparser side: 300 users
-    model = MatrixFactorization(epochs=1, workers=1, seed=0).fit(train)
+    model = MatrixFactorization(epochs=1, workers=1, random_state=0).fit(train)
     assert model.adaptive_ is adaptive
     assert model.step_ == (0.2 if adaptive else 0.03)
 

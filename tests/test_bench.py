@@ -95,7 +95,7 @@ def test_pytorch_hogwild_peers_reach_our_quality():
 
     X, y = make_sparse_classification(6000, 5000, nnz_per_row=30, seed=0)
     X = as_csr(X)
-    ours = SparseSVM(epochs=10, workers=1, seed=0).fit(X[:5000], y[:5000])
+    ours = SparseSVM(epochs=10, workers=1, random_state=0).fit(X[:5000], y[:5000])
     theirs = torch_svm_peer(X[:5000], y[:5000], X[5000:], y[5000:], 1e-4, 10,
                             auto_step(X[:5000]), 0.9, 2, 0)
     assert abs(theirs["test_error"] - (1 - ours.score(X[5000:], y[5000:]))) <= 0.02
@@ -104,7 +104,8 @@ def test_pytorch_hogwild_peers_reach_our_quality():
     train, test, _ = make_jumbo(2000, 1500, 100_000, rank=4, noise=0.5, seed=0, folder=None)
     # the settings this was checked with (the defaults' smaller step and init need
     # more than 10 epochs of the peer's summed mini-batches)
-    model = MatrixFactorization(rank=8, epochs=10, workers=1, seed=0, step=0.04, init_scale=0.1,
+    model = MatrixFactorization(rank=8, epochs=10, workers=1, random_state=0, step=0.04,
+                                init_scale=0.1,
                                 adaptive=False)  # the peer's plain SGD
     ours = model.fit(train, eval_set=test).history_[-1].metrics["test_rmse"]
     _, reg, bias_reg, step, init_scale = model.settings()

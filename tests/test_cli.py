@@ -93,11 +93,11 @@ def test_run_svm_on_a_generated_click_log_trains_on_its_rows_in_place(capsys, tm
                          "path"),
     (["--data", "missing/train.svm"], "cannot read missing/train.svm: no such file"),
     (["--reg", "-1"], "reg must be a finite number >= 0, got -1.0"),
-    (["--schedule", "cosine"], "unknown step schedule 'cosine'; choose one of: constant, "
+    (["--step-schedule", "cosine"], "unknown step schedule 'cosine'; choose one of: constant, "
                                "geometric, inverse, inverse_updates"),
     (["--save", "/no-such-folder/m.npz"],
      "--save /no-such-folder/m.npz: the folder /no-such-folder does not exist"),
-    (["--decay", "inf", "--schedule", "inverse"], "decay must be a finite number, got inf"),
+    (["--decay", "inf", "--step-schedule", "inverse"], "decay must be a finite number, got inf"),
     (["--decay", "nan"], "decay must be a finite number, got nan"),
     (["--seed", "-1"], "seed must be an integer >= 0, got -1"),
     (["--epochs", "99999999999999999999"], "epochs must be an integer from 1 to 1,000,000, got "
@@ -647,7 +647,8 @@ def test_each_problem_takes_its_defaults_from_the_library():
         for name in ("epochs", "step", "decay", "step_schedule", "scheduler", "shuffle_block"):
             assert getattr(args, name) == defaults[name], (problem, name)
         assert args.checkpoint == f"hogwild-{problem}-checkpoint.npz"
-    assert parser.parse_args(["run", "svm", "--schedule", "inverse"]).step_schedule == "inverse"
+    assert parser.parse_args(["run", "svm", "--step-schedule", "inverse"]).step_schedule == \
+        "inverse"
 
 
 @pytest.mark.parametrize("problem, argv", [
@@ -672,3 +673,31 @@ def test_an_unseeded_run_records_its_drawn_seed_and_is_reproducible_from_it(
     runs.append(json.loads(out))
     assert isinstance(runs[0]["seed"], int) and runs[0]["seed"] == runs[1]["seed"]
     assert runs[0]["history"][-1]["objective"] == runs[1]["history"][-1]["objective"]
+
+
+@pytest.mark.parametrize("problem", ["svm", "mc", "implicit", "cuts"])
+def test_help_speaks_the_command_lines_words(capsys, problem):
+    """The training options' help comes from the library's table, written for the
+    Python API: on the command line parameters are flags, and no attribute or
+    constant of the code is named."""
+    with pytest.raises(SystemExit):
+        main(["run", problem, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for code in ("None:", "replicated_", "seed_", "step_ ", "SCHEDULE_BY_CLASSES",
+                 "HOT_MERGE_EVERY", "FitResult", "hogwild.schedulers", "hogwild.replication",
+                 "hogwild.streaming", "random_state", "early_stopping", "validation_fraction",
+                 "hot_fraction", "fit_intercept=False", "shuffle_rows"):
+        assert code not in text, (problem, code)
+    assert "--validation-fraction of the training samples" in text
+
+
+def test_a_flag_is_taken_only_as_written(capsys):
+    """--schedule was another name of --step-schedule beside --scheduler; a prefix
+    of a flag is no flag."""
+    for argv in (["--schedule", "inverse"], ["--epoch", "2"]):
+        with pytest.raises(SystemExit) as exit:
+            main(["run", "svm", *argv])
+        out, err = capsys.readouterr()
+        assert exit.value.code == 2 and out == ""
+        assert err == (f"hogwild: error: unrecognized arguments: {' '.join(argv)} (see "
+                       "'hogwild --help')\n")

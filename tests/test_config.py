@@ -74,7 +74,7 @@ def _zero(e, params, data):
 
 
 def test_estimators_build_the_config_from_their_own_parameters():
-    model = SparseSVM(epochs=4, decay=0.8, workers=2, scheduler="locked", seed=3,
+    model = SparseSVM(epochs=4, decay=0.8, workers=2, scheduler="locked", random_state=3,
                       shuffle_block=8)
     config = model.training_config(step=0.25)
     assert (config.epochs, config.step, config.decay, config.workers, config.scheduler,

@@ -369,7 +369,7 @@ def test_the_engine_and_estimators_hand_backend_ray_to_the_parameter_server(loca
 
     X, y = make_sparse_classification(2000, 1000, nnz_per_row=15, seed=4)
     model = SparseSVM(epochs=2, backend="ray", distributed={"nodes": 2, "staleness": 1},
-                      seed=0).fit(X, y)
+                      random_state=0).fit(X, y)
     assert model.distributed_["nodes"] == 2 and model.distributed_["max_staleness"] <= 1
     assert model.score(X, y) > 0.8
     with pytest.raises(HogwildError, match="^distributed is for backend 'ray' or 'mpi'; this "

@@ -101,7 +101,7 @@ def test_a_validation_that_is_not_a_metric_is_refused():
 def test_too_few_samples_to_hold_out_is_one_clear_error():
     X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     with pytest.raises(HogwildError) as error:
-        SparseSVM(early_stopping=2, seed=0).fit(X, [0, 1, 1])
+        SparseSVM(early_stopping=2, random_state=0).fit(X, [0, 1, 1])
     assert str(error.value) == (
         "validation_fraction=0.1 of 3 rows holds out 0: early_stopping needs at least one "
         "held-out and one training sample")
@@ -118,7 +118,7 @@ def _noisy_classes(seed=0, n=3000, d=40, classes=2):
 @pytest.mark.parametrize("classes", [2, 3])
 def test_svm_keeps_the_epoch_of_its_best_held_out_error(classes):
     X, y = _noisy_classes(classes=classes)
-    model = SparseSVM(epochs=40, early_stopping=3, seed=0, workers=1)
+    model = SparseSVM(epochs=40, early_stopping=3, random_state=0, workers=1)
     model.fit(X[:2000], y[:2000], eval_set=(X[2000:], y[2000:]))
     errors = [record.metrics["validation_error"] for record in model.history_]
     best = model.best_epoch_
@@ -174,8 +174,8 @@ def test_on_ratings_too_few_to_learn_from_the_start_near_the_mean_is_kept():
     test = (users[:n_test], items[:n_test], values[:n_test])
     mean_rmse = float(np.sqrt(np.mean((test[2] - train[2].mean()) ** 2)))
     with pytest.warns(UserWarning, match="never seen in training"):
-        full = MatrixFactorization(seed=0, workers=1).fit(train, eval_set=test)
-        stopped = MatrixFactorization(seed=0, workers=1, early_stopping=3).fit(
+        full = MatrixFactorization(random_state=0, workers=1).fit(train, eval_set=test)
+        stopped = MatrixFactorization(random_state=0, workers=1, early_stopping=3).fit(
             train, eval_set=test)
     assert full.history_[-1].metrics["test_rmse"] > 1.05 * mean_rmse
     assert stopped.best_epoch_ == 0 and stopped.kept_record_.epoch == 0
@@ -189,7 +189,7 @@ def test_implicit_feedback_keeps_the_best_epoch_of_its_held_out_rank_loss():
                                               0.2, 0.01)
     train = sp.csr_matrix(likes & (rng.random(likes.shape) < 0.8), dtype=np.float32)
     test = sp.csr_matrix(likes & (train.toarray() == 0), dtype=np.float32)
-    model = ImplicitFactorization(epochs=40, early_stopping=5, seed=0, workers=1, rank=8)
+    model = ImplicitFactorization(epochs=40, early_stopping=5, random_state=0, workers=1, rank=8)
     model.fit(train, eval_set=test)
     losses = [record.metrics["validation_rank_loss"] for record in model.history_]
     best = model.best_epoch_
@@ -250,7 +250,7 @@ def test_early_stopping_on_the_gpu_keeps_the_epoch_the_cpu_keeps():
         users, items, values = _sparse_planted_ratings(n=60, per_row=6, rank=3)
         warnings.simplefilter("ignore")
         fits = [MatrixFactorization(rank=8, epochs=30, early_stopping=2, scheduler="serial",
-                                    seed=0, step=0.05, reg=0.001, adaptive=False,
+                                    random_state=0, step=0.05, reg=0.001, adaptive=False,
                                     backend=backend).fit((users, items, values))
                 for backend in ("threads", "gpu")]
         cpu, gpu = ([r.metrics["validation_rmse"] for r in f.history_] for f in fits)
@@ -279,6 +279,6 @@ def test_the_run_that_stops_early_leaves_its_checkpoint(tmp_path):
 
 def test_partial_fit_trains_its_one_epoch_whatever_early_stopping_says():
     X, y = _noisy_classes(n=400)
-    model = SparseSVM(early_stopping=3, seed=0, workers=1)
+    model = SparseSVM(early_stopping=3, random_state=0, workers=1)
     model.partial_fit(X, y, classes=[0, 1]).partial_fit(X, y)
     assert model.n_iter_ == 2 and model.best_epoch_ is None

@@ -70,7 +70,7 @@ def test_serial_on_the_gpu_is_bitwise_the_cpus_serial_run():
         rng = np.random.default_rng(0)
         ratings = (rng.integers(0, 30, 600), rng.integers(0, 20, 600),
                    rng.integers(1, 6, 600).astype(np.float32))
-        fits = [MatrixFactorization(rank=4, epochs=2, scheduler="serial", seed=0,
+        fits = [MatrixFactorization(rank=4, epochs=2, scheduler="serial", random_state=0,
                                     backend=backend).fit(ratings)
                 for backend in ("threads", "gpu")]
         np.testing.assert_allclose(fits[0].user_factors_, fits[1].user_factors_, rtol=1e-5,
@@ -89,9 +89,9 @@ def test_many_gpu_threads_on_conflict_free_data_give_the_serial_result():
         n = 64
         rng = np.random.default_rng(0)
         ratings = (np.arange(n), np.arange(n), rng.integers(1, 6, n).astype(np.float32))
-        serial = MatrixFactorization(rank=4, epochs=3, scheduler="serial", seed=0,
+        serial = MatrixFactorization(rank=4, epochs=3, scheduler="serial", random_state=0,
                                      shuffle_block=1, backend="gpu").fit(ratings)
-        gpu = MatrixFactorization(rank=4, epochs=3, scheduler="hogwild", workers=2, seed=0,
+        gpu = MatrixFactorization(rank=4, epochs=3, scheduler="hogwild", workers=2, random_state=0,
                                   shuffle_block=1, backend="gpu").fit(ratings)
         assert np.array_equal(serial.user_factors_, gpu.user_factors_)
         assert np.array_equal(serial.item_factors_, gpu.item_factors_)
@@ -141,7 +141,7 @@ def test_matrix_completion_with_a_warp_per_rating_agrees_with_the_cpu():
         for model, rank, adaptive in (("biased", 32, False), ("biased", 32, True),
                                       ("paper", 40, False)):
             fits = [MatrixFactorization(model=model, rank=rank, epochs=2, scheduler="serial",
-                                        seed=0, backend=backend, adaptive=adaptive).fit(
+                                        random_state=0, backend=backend, adaptive=adaptive).fit(
                                             ratings, eval_set=ratings)
                     for backend in ("threads", "gpu")]
             for name in ("user_factors_", "item_factors_", "item_bias_"):
@@ -155,7 +155,7 @@ def test_matrix_completion_with_a_warp_per_rating_agrees_with_the_cpu():
         distinct = (np.arange(n), np.arange(n), rng.integers(1, 6, n).astype(np.float32))
         for adaptive in (False, True):
             one_warp, warps = (MatrixFactorization(rank=32, epochs=2, scheduler=scheduler,
-                                                   workers=workers, seed=0, shuffle_block=1,
+                                                   workers=workers, random_state=0, shuffle_block=1,
                                                    backend="gpu", adaptive=adaptive).fit(distinct)
                                for scheduler, workers in (("serial", 1), ("hogwild", 2)))
             assert np.array_equal(one_warp.user_factors_, warps.user_factors_)
@@ -177,7 +177,7 @@ def test_gpu_kernels_are_cached_by_code_not_by_closure():
                    rng.integers(1, 6, 40).astype(np.float32))
 
         def fit(rank):
-            MatrixFactorization(rank=rank, epochs=1, scheduler="serial", seed=0,
+            MatrixFactorization(rank=rank, epochs=1, scheduler="serial", random_state=0,
                                 backend="gpu").fit(ratings, eval_set=ratings)
             return len(gpu_kernels._kernels), len(gpu_kernels._device_functions)
 
@@ -199,7 +199,7 @@ def test_half_precision_factors_train_like_float32_on_the_gpu():
         rng = np.random.default_rng(1)
         ratings = (rng.integers(0, 30, 300), rng.integers(0, 20, 300),
                    rng.integers(1, 6, 300).astype(np.float32))
-        runs = {dtype: MatrixFactorization(rank=8, epochs=4, scheduler="serial", seed=0,
+        runs = {dtype: MatrixFactorization(rank=8, epochs=4, scheduler="serial", random_state=0,
                                            backend="gpu", factor_dtype=dtype).fit(ratings)
                 for dtype in ("float32", "float16")}
         single, half = ([r.objective for r in runs[d].history_] for d in ("float32", "float16"))
@@ -249,7 +249,7 @@ def test_test_metrics_are_computed_on_the_device_without_copies_to_the_host():
         warnings.simplefilter("ignore")
         for model in ("biased", "paper"):
             fits = [MatrixFactorization(model=model, rank=4, epochs=3, scheduler="serial",
-                                        seed=0, backend=backend).fit(train, eval_set=test)
+                                        random_state=0, backend=backend).fit(train, eval_set=test)
                     for backend in ("threads", "gpu")]
             cpu, gpu = ([r.metrics["test_rmse"] for r in f.history_] for f in fits)
             np.testing.assert_allclose(gpu, cpu, rtol=1e-5)
@@ -260,7 +260,7 @@ def test_test_metrics_are_computed_on_the_device_without_copies_to_the_host():
         X, y = make_sparse_classification(500, 200, nnz_per_row=6, seed=0, empty_fraction=0.1,
                                           positive_fraction=0.1)
         for fit_intercept in (True, False):
-            fits = [SparseSVM(epochs=3, scheduler="serial", seed=0, backend=backend,
+            fits = [SparseSVM(epochs=3, scheduler="serial", random_state=0, backend=backend,
                               shuffle_block=1, fit_intercept=fit_intercept).fit(
                                   X[:400], y[:400], eval_set=(X[400:], y[400:]))
                     for backend in ("threads", "gpu")]
@@ -296,7 +296,7 @@ def test_data_larger_than_the_device_memory_is_streamed_through_it():
         def fit(ratings, memory, scheduler, workers, epochs=2):
             os.environ["HOGWILD_GPU_MEMORY"] = memory
             return MatrixFactorization(rank=4, epochs=epochs, scheduler=scheduler,
-                                       workers=workers, seed=0, shuffle_block=1,
+                                       workers=workers, random_state=0, shuffle_block=1,
                                        backend="gpu").fit(ratings)
 
         rng = np.random.default_rng(0)

@@ -669,7 +669,7 @@ def test_an_edited_model_file_is_one_error(tmp_path, edit, detail):
     from hogwild.problems.sparse_svm import SparseSVM
 
     X = np.eye(6, 4, dtype=np.float32)
-    model = SparseSVM(epochs=1, seed=0, workers=1).fit(X, np.array([0, 1] * 3))
+    model = SparseSVM(epochs=1, random_state=0, workers=1).fit(X, np.array([0, 1] * 3))
     path = tmp_path / "model.npz"
     model.save(path)
     with np.load(path) as archive:
@@ -691,10 +691,11 @@ def _saved_models(tmp_path):
 
     train, _, _ = make_jumbo(60, 40, 600, seed=0, folder=None)
     interactions = sp.csr_matrix((np.ones(train.users.size), (train.users, train.items)))
-    models = {SparseSVM: SparseSVM(epochs=1, seed=0, workers=1).fit(
+    models = {SparseSVM: SparseSVM(epochs=1, random_state=0, workers=1).fit(
                   np.eye(6, 4, dtype=np.float32), np.array([0, 1] * 3)),
-              MatrixFactorization: MatrixFactorization(epochs=1, seed=0, workers=1).fit(train),
-              ImplicitFactorization: ImplicitFactorization(epochs=1, seed=0, workers=1).fit(
+              MatrixFactorization: MatrixFactorization(epochs=1, random_state=0,
+                                                       workers=1).fit(train),
+              ImplicitFactorization: ImplicitFactorization(epochs=1, random_state=0, workers=1).fit(
                   interactions)}
     paths = {}
     for kind, model in models.items():
@@ -806,6 +807,40 @@ def test_ctrl_c_while_the_command_imports_is_one_line_and_exit_130(tmp_path):
     assert process.returncode == 130, err
     assert err.startswith("hogwild: interrupted") and "Traceback" not in err, err
     assert len(err.splitlines()) == 1, err
+
+
+def _spawned_children(pid):
+    """Pids of multiprocessing's spawned children of ``pid`` (their command lines
+    name spawn_main from their first instruction)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and \
+                    b"spawn_main" in Path(f"/proc/{entry}/cmdline").read_bytes():
+                found.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
+def test_ctrl_c_while_worker_processes_start_is_the_parents_alone(tmp_path):
+    """Ctrl-C while the processes backend's children imported numpy and numba gave a
+    KeyboardInterrupt traceback in each child and 'worker 1 ... killed by signal
+    SIGINT while starting' (exit 2): the children are now born ignoring SIGINT, and
+    the parent stops as for any Ctrl-C (exit 130)."""
+    command = [sys.executable, "-m", "hogwild_launcher", "run", "svm", "--backend",
+               "processes", "--workers", "2", "--epochs", "50"]
+    env = {**os.environ, "HOGWILD_CACHE_DIR": str(tmp_path / "cache")}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True, env=env, cwd=tmp_path)
+    _wait_for(lambda: _spawned_children(process.pid), "worker process")
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "killed by signal" not in err, err
+    assert err.splitlines()[-1].startswith("hogwild: interrupted"), err
 
 
 def test_labels_of_types_that_do_not_compare_are_one_error():

@@ -119,8 +119,8 @@ def test_adaptive_rates_learn_sparse_data_the_fixed_step_barely_moves():
     train, test = planted(n_users=3000, n_items=2000, groups=20, p_in=0.05, p_out=0.002)
     random = ranking_metrics(np.zeros((3000, 1)), np.zeros((2000, 1)),
                              np.random.default_rng(0).random(2000), test, train)
-    fixed = ImplicitFactorization(adaptive=False, seed=0, workers=1).fit(train)
-    default = ImplicitFactorization(seed=0, workers=1).fit(train)
+    fixed = ImplicitFactorization(adaptive=False, random_state=0, workers=1).fit(train)
+    default = ImplicitFactorization(random_state=0, workers=1).fit(train)
     assert default.adaptive_ and not fixed.adaptive_
     assert (default.step_, default.decay_, default.reg_) == (0.05, 1.0, 0.2)
     precision = [m.evaluate(test)["precision@10"] for m in (fixed, default)]
@@ -132,7 +132,7 @@ def test_adaptive_rates_are_chosen_by_pairs_per_row_and_loss():
     dense = interactions_from_ratings(shared_ratings("ml-100k")).train  # 31 pairs a row
     sparse, _ = planted()  # about 12 a row
     assert not ImplicitFactorization(epochs=1).fit(dense).adaptive_
-    assert ImplicitFactorization(epochs=1, seed=0).fit(sparse).adaptive_
+    assert ImplicitFactorization(epochs=1, random_state=0).fit(sparse).adaptive_
     assert not ImplicitFactorization(loss="bpr", epochs=1).fit(sparse).adaptive_
     assert ImplicitFactorization(loss="bpr", adaptive=True, epochs=1).fit(dense).adaptive_
 
@@ -180,7 +180,7 @@ def test_a_planted_preference_is_learned_far_above_popularity(loss):
     baseline = ranking_metrics(np.zeros((train.shape[0], 1)), np.zeros((train.shape[1], 1)),
                                popularity, test, train)
     best = ranking_metrics(user_codes, item_codes, None, test, train)
-    model = ImplicitFactorization(loss=loss, seed=0, workers=2).fit(train, eval_set=test)
+    model = ImplicitFactorization(loss=loss, random_state=0, workers=2).fit(train, eval_set=test)
     measures = model.evaluate(test)
     assert best["precision@10"] > 2.5 * baseline["precision@10"]  # a planted signal
     assert measures["precision@10"] >= 0.85 * best["precision@10"], (measures, best)
@@ -191,10 +191,10 @@ def test_a_planted_preference_is_learned_far_above_popularity(loss):
 
 def test_one_worker_is_bitwise_reproducible_for_a_seed():
     train, _ = planted(seed=4)
-    runs = [ImplicitFactorization(seed=7, workers=1, epochs=3).fit(train) for _ in range(2)]
+    runs = [ImplicitFactorization(random_state=7, workers=1, epochs=3).fit(train) for _ in range(2)]
     for name in ("user_factors_", "item_factors_", "item_bias_"):
         assert np.array_equal(getattr(runs[0], name), getattr(runs[1], name))
-    other = ImplicitFactorization(seed=8, workers=1, epochs=3).fit(train)
+    other = ImplicitFactorization(random_state=8, workers=1, epochs=3).fit(train)
     assert not np.array_equal(other.item_factors_, runs[0].item_factors_)
 
 
@@ -202,14 +202,14 @@ def test_movielens_100k_warp_defaults_beat_lightfms_precision():
     """LightFM 1.17's WARP with its defaults at rank 32, 20 epochs, on this split:
     precision@10 0.2067 (scripts/bench_implicit.py); ours with defaults >= 0.21."""
     data = interactions_from_ratings(shared_ratings("ml-100k"))
-    model = ImplicitFactorization(seed=0).fit(data.train)
+    model = ImplicitFactorization(random_state=0).fit(data.train)
     measures = model.evaluate(data.test)
     assert measures["precision@10"] >= 0.21, measures
 
 
 def test_recommend_leaves_out_seen_items_and_similar_items_are_the_nearest():
     train, _ = planted(seed=5)
-    model = ImplicitFactorization(seed=0, workers=1, epochs=5).fit(train)
+    model = ImplicitFactorization(random_state=0, workers=1, epochs=5).fit(train)
     seen = set(train[3].indices)
     items, scores = model.recommend(3, n=20)
     assert not seen & set(items.tolist()) and np.all(np.diff(scores) <= 0)
@@ -243,7 +243,7 @@ def test_a_pair_rated_twice_is_one_interaction_never_both_trained_on_and_held_ou
 def test_a_user_without_interactions_gets_the_most_popular_items_with_a_warning():
     train, _ = planted(seed=6)
     train = sp.vstack([train, sp.csr_matrix((1, train.shape[1]))]).tocsr()  # a last, empty user
-    model = ImplicitFactorization(seed=0, workers=1, epochs=2).fit(train)
+    model = ImplicitFactorization(random_state=0, workers=1, epochs=2).fit(train)
     popular = np.argsort(-np.asarray(train.sum(axis=0)).ravel(), kind="stable")[:5]
     for user in (train.shape[0] - 1, train.shape[0] + 10):
         with pytest.warns(UserWarning, match="no training interactions"):
@@ -253,13 +253,13 @@ def test_a_user_without_interactions_gets_the_most_popular_items_with_a_warning(
 
 def test_model_files_round_trip_and_edited_ones_are_refused(tmp_path):
     train, test = planted(seed=2)
-    model = ImplicitFactorization(seed=0, workers=1, epochs=2, loss="bpr").fit(train)
+    model = ImplicitFactorization(random_state=0, workers=1, epochs=2, loss="bpr").fit(train)
     path = tmp_path / "model.npz"
     model.save(path)
     loaded = ImplicitFactorization.load(path)
     assert loaded.get_params() == model.get_params() and loaded.reg_ == 0.03
     assert loaded.adaptive_ is False
-    adaptive = ImplicitFactorization(seed=0, workers=1, epochs=2).fit(train)
+    adaptive = ImplicitFactorization(random_state=0, workers=1, epochs=2).fit(train)
     adaptive.save(tmp_path / "adaptive.npz")
     assert ImplicitFactorization.load(tmp_path / "adaptive.npz").adaptive_ is True
     assert loaded.evaluate(test) == model.evaluate(test)

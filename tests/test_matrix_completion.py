@@ -84,7 +84,7 @@ def test_planted_low_rank_matrix_is_recovered_to_the_noise(planted, scheduler, w
     """Documented settings (README): rank 5, plain model, reg 1, 20 epochs."""
     train, test = planted
     model = MatrixFactorization(rank=5, model="paper", reg=1.0, scheduler=scheduler,
-                                workers=workers, seed=0).fit(train, eval_set=test)
+                                workers=workers, random_state=0).fit(train, eval_set=test)
     assert model.history_[-1].metrics["test_rmse"] < 1.10 * SIGMA
     assert model.workers_ == workers
 
@@ -97,7 +97,7 @@ def test_hot_rows_replicated_recover_the_planted_matrix(planted, model, merge):
     regularisation is read at the copies' ids too."""
     train, test = planted
     fitted = MatrixFactorization(rank=5, model=model, reg=1.0 if model == "paper" else None,
-                                 workers=2, seed=0, replication="hot", merge=merge,
+                                 workers=2, random_state=0, replication="hot", merge=merge,
                                  hot_fraction=0.0003).fit(train, eval_set=test)
     assert fitted.history_[-1].metrics["test_rmse"] < 1.10 * SIGMA
     assert all(a["copied_rows"] > 0 for a in fitted.replicated_["arrays"])
@@ -108,7 +108,7 @@ def test_blocked_is_bitwise_reproducible_across_worker_counts(planted):
 
     def factors(workers, seed):
         m = MatrixFactorization(rank=8, scheduler="blocked", grid=6, workers=workers,
-                                epochs=3, seed=seed).fit(train)
+                                epochs=3, random_state=seed).fit(train)
         return m.user_factors_, m.item_factors_, m.user_bias_, m.item_bias_
 
     one, two, other = factors(1, 11), factors(2, 11), factors(2, 12)
@@ -119,7 +119,7 @@ def test_blocked_is_bitwise_reproducible_across_worker_counts(planted):
 
 def test_serial_is_bitwise_reproducible(planted):
     train, _ = planted
-    runs = [MatrixFactorization(rank=4, scheduler="serial", epochs=2, seed=5).fit(train)
+    runs = [MatrixFactorization(rank=4, scheduler="serial", epochs=2, random_state=5).fit(train)
             for _ in range(2)]
     np.testing.assert_array_equal(runs[0].user_factors_, runs[1].user_factors_)
 
@@ -132,7 +132,7 @@ def test_movielens_1m_rank_32_rmse(ml1m_split, model):
     train, test = ml1m_split
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 28 test ratings have an unseen user or item
-        m = MatrixFactorization(rank=32, model=model, workers=2, seed=0).fit(train,
+        m = MatrixFactorization(rank=32, model=model, workers=2, random_state=0).fit(train,
                                                                               eval_set=test)
     final = m.history_[-1].metrics["test_rmse"]
     assert final <= (0.855 if model == "biased" else 0.880), final
@@ -165,7 +165,7 @@ def test_accepts_tuples_dataframes_ratings_and_sparse_matrices():
 
 def test_predict_and_recommend_use_external_ids():
     users, items, values = string_id_ratings()
-    m = MatrixFactorization(rank=4, epochs=5, scheduler="serial", seed=0).fit(
+    m = MatrixFactorization(rank=4, epochs=5, scheduler="serial", random_state=0).fit(
         (users, items, values))
     u, i = m._user_index.find(["user-3"])[0], m._item_index.find(["movie-7"])[0]
     expected = (m.global_mean_ + m.user_bias_[u] + m.item_bias_[i]
@@ -183,7 +183,7 @@ def test_predict_and_recommend_use_external_ids():
 
 def test_unseen_ids_fall_back_with_one_warning_or_raise():
     users, items, values = string_id_ratings()
-    m = MatrixFactorization(rank=4, epochs=2, scheduler="serial", seed=0).fit(
+    m = MatrixFactorization(rank=4, epochs=2, scheduler="serial", random_state=0).fit(
         (users, items, values))
     with pytest.warns(UserWarning, match="1 of 2 pairs have a user or item never seen in "
                                          "training; predicted by the training mean") as seen:
@@ -204,7 +204,7 @@ def test_test_set_with_unseen_ids_warns_once_and_still_scores():
             np.array([4.0, 3.0], np.float32))
     with pytest.warns(UserWarning, match="1 of 2 test ratings have a user or item never "
                                          "seen") as seen:
-        m = MatrixFactorization(rank=4, epochs=3, scheduler="serial", seed=0).fit(
+        m = MatrixFactorization(rank=4, epochs=3, scheduler="serial", random_state=0).fit(
             (users, items, values), eval_set=test)
     assert len(seen) == 1
     assert all(np.isfinite(r.metrics["test_rmse"]) for r in m.history_)
@@ -215,7 +215,7 @@ def test_save_and_load_round_trip(tmp_path, ids):
     users, items, values = string_id_ratings()
     if ids == "ints":
         users = np.array([int(u.split("-")[1]) * 7 for u in users])
-    m = MatrixFactorization(rank=6, epochs=2, seed=0, scheduler="blocked").fit(
+    m = MatrixFactorization(rank=6, epochs=2, random_state=0, scheduler="blocked").fit(
         (users, items, values))
     m.save(tmp_path / "model.npz")
     loaded = MatrixFactorization.load(tmp_path / "model.npz")
@@ -290,7 +290,7 @@ def test_conflict_free_schedulers_are_bitwise_reproducible_across_workers(schedu
 
     def factors(workers):
         m = MatrixFactorization(rank=4, scheduler=scheduler, workers=workers, epochs=3,
-                                seed=2).fit(train, eval_set=test)
+                                random_state=2).fit(train, eval_set=test)
         return m.user_factors_, m.item_factors_, m.history_[-1].metrics["test_rmse"]
 
     one, two = factors(1), factors(2)
@@ -309,7 +309,8 @@ def test_huge_integer_ids_need_no_table_of_their_size(tmp_path):
     items = np.array([1, 2, 2, 1, 1, 2] * 50)
     values = np.array([5.0, 1.0, 4.0, 2.0, 3.0, 3.0] * 50, np.float32)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    model = MatrixFactorization(rank=2, epochs=3, workers=1, seed=0).fit((users, items, values))
+    model = MatrixFactorization(rank=2, epochs=3, workers=1, random_state=0).fit((users, items,
+                                values))
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB
     assert sorted(model.user_ids_) == [5, 7, 3 * 10**9, 10**12]  # in the layout's order
     index, row = model._user_index, list(model.user_ids_).index
@@ -397,7 +398,7 @@ def test_a_blocked_layout_of_ratings_on_disk_is_cached_for_the_next_fit(tmp_path
     fits = []
     for _ in range(2):
         with recording(PhaseLog()) as log:
-            model = MatrixFactorization(rank=3, epochs=3, scheduler="blocked", seed=7,
+            model = MatrixFactorization(rank=3, epochs=3, scheduler="blocked", random_state=7,
                                         workers=2, shuffle_ratings=False).fit(train, test)
         fits.append((model, list(log.seconds)))
     assert "block layout" in fits[0][1] and "block layout" not in fits[1][1]
@@ -409,10 +410,10 @@ def test_a_blocked_layout_of_ratings_on_disk_is_cached_for_the_next_fit(tmp_path
         np.testing.assert_array_equal(a, b)
     os.truncate(entry / "values.npy", 1000)
     with pytest.warns(UserWarning, match=r"the block layout cached in .* is damaged"):
-        again = MatrixFactorization(rank=3, epochs=3, scheduler="blocked", seed=7, workers=2,
-                                    shuffle_ratings=False).fit(train, test)
+        again = MatrixFactorization(rank=3, epochs=3, scheduler="blocked", random_state=7,
+                                    workers=2, shuffle_ratings=False).fit(train, test)
     np.testing.assert_array_equal(again.user_factors_, fits[0][0].user_factors_)
-    other = MatrixFactorization(rank=3, epochs=1, scheduler="blocked", seed=8, workers=2,
+    other = MatrixFactorization(rank=3, epochs=1, scheduler="blocked", random_state=8, workers=2,
                                 shuffle_ratings=False).fit(train)
     assert [p.name for p in (tmp_path / "layouts").iterdir()] == [entry.name]  # replaced
     assert other.history_[0].objective != fits[0][0].history_[0].objective
@@ -451,7 +452,8 @@ def test_predictions_are_clipped_to_the_training_scale_and_the_recorded_rmse_is_
 
 def test_an_unseen_user_gets_the_items_an_unseen_user_is_predicted_to_like(tmp_path):
     users, items, values = _scaled_ratings()
-    model = MatrixFactorization(rank=8, epochs=5, workers=1, seed=0).fit((users, items, values))
+    model = MatrixFactorization(rank=8, epochs=5, workers=1,
+                                random_state=0).fit((users, items, values))
     with pytest.warns(UserWarning, match="^user id 'new' was never seen in training; "
                                          "recommending the items an unseen user"):
         ids, scores = model.recommend("new", n=5)

@@ -48,7 +48,7 @@ def test_blocked_matrix_completion_matches_threads_bitwise(grid):
     from hogwild.problems.matrix_completion import MatrixFactorization
 
     train, _, _ = make_jumbo(300, 200, 20_000, rank=3, seed=0, folder=None)
-    fits = [MatrixFactorization(rank=8, epochs=3, scheduler="blocked", workers=2, seed=0,
+    fits = [MatrixFactorization(rank=8, epochs=3, scheduler="blocked", workers=2, random_state=0,
                                 grid=grid, backend=backend).fit(train).user_factors_
             for backend in ("threads", "processes")]
     np.testing.assert_array_equal(fits[0], fits[1])

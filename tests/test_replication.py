@@ -157,12 +157,12 @@ def test_two_workers_with_their_own_copies_reach_the_planted_solution():
 def test_the_svm_estimator_and_the_command_line_take_replication(capsys):
     X, y = make_sparse_classification(2000, 1500, nnz_per_row=15, seed=1)
     # plain SGD steps: AdaGrad's sums, averaged too, would lengthen the steps
-    model = SparseSVM(workers=2, seed=0, replication="worker", merge_every=16,
+    model = SparseSVM(workers=2, random_state=0, replication="worker", merge_every=16,
                       adaptive=False).fit(X, y)
-    shared = SparseSVM(workers=2, seed=0, adaptive=False).fit(X, y)  # 20 epochs each
+    shared = SparseSVM(workers=2, random_state=0, adaptive=False).fit(X, y)  # 20 epochs each
     assert model.score(X, y) > shared.score(X, y) - 0.01
     # merged once an epoch, the averaged hot coordinates move half as far: slower
-    rare = SparseSVM(workers=2, seed=0, replication="worker", adaptive=False).fit(X, y)
+    rare = SparseSVM(workers=2, random_state=0, replication="worker", adaptive=False).fit(X, y)
     assert rare.history_[-1].objective > 1.1 * shared.history_[-1].objective
     assert main(["run", "svm", "--epochs", "2", "--replication", "worker", "--merge-every",
                  "500", "--json", "--checkpoint-every", "1000000"]) == 0
@@ -263,8 +263,8 @@ def test_hot_replication_with_one_worker_is_bitwise_the_serial_run():
                                                ("worker", "sum"), ("worker", "mixed")])
 def test_each_mode_reaches_the_quality_of_shared(replication, merge):
     X, y = make_sparse_classification(3000, 2000, nnz_per_row=15, seed=2)
-    shared = SparseSVM(workers=2, seed=0).fit(X, y)
-    model = SparseSVM(workers=2, seed=0, replication=replication, merge=merge,
+    shared = SparseSVM(workers=2, random_state=0).fit(X, y)
+    model = SparseSVM(workers=2, random_state=0, replication=replication, merge=merge,
                       merge_every=64, hot_fraction=0.005).fit(X, y)
     assert model.history_[-1].objective < 1.05 * shared.history_[-1].objective
     assert model.score(X, y) > shared.score(X, y) - 0.01
@@ -301,7 +301,7 @@ def test_auto_leaves_rows_shared_when_few_ids_are_on_hot_rows(monkeypatch):
     from hogwild import replication
     monkeypatch.setattr(replication, "PROBE_SHARE", float("inf"))  # not a short run
     X, y = make_sparse_classification(2000, 1500, nnz_per_row=15, seed=0)
-    model = SparseSVM(epochs=1, workers=2, seed=0, replication="auto", hot_fraction=0.5)
+    model = SparseSVM(epochs=1, workers=2, random_state=0, replication="auto", hot_fraction=0.5)
     model.fit(X, y)  # no feature is in half the rows
     assert model.replicated_ == {"auto": {
         "chose": "shared", "why": "0.0% of the ids are on hot rows: sharing costs little",
@@ -326,7 +326,8 @@ def test_a_short_run_stays_shared_without_a_probe(id_arrays):
 def test_a_short_run_with_several_values_per_row_is_shared():
     from hogwild.datasets.registry import load_svm_data
     train, _ = load_svm_data("a9a")
-    model = SparseSVM(epochs=1, workers=2, seed=0).fit(train.X, np.arange(train.X.shape[0]) % 3)
+    model = SparseSVM(epochs=1, workers=2, random_state=0).fit(train.X,
+                                                               np.arange(train.X.shape[0]) % 3)
     assert model.replication_ == "shared"
     assert model.replicated_["auto"]["why"] == "a short run: shared, copies need a probe"
 
@@ -379,8 +380,8 @@ def test_worker_processes_replicate_in_shared_memory_and_lose_no_summed_update(
 
 def test_worker_processes_with_copies_reach_the_quality_of_shared():
     X, y = make_sparse_classification(3000, 2000, nnz_per_row=15, seed=2)
-    shared = SparseSVM(workers=2, seed=0).fit(X, y)
-    model = SparseSVM(workers=2, seed=0, replication="hot", hot_fraction=0.005,
+    shared = SparseSVM(workers=2, random_state=0).fit(X, y)
+    model = SparseSVM(workers=2, random_state=0, replication="hot", hot_fraction=0.005,
                       merge_every=64, backend="processes").fit(X, y)
     assert model.history_[-1].objective < 1.05 * shared.history_[-1].objective
     assert model.replicated_["arrays"][0]["copied_rows"] > 0
@@ -415,7 +416,7 @@ def test_worker_copies_merged_mixed_are_bitwise_reproducible_for_a_seed_and_work
     between barriers, so two workers give the same bits run after run."""
     from hogwild.datasets.registry import load_svm_data
     train, _ = load_svm_data("a9a")
-    runs = [SparseSVM(seed=5, epochs=3, workers=2, replication="worker", merge="mixed").fit(
+    runs = [SparseSVM(random_state=5, epochs=3, workers=2, replication="worker", merge="mixed").fit(
         train.X, train.y) for _ in range(3)]
     assert runs[0].replication_ == "worker" and runs[0].replicated_["merge"] == "mixed"
     for other in runs[1:]:

@@ -19,9 +19,10 @@ from sklearn.exceptions import DataConversionWarning, NotFittedError  # noqa: E4
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 
-# seed=0 and one worker: a fit is then bitwise reproducible where scikit-learn fits
-# twice and compares (check_fit_idempotent, check_supervised_y_2d: with several
-# workers, Hogwild! is reproducible only in distribution, which the estimator's
+# At their defaults: scikit-learn seeds the estimator through random_state where a
+# check fits twice and compares (check_fit_idempotent, check_supervised_y_2d), and
+# its data are a few KiB, on which the default worker count is one (two racing
+# workers are reproducible only in distribution, which the estimator's
 # non_deterministic tag says, and for which scikit-learn skips only
 # check_pipeline_consistency).
 SGD_WEIGHTS = ("SGD: a sample of weight 2 makes one step twice as long where its "
@@ -32,8 +33,7 @@ EXPECTED_FAILURES = {"check_sample_weight_equivalence_on_dense_data": SGD_WEIGHT
                      "check_sample_weight_equivalence_on_sparse_data": SGD_WEIGHTS}
 
 
-@parametrize_with_checks([SparseSVM(seed=0, workers=1),
-                          SparseSVM(seed=0, workers=1, loss="logistic")],
+@parametrize_with_checks([SparseSVM(), SparseSVM(loss="logistic")],
                          expected_failed_checks=lambda estimator: EXPECTED_FAILURES)
 def test_scikit_learn_check(estimator, check):
     check(estimator)
@@ -46,7 +46,7 @@ def dense():
 
 
 def serial(**params):
-    return SparseSVM(epochs=5, workers=1, seed=0, **params)
+    return SparseSVM(epochs=5, workers=1, random_state=0, **params)
 
 
 @pytest.mark.parametrize("negative,positive", [("ham", "spam"), (1, 2), (False, True),
@@ -227,8 +227,8 @@ def test_balanced_class_weight_finds_the_rare_class_as_liblinear_does():
     def balanced(model):
         model.fit(X[train], rare[train])
         return balanced_accuracy_score(rare[test], model.predict(X[test]))
-    plain = balanced(SparseSVM(seed=0, workers=1))  # one worker: the same figures each run
-    ours = balanced(SparseSVM(seed=0, workers=1, class_weight="balanced"))
+    plain = balanced(SparseSVM(random_state=0, workers=1))  # one worker: the same figures each run
+    ours = balanced(SparseSVM(random_state=0, workers=1, class_weight="balanced"))
     peer = balanced(LinearSVC(C=1 / (6000 * 1e-4), class_weight="balanced"))
     assert ours > plain + 0.05 and ours > peer - 0.02, (plain, ours, peer)
 
@@ -263,7 +263,7 @@ def test_partial_fit_over_batches_reaches_fits_accuracy_and_is_reproducible(dens
     batches = np.array_split(np.arange(600), 4)
 
     def streamed():
-        model = SparseSVM(seed=3, workers=1)
+        model = SparseSVM(random_state=3, workers=1)
         for _ in range(10):
             for rows in batches:
                 model.partial_fit(X[rows], y[rows], classes=[0, 1])
@@ -271,7 +271,7 @@ def test_partial_fit_over_batches_reaches_fits_accuracy_and_is_reproducible(dens
     model = streamed()
     assert model.n_iter_ == 40
     # 600 rows: seeds 0-3 give fit 0.835-0.845 and these 40 batches 0.828-0.835
-    assert model.score(X, y) >= SparseSVM(seed=3, workers=1).fit(X, y).score(X, y) - 0.02
+    assert model.score(X, y) >= SparseSVM(random_state=3, workers=1).fit(X, y).score(X, y) - 0.02
     np.testing.assert_array_equal(streamed().coef_, model.coef_)
 
 
@@ -334,7 +334,7 @@ def test_three_classes_train_predict_and_keep_scikit_learns_shapes(tmp_path):
     X, label = three_classes()
     names = np.array(["red", "green", "blue"])[label]
     train, test = slice(0, 1200), slice(1200, None)
-    model = SparseSVM(seed=0, workers=1, loss="logistic").fit(
+    model = SparseSVM(random_state=0, workers=1, loss="logistic").fit(
         X[train], names[train], eval_set=(X[test], names[test]))
     assert model.classes_.tolist() == ["blue", "green", "red"]
     assert model.coef_.shape == (3, 200) and model.intercept_.shape == (3,)
@@ -351,7 +351,7 @@ def test_three_classes_train_predict_and_keep_scikit_learns_shapes(tmp_path):
     model.save(tmp_path / "m.npz")
     np.testing.assert_array_equal(SparseSVM.load(tmp_path / "m.npz").predict(X[test]),
                                   predicted)
-    streamed = SparseSVM(seed=0, workers=1)
+    streamed = SparseSVM(random_state=0, workers=1)
     for _ in range(5):
         for rows in np.array_split(np.arange(1200), 3):
             streamed.partial_fit(X[rows], names[rows], classes=["red", "green", "blue"])
@@ -367,18 +367,18 @@ def test_the_step_schedule_follows_the_classes_unless_given():
     X, y = load_digits(return_X_y=True)
     X = as_csr(X / 16)
     auto = auto_step(X)
-    many = SparseSVM(epochs=2, workers=1, seed=0).fit(X, y)
+    many = SparseSVM(epochs=2, workers=1, random_state=0).fit(X, y)
     assert (many.step_schedule_, many.decay_, many.step_) == ("inverse_updates", 4.0, 8 * auto)
     assert many.history_[0].step < 8 * auto and many.score(X, y) > 0.9
-    two = SparseSVM(epochs=2, workers=1, seed=0).fit(X, y > 4)
+    two = SparseSVM(epochs=2, workers=1, random_state=0).fit(X, y > 4)
     adaptive = 2 / (abs(X).sum() / X.shape[0])
     assert (two.step_schedule_, two.decay_, two.adaptive_) == ("geometric", 0.9, True)
     assert two.step_ == pytest.approx(adaptive, rel=1e-6)  # summed in float32 values
     assert [r.step for r in two.history_] == [two.step_, two.step_ * 0.9]
-    two = SparseSVM(epochs=2, workers=1, seed=0, adaptive=False).fit(X, y > 4)
+    two = SparseSVM(epochs=2, workers=1, random_state=0, adaptive=False).fit(X, y > 4)
     assert (two.step_schedule_, two.decay_, two.step_) == ("geometric", 0.9, auto)
     assert [r.step for r in two.history_] == [auto, auto * 0.9]
-    given = SparseSVM(epochs=2, workers=1, seed=0, step_schedule="geometric").fit(X, y)
+    given = SparseSVM(epochs=2, workers=1, random_state=0, step_schedule="geometric").fit(X, y)
     assert (given.step_schedule_, given.decay_, given.step_) == ("geometric", 0.9, auto)
     many.partial_fit(X[:100], y[:100])
     schedule = StepSchedule("inverse_updates", 8 * auto, 4.0)
@@ -392,8 +392,8 @@ def test_fit_measures_the_last_objective_unless_asked_for_every_epoch():
     """The exact objective is a pass over the samples; fit takes it after the last
     epoch only (NaN before), objective_every=1 after each, the model the same bits."""
     X, y = make_sparse_classification(n_samples=600, n_features=50, nnz_per_row=8, seed=2)
-    quick = SparseSVM(epochs=3, workers=1, seed=0).fit(X, y)
-    every = SparseSVM(epochs=3, workers=1, seed=0).fit(X, y, objective_every=1)
+    quick = SparseSVM(epochs=3, workers=1, random_state=0).fit(X, y)
+    every = SparseSVM(epochs=3, workers=1, random_state=0).fit(X, y, objective_every=1)
     assert np.isnan([r.objective for r in quick.history_[:2]]).all()
     assert quick.history_[-1].objective == every.history_[-1].objective > 0
     assert np.isfinite([r.objective for r in every.history_]).all()
@@ -411,11 +411,11 @@ def test_news20_twenty_classes_with_defaults_as_linear_svc_does():
     train = load_svmlight(folder / "train.svm.gz", n_features=53644, cache=False)
     test = load_svmlight(folder / "test.svm.gz", n_features=53644, cache=False)
     X, y, X_test, y_test = train.X, train.y, test.X, test.y
-    accuracy = SparseSVM(seed=0).fit(X, y).score(X_test, y_test)
+    accuracy = SparseSVM(random_state=0).fit(X, y).score(X_test, y_test)
     assert accuracy >= 0.846, accuracy
     # the softmax model at the same reg: scikit-learn's exact LogisticRegression
     # (C = 1 / (n reg)) scores 0.8408
-    softmax = SparseSVM(loss="logistic", multi_class="multinomial", seed=0).fit(X, y)
+    softmax = SparseSVM(loss="logistic", multi_class="multinomial", random_state=0).fit(X, y)
     assert softmax.score(X_test, y_test) >= 0.836
 
 
@@ -445,7 +445,7 @@ def test_multinomial_objective_is_the_mean_softmax_loss_plus_the_penalty():
     X = sp.random(600, 40, density=0.1, format="csr", random_state=2, dtype=np.float32)
     y = rng.integers(0, 40, 600)  # more classes than a chunk of 32
     model = SparseSVM(loss="logistic", multi_class="multinomial", epochs=3, workers=1,
-                      seed=0).fit(X, y)
+                      random_state=0).fit(X, y)
     scores = X @ model.coef_.T.astype(np.float64) + model.intercept_
     top = scores.max(axis=1, keepdims=True)
     log_p = scores - top - np.log(np.exp(scores - top).sum(axis=1, keepdims=True))
@@ -466,7 +466,7 @@ def test_multinomial_agrees_with_scikit_learns_logistic_regression():
     X = (centres[y] + rng.normal(0, 1.2, (3000, 20))).astype(np.float32)
     reg = 1e-3
     ours = SparseSVM(loss="logistic", multi_class="multinomial", reg=reg, epochs=30,
-                     workers=1, seed=0).fit(X[:2000], y[:2000])
+                     workers=1, random_state=0).fit(X[:2000], y[:2000])
     exact = LogisticRegression(C=1 / (2000 * reg), max_iter=2000).fit(X[:2000], y[:2000])
     agree = (ours.predict(X[2000:]) == exact.predict(X[2000:])).mean()
     assert agree >= 0.97, agree

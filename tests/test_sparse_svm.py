@@ -55,7 +55,7 @@ def test_serial_svm_matches_liblinear_test_error(dataset, reg, request):
     """Within 0.5 percentage points of LIBLINEAR's L2-loss SVM (default C=1)."""
     pytest.importorskip("liblinear")
     train, test = request.getfixturevalue(dataset)
-    model = SparseSVM(reg=reg, epochs=20, scheduler="serial", seed=0)
+    model = SparseSVM(reg=reg, epochs=20, scheduler="serial", random_state=0)
     model.fit(train.X, train.y, eval_set=(test.X, test.y))
     ours = model.history_[-1].metrics["test_error"]
     reference = liblinear_error(train, test, C=1.0)
@@ -79,7 +79,7 @@ def test_converges_to_liblinear_optimum(a9a, loss, solver):
     w_opt = np.array([model.w[i] for i in range(X.shape[1])]) * model.get_labels()[0]
     optimum = svm_objective_value(X, labels, w_opt, reg, loss)
     ours = SparseSVM(loss=loss, reg=reg, epochs=30, decay=0.85, scheduler="serial",
-                     fit_intercept=False, seed=0).fit(X, train.y)
+                     fit_intercept=False, random_state=0).fit(X, train.y)
     value = svm_objective_value(X, labels, ours.coef_, reg, loss)
     assert optimum <= value <= optimum * 1.005, (value, optimum)
     assert ours.history_[-1].objective == pytest.approx(value, rel=1e-4)
@@ -90,22 +90,22 @@ def test_two_hogwild_workers_reach_the_serial_objective(dataset, request):
     train, _ = request.getfixturevalue(dataset)
     objectives = {}
     for scheduler, workers in (("serial", 1), ("hogwild", 2)):
-        model = SparseSVM(reg=1e-4, epochs=20, scheduler=scheduler, workers=workers, seed=0)
+        model = SparseSVM(reg=1e-4, epochs=20, scheduler=scheduler, workers=workers, random_state=0)
         objectives[scheduler] = model.fit(train.X, train.y).history_[-1].objective
     assert objectives["hogwild"] == pytest.approx(objectives["serial"], rel=0.01)
 
 
 def test_serial_estimator_is_reproducible(small):
     X, y = small
-    a = SparseSVM(scheduler="serial", seed=5, epochs=3).fit(X, y).coef_
-    b = SparseSVM(scheduler="serial", seed=5, epochs=3).fit(X, y).coef_
+    a = SparseSVM(scheduler="serial", random_state=5, epochs=3).fit(X, y).coef_
+    b = SparseSVM(scheduler="serial", random_state=5, epochs=3).fit(X, y).coef_
     np.testing.assert_array_equal(a, b)
 
 
 def test_labels_zero_one_and_dense_input(small):
     X, y = small
     y01 = (y > 0).astype(int)
-    model = SparseSVM(epochs=5, seed=0).fit(X.toarray(), y01)
+    model = SparseSVM(epochs=5, random_state=0).fit(X.toarray(), y01)
     np.testing.assert_array_equal(model.classes_, [0, 1])
     assert set(np.unique(model.predict(X))) <= {0, 1}
     assert model.score(X, y01) > 0.8
@@ -117,7 +117,7 @@ def test_score_is_the_share_predict_gets_right(small):
     and predict follows the sign of decision_function (a tie is the low class)."""
     X, y = small
     y01 = (y > 0).astype(int)
-    model = SparseSVM(epochs=2, seed=0).fit(X, y01)
+    model = SparseSVM(epochs=2, random_state=0).fit(X, y01)
     labels = y01.copy()
     labels[:7] = 5  # neither class
     assert model.score(X, labels) == np.mean(model.predict(X) == labels)
@@ -140,7 +140,7 @@ def test_works_in_scikit_learn_pipelines_and_cross_validation(small):
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import MaxAbsScaler
     X, y = small
-    pipeline = make_pipeline(MaxAbsScaler(), SparseSVM(epochs=5, seed=0))
+    pipeline = make_pipeline(MaxAbsScaler(), SparseSVM(epochs=5, random_state=0))
     scores = cross_val_score(pipeline, X, y, cv=3)
     assert scores.shape == (3,) and scores.min() > 0.75
     assert clone(SparseSVM(reg=0.1)).get_params()["reg"] == 0.1
@@ -212,7 +212,7 @@ def test_conflict_free_schedulers_are_bitwise_reproducible_across_workers(schedu
     from hogwild.datasets.synthetic import make_sparse_classification
     X, y = make_sparse_classification(n_samples=3000, n_features=20_000, nnz_per_row=6,
                                       zipf=0.3, seed=3)  # no feature in > 1/16 of the rows
-    fits = [SparseSVM(scheduler=scheduler, workers=w, epochs=3, seed=s,
+    fits = [SparseSVM(scheduler=scheduler, workers=w, epochs=3, random_state=s,
                       fit_intercept=False).fit(X, y).coef_ for w, s in ((1, 0), (2, 0), (2, 1))]
     np.testing.assert_array_equal(fits[0], fits[1])
     assert not np.array_equal(fits[0], fits[2])
@@ -250,7 +250,7 @@ def test_recorded_test_error_is_the_error_of_predict_on_empty_rows(rare, fit_int
     train, test, reg = rare
     empty = np.diff(test.X.indptr) == 0
     assert 0.07 < empty.mean() < 0.1 and 0.02 < (test.y > 0).mean() < 0.04
-    model = SparseSVM(reg=reg, epochs=3, workers=2, backend=backend, seed=0,
+    model = SparseSVM(reg=reg, epochs=3, workers=2, backend=backend, random_state=0,
                       fit_intercept=fit_intercept).fit(train.X, train.y,
                                                        eval_set=(test.X, test.y))
     recorded = model.history_[-1].metrics["test_error"]
@@ -269,7 +269,7 @@ def test_intercept_reaches_liblinear_with_a_bias_on_a_rare_class(rare):
     reference = liblinear_error(train, test, C=1.0 / (train.X.shape[0] * reg), solver=3)
     errors = {}
     for fit_intercept in (True, False):
-        model = SparseSVM(reg=reg, workers=2, seed=0, fit_intercept=fit_intercept)
+        model = SparseSVM(reg=reg, workers=2, random_state=0, fit_intercept=fit_intercept)
         errors[fit_intercept] = 1 - model.fit(train.X, train.y).score(test.X, test.y)
         assert (model.intercept_[0] < 0) == fit_intercept  # the rare class is positive
     assert abs(errors[True] - reference) <= 0.003, (errors, reference)
@@ -278,7 +278,7 @@ def test_intercept_reaches_liblinear_with_a_bias_on_a_rare_class(rare):
 
 def test_saved_model_predicts_the_same_and_keeps_its_intercept(small, tmp_path):
     X, y = small
-    model = SparseSVM(epochs=3, seed=0).fit(X, (y > 0).astype(int))
+    model = SparseSVM(epochs=3, random_state=0).fit(X, (y > 0).astype(int))
     model.save(tmp_path / "svm.npz")
     loaded = SparseSVM.load(tmp_path / "svm.npz")
     assert loaded.get_params() == model.get_params()
@@ -293,7 +293,7 @@ def test_saved_model_predicts_the_same_and_keeps_its_intercept(small, tmp_path):
 
 def test_no_intercept_leaves_the_score_through_the_origin(small):
     X, y = small
-    model = SparseSVM(epochs=2, seed=0, fit_intercept=False).fit(X, y)
+    model = SparseSVM(epochs=2, random_state=0, fit_intercept=False).fit(X, y)
     np.testing.assert_array_equal(model.intercept_, [0.0])
     np.testing.assert_allclose(model.decision_function(X), X @ model.coef_, rtol=1e-5,
                                atol=1e-6)
@@ -303,7 +303,7 @@ def test_no_intercept_leaves_the_score_through_the_origin(small):
 
 def test_save_refuses_what_it_cannot_write_in_one_line(small, tmp_path):
     X, y = small
-    model = SparseSVM(epochs=1, seed=0).fit(X, y)
+    model = SparseSVM(epochs=1, random_state=0).fit(X, y)
     with pytest.raises(HogwildError, match=r"cannot write .*absent/svm.npz: No such file"):
         model.save(tmp_path / "absent" / "svm.npz")
     with pytest.raises(HogwildError, match="it exists and is not a regular file"):

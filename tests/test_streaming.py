@@ -136,6 +136,52 @@ def test_a_file_changed_during_a_streamed_run_stops_it(tmp_path, change, word):
                     memory=params_bytes() + 16 + 2 * 12 * 1600, callback=after_first_epoch)
 
 
+def edit_in_place(path, position, value):
+    """Write ``value`` at ``position`` of the .npy file ``path`` and put its times back,
+    so that its identity (device, inode, size, time) is unchanged."""
+    stat = path.stat()
+    edited = np.load(path, mmap_mode="r+")
+    edited[position] = value
+    edited.flush()
+    del edited
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_a_streamed_file_edited_with_its_time_put_back_stops_the_run(tmp_path):
+    """Checked by content: each range's CRC-32 at its first read against every later
+    read, not only the file's time."""
+    maps, layout = ratings_on_disk(tmp_path, grid=4)
+    path = tmp_path / "values.npy"
+
+    def after_first_epoch(record):
+        if record.epoch == 1:
+            edit_in_place(path, 17, 1e6)
+
+    with pytest.warns(UserWarning, match="chunk by chunk"), \
+            pytest.raises(HogwildError, match=f"^{path} was modified while the run read it: "
+                                              r"rows \d[\d,]*\.\.[\d,]+ differ from the epoch "
+                                              r"before \(its time was put back\)"):
+        hogwild.fit(objective(maps, layout), epochs=3, scheduler="blocked", seed=0,
+                    memory=params_bytes() + 16 + 2 * 12 * 1600, callback=after_first_epoch)
+
+
+def test_streamed_samples_are_index_checked_when_first_read(tmp_path):
+    """An id edited after the run's whole-file check (here: an objective that says
+    its ids were checked) is caught when its chunk is first read, not used."""
+    import dataclasses
+
+    maps, layout = ratings_on_disk(tmp_path, grid=4)
+    unchecked = dataclasses.replace(objective(maps, layout), id_arrays=(),
+                                    indices_checked=True)
+    edit_in_place(tmp_path / "users.npy", 3000, 10**9)
+    with pytest.warns(UserWarning, match="chunk by chunk"), \
+            pytest.raises(HogwildError, match=r"^a sample read from .*users\.npy.* has an id "
+                                              "beyond the array it indexes: a file was "
+                                              "modified while the run read it"):
+        hogwild.fit(unchecked, epochs=1, scheduler="blocked", seed=0,
+                    memory=params_bytes() + 16 + 2 * 12 * 1600)
+
+
 def test_memory_below_the_parameters_or_a_chunk_is_one_clear_error(tmp_path):
     maps, layout = ratings_on_disk(tmp_path, grid=4)
     with pytest.raises(HogwildError) as error:
@@ -327,13 +373,7 @@ def test_ids_edited_in_a_file_are_checked_whatever_the_objective_says(tmp_path):
 
     X, labels = click_rows(tmp_path)
     objective = dataclasses.replace(svm(X, labels), indices_checked=True)
-    path = tmp_path / "clicks" / "train_indices.npy"
-    stat = path.stat()
-    edited = np.load(path, mmap_mode="r+")
-    edited[5] = 10**9
-    edited.flush()
-    del edited
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    edit_in_place(tmp_path / "clicks" / "train_indices.npy", 5, 10**9)
     with pytest.raises(HogwildError) as error:
         hogwild.fit(objective, epochs=1, seed=0, workers=1)
     assert str(error.value) == ("data[1][5] = 1000000000 is not a row of params[0], which has "

@@ -30,6 +30,7 @@ shared segments too, made by the parent's Replicas in order; each child builds t
 same Replicas over the same segments, and every worker runs its rounds and its
 slice of the merges as the threads do, at barriers in the run's gate segment.
 """
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -58,6 +59,25 @@ def _dumps_functions(loops):
 
     return cloudpickle.dumps(loops.source)
 
+
+
+@contextlib.contextmanager
+def _born_ignoring_sigint():
+    """Children started inside ignore SIGINT from their first instruction (an
+    ignored signal stays ignored across exec, and Python then installs no handler),
+    so that a Ctrl-C while they import numpy and numba is the parent's alone, not a
+    KeyboardInterrupt traceback in each child. The parent holds a SIGINT of that
+    moment pending (a blocked signal is not discarded) and takes it after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 class ProcessesBackend(HostBackend):
     name = "processes"
@@ -136,7 +156,8 @@ class ProcessesBackend(HostBackend):
             parent_end, child_end = context.Pipe()
             process = context.Process(target=worker_main, args=(child_end, setup, w),
                                       name=f"hogwild-worker-{w}", daemon=True)
-            process.start()
+            with _born_ignoring_sigint():
+                process.start()
             child_end.close()
             self._processes[w], self._pipes[w] = process, parent_end
         self._collect(set(self._processes), None)

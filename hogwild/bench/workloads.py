@@ -67,7 +67,7 @@ def svm_run(X, y, X_test, y_test, epochs, intercept=True, **options):
 
     def run(scheduler, workers, backend, seed):
         model = SparseSVM(epochs=epochs, scheduler=scheduler, workers=workers,
-                          backend=backend, seed=seed, fit_intercept=intercept and
+                          backend=backend, random_state=seed, fit_intercept=intercept and
                           "supports" not in get_scheduler(scheduler).needs, **options)
         model.fit(X, y, eval_set=(X_test, y_test), objective_every=1)  # the curve
         return measured(model.history_, "test_error", model.setup_seconds_,
@@ -84,7 +84,7 @@ def mc_run(train, test, rank, epochs, **options):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a few test ids unseen in training
             model = MatrixFactorization(rank=rank, epochs=epochs, scheduler=scheduler,
-                                        workers=workers, backend=backend, seed=seed,
+                                        workers=workers, backend=backend, random_state=seed,
                                         **options)
             model.fit(train, eval_set=test)
         return measured(model.history_, "test_rmse", model.setup_seconds_,

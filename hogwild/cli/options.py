@@ -4,6 +4,7 @@ hogwild.RunControls' fields), with each problem's defaults taken from the librar
 then the checks of numbers that need no data."""
 import argparse
 import math
+import re
 
 from hogwild.cli.values import integer, number
 from hogwild.config import TRAINING_OPTIONS, TrainingConfig
@@ -11,12 +12,18 @@ from hogwild.options import TRAINING
 from hogwild.schedulers import SCHEDULERS
 from hogwild.errors import HogwildError, check_int
 from hogwild.limits import MAX_EPOCHS
+from hogwild.replication import HOT_MERGE_EVERY
 
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse's parser, whose usage errors are one line like every other error
     (argparse prints the whole usage first: 20 lines for 'run svm'), naming where
-    to read the options; the subcommands' parsers are of this class too."""
+    to read the options; the subcommands' parsers are of this class too. A flag is
+    taken only as written, never as the start of a longer one (--schedule would be
+    --scheduler)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{"allow_abbrev": False, **kwargs})
 
     def error(self, message):
         self.exit(2, f"hogwild: error: {message} (see '{self.prog} --help')\n")
@@ -115,7 +122,7 @@ def _problem_defaults(problem):
     estimator = {"svm": SparseSVM, "mc": MatrixFactorization,
                  "implicit": ImplicitFactorization}[problem]
     defaults = estimator().get_params()
-    return {option.name: defaults[option.name] for option in TRAINING}, \
+    return {option.name: defaults[option.parameter] for option in TRAINING}, \
         estimator.training_notes
 
 
@@ -140,6 +147,34 @@ def _value_type(option):
     return parse_or_word
 
 
+# The option table and the problems' notes on it are written for the Python API; on
+# the command line, its parameter names are flags and its attribute names are the
+# summary's (or --json's) fields. Applied in this order.
+_API_WORDS = (
+    (r"\b(" + "|".join(o.name for o in TRAINING if "_" in o.name) + r"|oversubscribe)\b",
+     lambda match: "--" + match.group(1).replace("_", "-")),
+    (r"; the value used is \w+_", "; --json gives the value used"),
+    (r"recorded as the estimators' seed_", "printed by --json as its seed"),
+    (r" The estimators call it random_state, as scikit-learn does\.", ""),
+    (r" \((SCHEDULE_BY_CLASSES|hogwild\.\w+)\)", ""),
+    (r"hogwild\.replication\.HOT_MERGE_EVERY", f"{HOT_MERGE_EVERY:,}"),
+    (r"FitResult\.replicated|replicated_", "the summary"),
+    (r"; an Objective of your own brings them as its validation Metric", ""),
+    (r"\b(SparseSVM|MatrixFactorization|ImplicitFactorization) runs", "This problem runs"),
+    (r"fit_intercept=False", "--no-intercept"),
+    (r" unless shuffle_rows=False", " unless the data says they are in random order"),
+    (r"\bNone: ", "default: "),
+    (r"\. default: ", ". Default: "),
+)
+
+
+def in_users_words(text):
+    """An option's help from the table, in the command line's words (_API_WORDS)."""
+    for pattern, replacement in _API_WORDS:
+        text = re.sub(pattern, replacement, text)
+    return text
+
+
 def add_training_flags(group, defaults, notes, table=TRAINING):
     """A flag per row of ``table`` (hogwild.options.TRAINING) with the help of the
     row, the problem's ``notes`` on it and its ``defaults``, but for the
@@ -149,13 +184,15 @@ def add_training_flags(group, defaults, notes, table=TRAINING):
             continue
         default = defaults[option.name]
         note = f" {notes[option.name]}" if option.name in notes else ""
-        help_text = f"{option.help}{note} (default: {'none' if default is None else default})"
+        help_text = in_users_words(f"{option.help}{note}")
+        if not (default is None and "default: " in help_text):
+            help_text += f" (default: {'none' if default is None else default})"
         if option.kind == "bool":
-            group.add_argument(option.flag, *option.aliases, dest=option.name,
-                               action="store_true", help=help_text.replace("%", "%%"))
+            group.add_argument(option.flag, dest=option.name, action="store_true",
+                               help=help_text.replace("%", "%%"))
         else:
-            group.add_argument(option.flag, *option.aliases, dest=option.name,
-                               type=_value_type(option), help=help_text.replace("%", "%%"))
+            group.add_argument(option.flag, dest=option.name, type=_value_type(option),
+                               help=help_text.replace("%", "%%"))
 
 
 def _add_training_options(parser, problem):
@@ -332,10 +369,15 @@ def check_numbers(args):
 
 
 def training_fields(args):
-    """The TrainingConfig fields of the shared options (the estimators' parameters
-    of the same names)."""
+    """The TrainingConfig fields of the shared options."""
     return {name: getattr(args, name) for name in TRAINING_OPTIONS if name != "distributed"} \
         | {"distributed": _distributed(args)}
+
+
+def estimator_fields(args):
+    """training_fields under the estimators' parameter names (random_state)."""
+    names = {option.name: option.parameter for option in TRAINING}
+    return {names[name]: value for name, value in training_fields(args).items()}
 
 
 def control_fields(args):

@@ -9,7 +9,8 @@ import numpy as np
 
 from hogwild.atomic import atomic_file
 from hogwild.backends.mpi import job_rank
-from hogwild.cli.options import IMAGE_SUFFIXES, control_fields, training_fields
+from hogwild.cli.options import (IMAGE_SUFFIXES, control_fields, estimator_fields,
+                                  training_fields)
 from hogwild.config import TrainingConfig
 from hogwild.disk_arrays import csr_row_blocks
 from hogwild.estimator import drawn_seed
@@ -185,7 +186,7 @@ def run_svm(args):
             train, test = load_svm_data(args.data, args.test, progress=not args.json)
         model = SparseSVM(loss=args.loss, reg=args.reg, fit_intercept=args.fit_intercept,
                           multi_class=args.multi_class, adaptive=args.adaptive,
-                          shuffle_rows=not train.random_order, **training_fields(args))
+                          shuffle_rows=not train.random_order, **estimator_fields(args))
         # the report prints every epoch's objective: measure each (fit's default is
         # the last epoch's alone)
         model.fit(train.X, train.y, eval_set=(test.X, test.y) if test else None,
@@ -272,7 +273,7 @@ def run_mc(args):
             rank=args.rank, model=args.model, reg=args.reg, init_scale=args.init_scale,
             bias_reg=args.bias_reg, grid=args.grid, shuffle_ratings=not stored_random,
             adaptive=args.adaptive,
-            factor_dtype=args.factor_dtype, **training_fields(args))
+            factor_dtype=args.factor_dtype, **estimator_fields(args))
         model.fit(train, eval_set=test, callback=report, progress=progress,
                   **control_fields(args))
     if job_rank():
@@ -328,7 +329,7 @@ def run_implicit(args):
                                              args.test_fraction, args.split_seed)
         model = ImplicitFactorization(rank=args.rank, loss=args.loss, reg=args.reg,
                                       init_scale=args.init_scale, adaptive=args.adaptive,
-                                      max_sampled=args.max_sampled, **training_fields(args))
+                                      max_sampled=args.max_sampled, **estimator_fields(args))
         model.fit(data.train, eval_set=data.test, k=args.k, callback=report,
                   progress=progress, **control_fields(args))
     if args.save:

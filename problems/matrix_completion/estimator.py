@@ -169,8 +169,8 @@ class MatrixFactorization(Params):
     scheduler_ : str
         The scheduler used (scheduler=None resolved).
     seed_ : int
-        The seed used: seed, or the one drawn for seed=None (pass it to reproduce
-        the run; an unseeded run's block layout is not cached).
+        The seed used: random_state, or the one drawn for random_state=None (pass
+        it to reproduce the run; an unseeded run's block layout is not cached).
     item_counts_ : numpy.ndarray of int64
         Training ratings per item (recommend's cold start breaks ties by it).
     step_ : float
@@ -243,7 +243,7 @@ class MatrixFactorization(Params):
             values = check_values(raw_values)
         if values.size == 0:
             raise HogwildError("empty data: the training set has no ratings")
-        self.seed_ = drawn_seed(self.seed, self.backend)
+        self.seed_ = drawn_seed(self.random_state, self.backend)
         seeds = np.random.SeedSequence(self.seed_).spawn(3)
         held_out = None
         split = self.held_out(values.size, "ratings")
@@ -263,7 +263,7 @@ class MatrixFactorization(Params):
                 grid = default_grid((raw_users, raw_items), values.size, self.rank,
                                     check_workers(workers, self.oversubscribe))
             key = layout_key((raw_users, raw_items, raw_values), grid,
-                             None if self.seed is None else seeds[0])
+                             None if self.random_state is None else seeds[0])
             cached = None
             if key is not None:
                 with phase("read cached layout"):

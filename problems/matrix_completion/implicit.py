@@ -286,8 +286,8 @@ class ImplicitFactorization(Params):
     adaptive_ : bool
         Whether the run took adaptive rates (None resolved from the data).
     seed_ : int
-        The seed used: seed, or the one drawn for seed=None (pass it to reproduce
-        the run).
+        The seed used: random_state, or the one drawn for random_state=None (pass
+        it to reproduce the run).
     {run attributes}
     """
 
@@ -341,7 +341,7 @@ class ImplicitFactorization(Params):
                                                    "interactions")
         if seen_items.size == 0:
             raise HogwildError("empty data: interactions holds no entry > 0")
-        self.seed_ = drawn_seed(self.seed, self.backend)
+        self.seed_ = drawn_seed(self.random_state, self.backend)
         seeds = np.random.SeedSequence(self.seed_).spawn(3)
         users = np.repeat(np.arange(n_users, dtype=np.int32), np.diff(indptr))
         held_out = None

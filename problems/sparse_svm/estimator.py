@@ -71,8 +71,8 @@ def _epoch_seed(seed, epoch):
     replication=None,
     notes={"replication": "None: 'auto' on the backends that run it (threads, processes, "
                           "mpi), else 'shared'; what auto chose, and why, is in replicated_ "
-                          "(on imdb at 2 workers: 'worker' merged 'mixed', 1.6-1.8x the "
-                          "shared rate at the same test error).",
+                          "(a run too short for its probe stays shared; a longer one probes "
+                          "'hot' copies against 'shared' and keeps the faster).",
            "step": "'auto': with adaptive steps 2 / (mean L1 row norm), so that a row "
                    "of fresh features moves its margin by about 2; else 0.2 / (mean "
                    "squared row norm), 8 times that for the inverse_updates schedule "
@@ -164,8 +164,8 @@ class SparseSVM(Params):
         Epochs trained: fit's epochs (fewer where early_stopping stopped it), plus
         one per partial_fit.
     seed_ : int
-        The seed used: seed, or the one drawn for seed=None (pass it to reproduce
-        the run; with one worker, bit for bit).
+        The seed used: random_state, or the one drawn for random_state=None (pass
+        it to reproduce the run; with one worker, bit for bit).
     dense_input_ : bool
         X was given dense (not scipy.sparse): the intercept then takes a feature's
         step, as in scikit-learn's SGD, else a hundredth of it.
@@ -204,7 +204,7 @@ class SparseSVM(Params):
                 else ovr_error_metric(X_test, codes, classes.size)
         if not isinstance(self.shuffle_rows, (bool, np.bool_)):
             raise HogwildError(f"shuffle_rows must be True or False, got {self.shuffle_rows!r}")
-        seed = self.seed_ = drawn_seed(self.seed, self.backend)
+        seed = self.seed_ = drawn_seed(self.random_state, self.backend)
         X, targets, validation = self._hold_out(X, targets, classes)
         if self.shuffle_block != 1 and self.shuffle_rows:
             with phase("shuffle"):
@@ -268,7 +268,7 @@ class SparseSVM(Params):
             self.dense_input_ = dense
             self.classes_, self.n_features_in_, self.n_iter_ = given, X.shape[1], 0
         if not hasattr(self, "seed_"):  # a first call, or a model read from a file
-            self.seed_ = drawn_seed(self.seed, self.backend)
+            self.seed_ = drawn_seed(self.random_state, self.backend)
         # each call draws its own order and lazy turns: the same batch given again is
         # another epoch, not the same one
         seed = _epoch_seed(self.seed_, self.n_iter_)

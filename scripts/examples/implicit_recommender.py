@@ -30,7 +30,7 @@ def main():
 
     # Ratings >= 4 are the interactions; 20% of each user's are held out.
     data = interactions_from_ratings(load_ratings(args.data), threshold=4)
-    model = ImplicitFactorization(loss=args.loss, epochs=args.epochs, seed=0)
+    model = ImplicitFactorization(loss=args.loss, epochs=args.epochs, random_state=0)
     model.fit(data.train, eval_set=data.test)  # precision@10 and more after each epoch
     measures = model.history_[-1].metrics
     print(f"{args.data}: {data.describe()}; after {args.epochs} epochs precision@10 "

@@ -34,7 +34,7 @@ def main():
 
     # Hold out 20% of the ratings to measure the test RMSE.
     train, test = split_ratings(load_ratings(args.data), 0.2, seed=0)
-    model = MatrixFactorization(rank=32, epochs=args.epochs, seed=0)
+    model = MatrixFactorization(rank=32, epochs=args.epochs, random_state=0)
     model.fit(train, eval_set=test)
     print(f"{args.data}: {len(train):,} training ratings, test RMSE "
           f"{model.history_[-1].metrics['test_rmse']:.4f} after {args.epochs} epochs")

@@ -35,7 +35,7 @@ def main():
 
     # The hinge loss with the default L2 strength and the automatic step; the test
     # error is recorded after every epoch (computed by compiled code, no copy).
-    model = SparseSVM(epochs=args.epochs, workers=args.workers, seed=0)
+    model = SparseSVM(epochs=args.epochs, workers=args.workers, random_state=0)
     model.fit(train.X, train.y, eval_set=(test.X, test.y),
               callback=lambda r: print(f"epoch {r.epoch:2}: test error "
                                        f"{100 * r.metrics['test_error']:.2f}%  "
