@@ -27,6 +27,7 @@ The cases run with a private HOGWILD_CACHE_DIR and touch only this machine.
 """
 import argparse
 import gzip
+import io
 import json
 import os
 import subprocess
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,6 +150,13 @@ def make_files(root):
     write("good.ratings", good_ratings)
     write("binary.ratings", np.random.default_rng(2).bytes(4000))
 
+    # text from other systems (issue 43): read as plain text, each pair once
+    write("bom.svm", "\ufeff" + good_svm)
+    write("crlf.svm", good_svm.replace("\n", "\r\n"))
+    write("bom.ratings", "\ufeff" + good_ratings)
+    write("cr.ratings", good_ratings.replace("\n", "\r"))
+    write("twice.ratings", good_ratings + good_ratings)
+
     write("good.edges", edges_text())
     for name, content in BAD_TEXTS.items():
         write(name, content)
@@ -195,12 +204,21 @@ def make_files(root):
 
 def make_checkpoints(root, files, env):
     """A real checkpoint of a short svm run, and versions of it truncated and edited."""
-    path = root / "svm.npz"
+    path, model = root / "svm.npz", root / "model.npz"
     subprocess.run([sys.executable, "-m", "hogwild.cli", "run", "svm", "--data",
                     str(files["good.svm"]), "--epochs", "2", "--seed", "0", "--checkpoint",
-                    str(path), "--checkpoint-every", "1"], check=True, capture_output=True,
-                   env=env, timeout=300)
+                    str(path), "--checkpoint-every", "1", "--save", str(model)], check=True,
+                   capture_output=True, env=env, timeout=300)
     files["checkpoint.npz"] = path
+    # a model file whose coef.npy declares 10^11 floats and holds 64 bytes (a bomb)
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False,
+                                                  "shape": (10**11,)})
+    files["bomb_model.npz"] = root / "bomb_model.npz"
+    with zipfile.ZipFile(model) as source, zipfile.ZipFile(files["bomb_model.npz"], "w") as bomb:
+        for member in source.infolist():
+            bomb.writestr(member, header.getvalue() + bytes(64) if member.filename == "coef.npy"
+                          else source.read(member.filename))
     raw = path.read_bytes()
     files["truncated_checkpoint.npz"] = root / "truncated_checkpoint.npz"
     files["truncated_checkpoint.npz"].write_bytes(raw[:len(raw) // 2])
@@ -411,7 +429,16 @@ def cli_cases(files):
                          (["bench", "--rounds", "0"], "error"),
                          (["bench", "--problems", "garbage"], "error"),
                          (["nosuchcommand"], "error"), ([], "error"),
-                         (["run", "nosuchproblem"], "error")):
+                         (["run", "nosuchproblem"], "error"),
+                         (["run", "svm", "--data", files["bom.svm"], "--epochs", "1"], "ok"),
+                         (["run", "svm", "--data", files["crlf.svm"], "--epochs", "1"], "ok"),
+                         (["run", "mc", "--data", files["bom.ratings"], "--epochs", "1"], "ok"),
+                         (["run", "mc", "--data", files["cr.ratings"], "--epochs", "1"], "ok"),
+                         (["run", "implicit", "--data", files["twice.ratings"], "--epochs",
+                           "1"], "ok"),
+                         (["run", "svm", "--schedule", "inverse"], "error"),  # no alias
+                         (["run", "svm", "--epoch", "1"], "error")):  # nor a prefix
+        argv = [str(a) for a in argv]
         add(f"{argv[0] if argv else '(none)'}", " ".join(argv[1:]) or "(no arguments)", argv,
             expect)
     return cases
@@ -563,7 +590,13 @@ def api_cases(files):
             ("load a zip", f"SparseSVM.load({str(files['zip.npz'])!r})"),
             ("load a checkpoint", f"SparseSVM.load({str(files['checkpoint.npz'])!r})"),
             ("load a FIFO", f"SparseSVM.load({str(files['fifo'])!r})"),
-            ("load a folder", f"SparseSVM.load({str(files['folder'])!r})")):
+            ("load a folder", f"SparseSVM.load({str(files['folder'])!r})"),
+            ("load a file declaring 10^11 floats",
+             f"SparseSVM.load({str(files['bomb_model.npz'])!r})"),
+            ("3,000 classes of one sample", "SparseSVM(epochs=2).fit(np.eye(3000, 5), "
+                                            "np.arange(3000))"),
+            ("labels of mixed types", "SparseSVM(epochs=1).fit(np.eye(6, 4), "
+                                      "np.array([1, 'b', 2.5] * 2, dtype=object))")):
         valid = name in ("X a list", "y three classes", "y 2-D")  # array-likes, one-vs-rest,
         add("SparseSVM", name, svm + fit_call, "ok" if valid else "error")  # a column of y
 

@@ -13,6 +13,9 @@ faults land inside epochs) and injects one fault, at a random moment of an epoch
     raise                  an exception inside an update, in a random epoch and sample
     kill-at-start          SIGKILL of the training process before its first epoch
     kill-worker-at-start   SIGKILL of a worker process while it starts (processes)
+    ctrl-c-while-workers-start
+                           SIGINT of the whole process group, as a terminal's Ctrl-C,
+                           while a worker process starts (processes: exit 130)
     kill-rank              SIGKILL of one rank of an MPI job
     kill-mpirun            SIGKILL of the job's mpirun
     kill-mpirun-at-start   SIGKILL of mpirun before the first epoch (MPI's own start-up)
@@ -71,14 +74,15 @@ BACKENDS = ("threads", "processes", "mpi")
 FAULTS = {
     "threads": ("kill-parent", "sigterm", "ctrl-c", "raise", "kill-at-start"),
     "processes": ("kill-worker", "kill-parent", "sigterm", "ctrl-c", "raise", "kill-at-start",
-                  "kill-worker-at-start"),
+                  "kill-worker-at-start", "ctrl-c-while-workers-start"),
     "mpi": ("kill-rank", "kill-mpirun", "raise-in-rank", "mismatch", "kill-mpirun-at-start"),
 }
 EXPECTED_STATUS = {"kill-worker": 2, "sigterm": 143, "ctrl-c": 130, "raise": 1,
-                   "kill-worker-at-start": 2, "mismatch": "non-zero", "kill-rank": "non-zero",
-                   "raise-in-rank": "non-zero"}
+                   "kill-worker-at-start": 2, "ctrl-c-while-workers-start": 130,
+                   "mismatch": "non-zero", "kill-rank": "non-zero", "raise-in-rank": "non-zero"}
 RAISING = ("raise", "raise-in-rank")
-AT_START = ("kill-at-start", "kill-worker-at-start", "kill-mpirun-at-start", "mismatch")
+AT_START = ("kill-at-start", "kill-worker-at-start", "ctrl-c-while-workers-start",
+            "kill-mpirun-at-start", "mismatch")
 N_SAMPLES = 40_000
 HANG_SECONDS = 60
 ORPHAN_SECONDS = 5
@@ -283,10 +287,12 @@ def inject(rng, process, backend, fault, record):
     after the run (workers, ranks)."""
     mpi = backend == "mpi"
     if fault in AT_START:
-        if fault == "kill-worker-at-start":
+        if fault in ("kill-worker-at-start", "ctrl-c-while-workers-start"):
             child = wait_for_worker(process, time.monotonic() + 60)
             time.sleep(rng.uniform(0, 0.6))  # while it imports, attaches and loads the loops
-            if child is not None and running(child):
+            if fault == "ctrl-c-while-workers-start":
+                os.killpg(process.pid, signal.SIGINT)  # the parent, its children
+            elif child is not None and running(child):
                 os.kill(child, signal.SIGKILL)
             return [child] if child else []
         if fault == "mismatch":

@@ -306,7 +306,7 @@ def test_adaptive_sums_are_checkpointed_and_resumed_bit_for_bit(tmp_path):
     from hogwild.problems.matrix_completion import MatrixFactorization
 
     train, _ = planted(600, 500, 20_000)
-    options = dict(workers=2, scheduler="blocked", seed=3, adaptive=True)
+    options = dict(workers=2, scheduler="blocked", random_state=3, adaptive=True)
     whole = MatrixFactorization(epochs=4, **options).fit(train)
     path = tmp_path / "mf.npz"
     MatrixFactorization(epochs=2, **options).fit(train, checkpoint=str(path),
@@ -356,7 +356,7 @@ def test_ratings_on_disk_get_the_blocked_layout_while_a_copy_fits(tmp_path, monk
 
     monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path / "cache"))  # the layout's
     train, _, _ = make_jumbo(300, 200, 5_000, seed=0, folder=tmp_path / "jumbo")
-    options = dict(epochs=1, workers=2, seed=0, shuffle_ratings=False)
+    options = dict(epochs=1, workers=2, random_state=0, shuffle_ratings=False)
     assert MatrixFactorization(**options).fit(train).scheduler_ == "blocked"
     monkeypatch.setattr(estimator, "BLOCKED_COPY_SHARE", 1e-12)
     assert MatrixFactorization(**options).fit(train).scheduler_ == "hogwild"

@@ -406,7 +406,7 @@ def test_users_own_objective_and_every_problem_run_on_ray_unchanged(local_ray):
     np.testing.assert_allclose(result.params[0], means, atol=0.05)  # the least-squares optimum
 
     train, test, _ = make_jumbo(300, 200, 20_000, rank=3, noise=0.1, seed=0, folder=None)
-    settings = dict(rank=4, epochs=8, seed=0, step=0.04, init_scale=0.1)  # 8 epochs reach
+    settings = dict(rank=4, epochs=8, random_state=0, step=0.04, init_scale=0.1)  # 8 epochs reach
     # the optimum from these; the defaults' smaller step and init need more of them
     model = MatrixFactorization(backend="ray", distributed={"nodes": 2, "staleness": 1},
                                 **settings).fit(train, eval_set=test)

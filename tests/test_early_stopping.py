@@ -145,7 +145,7 @@ def test_matrix_factorisation_stops_before_it_overfits_and_keeps_the_best_factor
     n_test = users.size // 5
     train = (users[n_test:], items[n_test:], values[n_test:])
     test = (users[:n_test], items[:n_test], values[:n_test])
-    options = dict(epochs=40, seed=0, workers=1, step=0.05, reg=0.001, adaptive=False)
+    options = dict(epochs=40, random_state=0, workers=1, step=0.05, reg=0.001, adaptive=False)
     with pytest.warns(UserWarning, match="never seen in training"):
         full = MatrixFactorization(**options).fit(train, eval_set=test)
         stopped = MatrixFactorization(early_stopping=3, **options).fit(train, eval_set=test)

@@ -341,7 +341,7 @@ def test_adaptive_sums_are_checkpointed_so_a_resumed_run_is_bitwise_the_whole_on
     """The rows' AdaGrad sums are parameters: a checkpoint keeps them, so one worker
     stopped after 2 epochs and resumed to 4 ends with the bits of 4 in one go."""
     train, _ = planted(seed=5)
-    options = dict(adaptive=True, seed=3, workers=1, scheduler="serial")
+    options = dict(adaptive=True, random_state=3, workers=1, scheduler="serial")
     whole = ImplicitFactorization(epochs=4, **options).fit(train)
     path = tmp_path / "run.npz"
     ImplicitFactorization(epochs=2, **options).fit(train, checkpoint=path)
