@@ -8,7 +8,7 @@ import io
 import os
 
 from hogwild.errors import DataFormatError, HogwildError
-from hogwild.limits import available_memory
+from hogwild.limits import available_memory, size_text
 from hogwild.paths import check_regular
 
 CHUNK = 64 << 20  # bytes decompressed at a time, so that the total is checked as it grows
@@ -34,8 +34,8 @@ def read_bytes(path):
         size = os.fstat(fd).st_size
         memory = available_memory()
         if memory is not None and size > memory:
-            raise HogwildError(f"cannot read {path}: its {size / 2**30:.1f} GiB are more than "
-                               f"the {memory / 2**30:.1f} GiB of memory available")
+            raise HogwildError(f"cannot read {path}: its {size_text(size)} are more than the "
+                               f"{size_text(memory)} of memory available")
         try:
             raw = f.read()
         except OSError as exc:
@@ -58,7 +58,7 @@ def _decompress(path, opener, raw, memory):
                 out += chunk
                 if cap is not None and len(out) > cap:
                     raise HogwildError(f"cannot read {path}: it decompresses to more than the "
-                                       f"{cap / 2**30:.1f} GiB of memory available")
+                                       f"{size_text(cap)} of memory available")
     except (OSError, EOFError, ValueError) as exc:
         if isinstance(exc, HogwildError):
             raise

@@ -24,7 +24,7 @@ from hogwild.datasets import svmlight_parser as P
 from hogwild.datasets.cache import Damaged, describe, entry_in_progress, open_arrays, read_header
 from hogwild.datasets.files import read_text_bytes
 from hogwild.errors import DataFormatError, HogwildError, check_int
-from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory
+from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory, size_text
 from hogwild.paths import cache_dir, check_regular, data_cache_folder
 
 _CACHE_VERSION = "svmlight-3"
@@ -180,8 +180,8 @@ def _check_feature_space(arrays, max_index, path):
     row = int(np.searchsorted(arrays["indptr"], first, side="right") - 1)
     raise DataFormatError(
         f"{path}, line {arrays['row_lines'][row]}: feature index {max_index} makes a model "
-        f"of {max_index + 1:,} features, which needs {needed / 2**30:.1f} GiB, more than "
-        f"the {memory / 2**30:.1f} GiB of memory available; renumber the features densely "
+        f"of {max_index + 1:,} features, which needs {size_text(needed)}, more than the "
+        f"{size_text(memory)} of memory available; renumber the features densely "
         f"(or hash them into fewer)")
 
 

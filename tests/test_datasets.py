@@ -194,8 +194,8 @@ def test_a_feature_index_too_large_for_memory_names_its_line(tmp_path, monkeypat
     path.write_text("1 1:1 5:2\n-1 2:1\n1 3:1 2000000000:1\n")
     monkeypatch.setattr("hogwild.datasets.svmlight.available_memory", lambda: 24 * 2**30)
     with pytest.raises(DataFormatError, match=str(path) + r", line 3: feature index 1999999999 "
-                       r"makes a model of 2,000,000,000 features, which needs 37.3 GiB, more "
-                       r"than the 24.0 GiB of memory available"):
+                       r"makes a model of 2,000,000,000 features, which needs 40.0 GB, more "
+                       r"than the 25.8 GB of memory available"):
         load_svmlight(path, cache=False)
     path.write_text("1 1:1 5:2\n-1 2:1\n1 3:1 268435456:1\n")  # 2**28 hashed features: 5 GiB
     assert load_svmlight(path, cache=False).X.shape == (3, 2**28)

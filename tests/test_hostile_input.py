@@ -24,6 +24,7 @@ from hogwild import HogwildError, Objective, fit
 from hogwild.checkpoint import KEY_VARIABLE, header_digest, load_checkpoint
 from hogwild.cli import main
 from hogwild.datasets.svmlight import load_svmlight
+from hogwild.limits import size_text
 from hogwild.structure import IdArray
 from hogwild.cli.ranks import child_pids
 from test_checkpoint import pair_objective
@@ -113,7 +114,7 @@ def test_a_decompression_bomb_is_refused_as_it_inflates(tmp_path, monkeypatch):
         load_svmlight(bomb, cache=False)
     cap = (4 << 20) - bomb.stat().st_size
     assert str(error.value) == (f"cannot read {bomb}: it decompresses to more than the "
-                                f"{cap / 2**30:.1f} GiB of memory available")
+                                f"{size_text(cap)} of memory available")
 
 
 # --- the Ray address -------------------------------------------------------------------
