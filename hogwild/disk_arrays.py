@@ -125,8 +125,8 @@ def extremes(array):
 
 
 def occurrences(ids, n):
-    """How many times each of 0..n-1 occurs in ``ids`` (non-negative integers below
-    n), a piece at a time in compiled code: np.bincount would first copy int32 ids
+    """How many times each of 0..n-1 occurs in ``ids`` (an id outside is a
+    HogwildError), a piece at a time in compiled code: np.bincount would first copy int32 ids
     to int64, 8 bytes an id.
 
     Each thread counts a part of ``ids`` into counts of its own, summed at the end
@@ -138,8 +138,13 @@ def occurrences(ids, n):
 
     def count_part(part):
         counts = np.zeros(n, kind)
+        at = bounds[part]
         for piece in pieces(ids[bounds[part]:bounds[part + 1]]):
-            _count(piece, counts)
+            bad = _count(piece, counts)
+            if bad >= 0:
+                raise HogwildError(f"id {int(piece[bad])} at position {at + bad:,} is not "
+                                   f"in 0..{n - 1:,}")
+            at += piece.shape[0]
         return counts
 
     parts = in_threads(count_part, len(bounds) - 1)
@@ -167,8 +172,15 @@ def in_threads(job, count):
 
 @njit(nogil=True, cache=True)
 def _count(ids, counts):
+    """Add ``ids`` into ``counts``; the position of the first id outside it, or -1
+    (an id edited in a file since it was checked must not write past the counts)."""
+    n = counts.size
     for k in range(ids.size):
-        counts[ids[k]] += 1
+        i = ids[k]
+        if i < 0 or i >= n:
+            return k
+        counts[i] += 1
+    return -1
 
 
 def array_mean(array):

@@ -393,3 +393,13 @@ def test_csr_row_blocks_read_a_truncated_file_as_an_error(tmp_path):
     os.truncate(path, path.stat().st_size // 2)
     with pytest.raises(HogwildError, match=f"^{path} ends before its"):
         list(csr_row_blocks(X, labels, rows=1000))
+
+
+def test_an_id_edited_before_the_objective_is_built_is_an_error_not_a_write(tmp_path):
+    """The SVM counts its features' rows before any run (compiled code): an id edited
+    in the cache since its checksum was read wrote past the counts (SIGSEGV)."""
+    X, labels = click_rows(tmp_path)
+    edit_in_place(tmp_path / "clicks" / "train_indices.npy", 5, 10**9)
+    with pytest.raises(HogwildError) as error:
+        svm(X, labels)
+    assert str(error.value) == "id 1000000000 at position 5 is not in 0..599"
