@@ -78,7 +78,8 @@ def training_parameters(own, notes=None, table=TRAINING, **defaults):
         cls.training_notes = dict(notes or {})
         __init__.__qualname__ = f"{cls.__name__}.__init__"
         cls.__doc__ = _filled(_filled(cls.__doc__, TRAINING_DOC_SLOT,
-                                      parameters_doc(parameters, notes, table)),
+                                      parameters_doc(parameters, notes, table,
+                                                     estimator=True)),
                               RUN_DOC_SLOT, RUN_ATTRIBUTES_DOC)
         return cls
     return decorate

@@ -128,9 +128,10 @@ class Option:
             raise HogwildError(f"{self.name} is for backend {_either(self.backends)}; "
                                f"this run has backend {values['backend']!r}")
 
-    def doc(self, default):
-        """This option's numpydoc entry with ``default`` (a problem's own)."""
-        return f"{self.parameter} : {self.doc_type}, default {default!r}\n" + textwrap.fill(
+    def doc(self, default, name=None):
+        """This option's numpydoc entry with ``default`` (a problem's own), under
+        ``name`` (default: the option's)."""
+        return f"{name or self.name} : {self.doc_type}, default {default!r}\n" + textwrap.fill(
             self.help, 79, initial_indent="    ", subsequent_indent="    ")
 
 
@@ -254,12 +255,17 @@ def checked(values, table=TRAINING):
     return values
 
 
-def parameters_doc(defaults, notes=None, table=TRAINING):
+def parameters_doc(defaults, notes=None, table=TRAINING, estimator=False):
     """The numpydoc entries of every option of ``table``, with ``defaults`` (name ->
     default) where a caller's differ from the table's and ``notes`` (name -> a
-    sentence added to the option's help)."""
+    sentence added to the option's help); ``estimator``: under the estimators'
+    parameter names (random_state), else the TrainingConfig's fields."""
     notes = notes or {}
-    return "\n".join(option.doc(defaults.get(option.name, option.default))
+
+    def name(option):
+        return option.parameter if estimator else option.name
+
+    return "\n".join(option.doc(defaults.get(name(option), option.default), name(option))
                      + ("\n" + textwrap.fill(notes[option.name], 79, initial_indent="    ",
                                              subsequent_indent="    ")
                         if option.name in notes else "")

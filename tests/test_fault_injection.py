@@ -1,6 +1,6 @@
 """scripts/fault_injection.py --quick (issues 16 and 28): every fault (a killed worker,
 the training process killed with SIGKILL or SIGTERM, Ctrl-C, an exception in an
-update, kills during start-up; on MPI jobs a killed rank or mpirun, an exception on
+update, kills and Ctrl-C during start-up; on MPI jobs a killed rank or mpirun, an exception on
 one rank, ranks with other settings) on both CPU backends and MPI, at random
 moments, leaves no hang, wrong exit status, stray traceback, orphan worker or rank,
 shared memory, corrupt checkpoint or resume that differs from an uninterrupted run.
@@ -19,7 +19,7 @@ COUNTS = ("hangs", "wrong_exits", "tracebacks", "orphans", "leftover_bytes", "le
 FAULTS = {
     "threads": ("kill-parent", "sigterm", "ctrl-c", "raise", "kill-at-start"),
     "processes": ("kill-worker", "kill-parent", "sigterm", "ctrl-c", "raise", "kill-at-start",
-                  "kill-worker-at-start"),
+                  "kill-worker-at-start", "ctrl-c-while-workers-start"),
     "mpi": ("kill-rank", "kill-mpirun", "raise-in-rank", "mismatch", "kill-mpirun-at-start"),
 }
 

@@ -150,7 +150,7 @@ def string_id_ratings():
 def test_accepts_tuples_dataframes_ratings_and_sparse_matrices():
     pd = pytest.importorskip("pandas")
     users, items, values = string_id_ratings()
-    kwargs = dict(rank=4, epochs=2, scheduler="serial", seed=0)
+    kwargs = dict(rank=4, epochs=2, scheduler="serial", random_state=0)
     from_tuple = MatrixFactorization(**kwargs).fit((users, items, values))
     frame = pd.DataFrame({"item": items, "user": users, "rating": values, "extra": 0})
     from_frame = MatrixFactorization(**kwargs).fit(frame)
@@ -433,7 +433,7 @@ def _scaled_ratings(n_users=60, n_items=40, seed=0):
 def test_predictions_are_clipped_to_the_training_scale_and_the_recorded_rmse_is_predicts():
     users, items, values = _scaled_ratings()
     train, test = slice(0, 2500), slice(2500, None)
-    options = dict(rank=8, epochs=30, workers=1, seed=0, step=0.05)
+    options = dict(rank=8, epochs=30, workers=1, random_state=0, step=0.05)
     model = MatrixFactorization(**options).fit(
         (users[train], items[train], values[train]),
         eval_set=(users[test], items[test], values[test]))

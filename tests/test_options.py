@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hogwild.cli.options import add_training_flags, build_parser, training_fields
+from hogwild.cli.options import add_training_flags, build_parser, in_users_words, training_fields
 from hogwild.config import TrainingConfig, config_class
 from hogwild.errors import HogwildError
 from hogwild.estimator import Params, training_parameters
@@ -56,7 +56,7 @@ def test_every_option_is_a_flag_of_every_problem_with_the_tables_help(problem):
             continue
         action = actions[option.name]
         assert option.flag in action.option_strings
-        assert action.help.startswith(option.help.replace("%", "%%"))
+        assert action.help.startswith(in_users_words(option.help).replace("%", "%%"))
     assert set(training_fields(args)) == {option.name for option in TRAINING}
 
 
@@ -65,8 +65,8 @@ def test_estimators_take_every_option_and_document_it(estimator):
     parameters = inspect.signature(estimator).parameters
     defaults = estimator().get_params()
     for option in TRAINING:
-        assert parameters[option.name].kind is inspect.Parameter.KEYWORD_ONLY
-        first_line = option.doc(defaults[option.name]).split("\n")[0]
+        assert parameters[option.parameter].kind is inspect.Parameter.KEYWORD_ONLY
+        first_line = option.doc(defaults[option.parameter], option.parameter).split("\n")[0]
         assert f"\n    {first_line}\n" in estimator.__doc__
         assert f"\n{option.doc(option.default)}" in TrainingConfig.__doc__
 
