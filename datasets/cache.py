@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hogwild import file_content
 from hogwild.disk_arrays import pieces
 from hogwild.errors import HogwildError
 from hogwild.limits import usable_cores
@@ -57,6 +58,19 @@ def describe(arrays):
     """The header's record of ``arrays`` (name -> array): dtype, shape and CRC-32."""
     return {name: {"dtype": array.dtype.str, "shape": list(array.shape),
                    "crc32": crc32(array)} for name, array in arrays.items()}
+
+
+def remove_entry(path):
+    """Remove whatever is at an entry's ``path``: its folder, or the FIFO, file or
+    link that something left there (shutil.rmtree leaves those alone, and the next
+    attempt would then wait on the FIFO for ever); nothing where nothing is."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass  # gone already, or not ours to remove: the caller's next step says which
 
 
 class Damaged(Exception):
@@ -98,9 +112,12 @@ def open_arrays(folder, described):
             raise Damaged(f"{path.name} cannot be read ({type(exc).__name__})") from None
 
     def matches(array, record):
-        return isinstance(record, dict) and array.dtype.str == record.get("dtype") \
-            and list(array.shape) == record.get("shape") \
-            and crc32(array) == record.get("crc32")
+        if not (isinstance(record, dict) and array.dtype.str == record.get("dtype")
+                and list(array.shape) == record.get("shape")
+                and crc32(array) == record.get("crc32")):
+            return False
+        file_content.record(array, record["crc32"])  # what a streamed run must read
+        return True
 
     # Opened one at a time: np.load parses each header with ast, which CPython 3.11
     # cannot do from several threads at once ("AST constructor recursion depth

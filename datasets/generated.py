@@ -12,7 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from hogwild.datasets.cache import Damaged, entry_in_progress, open_arrays, read_header
+from hogwild.datasets.cache import (Damaged, entry_in_progress, open_arrays, read_header,
+                                    remove_entry)
 from hogwild.errors import HogwildError
 from hogwild.limits import physical_memory, return_freed_memory, size_text, usable_cores
 
@@ -98,7 +99,7 @@ def write_entry(folder, info, sets, bar=None):
                 records[f"{name}_{field}"] = {"dtype": np.dtype(dtype).str, "shape": [length],
                                               "crc32": crcs[field]}
         (tmp / "info.json").write_text(json.dumps({**info, "arrays": records}))
-        shutil.rmtree(folder, ignore_errors=True)  # an interrupted earlier attempt
+        remove_entry(folder)  # an interrupted earlier attempt
         os.replace(tmp, folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -115,7 +116,7 @@ def open_entry(folder, version, names, what):
     try:
         header = read_header(folder, "info.json")
         if header.get("version") != version:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_entry(folder)
             return None
         arrays = open_arrays(folder, header["arrays"])
         return {name: arrays[name] for name in names}
@@ -123,7 +124,7 @@ def open_entry(folder, version, names, what):
         reason = f"it lacks {damage}" if isinstance(damage, KeyError) else damage
         warnings.warn(f"the {what} cached in {folder} is damaged: {reason}; making it "
                       "again", stacklevel=3)
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_entry(folder)
         return None
 
 

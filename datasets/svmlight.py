@@ -21,7 +21,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from hogwild.datasets import svmlight_parser as P
-from hogwild.datasets.cache import Damaged, describe, entry_in_progress, open_arrays, read_header
+from hogwild.datasets.cache import (Damaged, describe, entry_in_progress, open_arrays,
+                                    read_header, remove_entry)
 from hogwild.datasets.files import read_text_bytes
 from hogwild.errors import DataFormatError, HogwildError, check_int
 from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory, size_text
@@ -100,7 +101,7 @@ def _load_cached(folder, path):
     except Damaged as damage:
         warnings.warn(f"the binary cache of {path} in {folder} is damaged: {damage}; parsing "
                       "the file again", stacklevel=3)
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_entry(folder)
         return None
     return arrays, meta["zero_based"]
 

@@ -64,8 +64,8 @@ def pieces(array):
         for start in range(0, array.shape[0], rows):
             count = min(rows, array.shape[0] - start)
             if not read_rows(f.fileno(), buffer, 0, count, offset + start * row_bytes):
-                raise HogwildError(f"{path} ends before its "
-                                   f"{array.shape[0]:,} rows: it was truncated")
+                raise HogwildError(f"{path} ends at byte {os.fstat(f.fileno()).st_size:,}, "
+                                   "before the rows its header declares: it was truncated")
             yield buffer[:count]
 
 

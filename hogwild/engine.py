@@ -9,8 +9,6 @@ import dataclasses
 import functools
 import math
 import signal
-import sys
-import threading
 import time
 import warnings
 from dataclasses import asdict
@@ -29,6 +27,7 @@ from hogwild.errors import DivergenceError, HogwildError, Interrupted, WorkerLos
 from hogwild.evaluation import evaluator, held_out_bytes
 from hogwild.disk_arrays import in_memory, on_disk
 from hogwild.index_check import check_indices, compiling
+from hogwild.interrupts import interrupts_kept, stop_after_epoch
 from hogwild.kernels.compiler import compile_loops
 from hogwild.limits import (available_memory, check_workers, default_workers,
                             return_freed_memory, size_text)
@@ -92,48 +91,6 @@ def _compile(runner, loops, objective, params, data, scheduler):
 DIVERGENCE_GROWTH = 1e6  # an objective this many times its start's magnitude diverged
 START_SAMPLES = 1 << 12  # the start's magnitude: the mean loss of the first samples (a
 # pass over all of them costs half an epoch of a short run, for a bound this loose)
-
-
-class _StopRequest:
-    """Which stop signal arrived first, if any (``signum``)."""
-
-    def __init__(self):
-        self.signum = None
-
-    def is_set(self):
-        return self.signum is not None
-
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-@contextlib.contextmanager
-def _stop_after_epoch(announce=True):
-    """While training: the first Ctrl-C or SIGTERM asks to stop after the current
-    epoch (the returned request's ``is_set``), a second one interrupts at once;
-    ``announce``: say so on stderr (the reporting process alone: every rank of an
-    MPI job gets the signal). Only the main thread can install signal handlers;
-    elsewhere both signals keep their usual effect."""
-    requested = _StopRequest()
-    if threading.current_thread() is not threading.main_thread():
-        yield requested
-        return
-
-    def handler(signum, frame):
-        if requested.is_set():
-            raise Interrupted(None, signum=signum)
-        requested.signum = signum
-        if announce:
-            again = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-            print(f"hogwild: stopping after this epoch ({again} again to abandon it)",
-                  file=sys.stderr, flush=True)
-
-    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
-    try:
-        yield requested
-    finally:
-        for signum, action in previous.items():
-            signal.signal(signum, action)
 
 
 class _Run:
@@ -474,12 +431,13 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
     and ``locked`` with several workers only in distribution.
     """
     config, controls = settle(config, controls, **options)
-    run = _Run(objective, config, controls)
-    config = run.config  # "auto" replication is "shared" for samples streamed from disk
-    with run.backend.open(run.planner.workers, config, run.source) as runner, \
-            _stop_after_epoch(announce=runner.reports) as stop_requested, \
-            contextlib.closing(run.stream) if run.stream is not None \
-            else contextlib.nullcontext():
-        runner.agree(config, run.objective)
-        run.resume(runner)
-        return run.finish(runner, run.loop(runner, stop_requested))
+    with interrupts_kept():  # a Ctrl-C while a kernel compiles is not lost
+        run = _Run(objective, config, controls)
+        config = run.config  # "auto" replication is "shared" for samples streamed from disk
+        with run.backend.open(run.planner.workers, config, run.source) as runner, \
+                stop_after_epoch(announce=runner.reports) as stop_requested, \
+                contextlib.closing(run.stream) if run.stream is not None \
+                else contextlib.nullcontext():
+            runner.agree(config, run.objective)
+            run.resume(runner)
+            return run.finish(runner, run.loop(runner, stop_requested))

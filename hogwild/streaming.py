@@ -49,6 +49,7 @@ import numpy as np
 
 from hogwild.disk_arrays import file_of, in_memory, on_disk, read_rows
 from hogwild.errors import HogwildError
+from hogwild.file_content import combined, recorded
 from hogwild.limits import size_text
 from hogwild.schedulers.plan import EpochPlan, even_spans
 
@@ -162,11 +163,16 @@ class SampleStream:
         self.streamed = tuple(i for i in roles if on_disk(data[i]))
         self.sources = {i: data[i] for i in roles}
         self.files = {}
+        # the whole array's CRC-32 as a data cache checked it, where one did: the
+        # first epoch's reads must add up to it (see hogwild.file_content)
+        self._unverified = {}
         for i in self.streamed:
             path, offset = file_of(data[i])
             with open(path, "rb") as f:
-                identity = _identity(os.fstat(f.fileno()))
-            self.files[i] = _File(path, offset, _row_bytes(data[i]), identity)
+                stat = os.fstat(f.fileno())
+            self.files[i] = _File(path, offset, _row_bytes(data[i]), _identity(stat))
+            if recorded(data[i], stat) is not None and roles[i] in ("sample", "nonzero"):
+                self._unverified[i] = recorded(data[i], stat)
         self.data = tuple(np.empty((SLOTS * (nonzeros if roles.get(i) == "nonzero" else
                                              self.stride),) + a.shape[1:], a.dtype)
                           if i in roles else in_memory(a) for i, a in enumerate(data))
@@ -398,6 +404,28 @@ class SampleStream:
                 pending = self._reader.submit(self._read, (c + 1) % SLOTS, cut[c + 1][0])
             updates += runner.run_epoch(loops, chunk_plan, params, self.buffers,
                                         steps.over(c / len(cut), (c + 1) / len(cut)), epoch)
+        self._verify_first_reads(sorted(r for ranges, _ in cut for r in ranges))
         length = sum(hi - lo for lo, hi in cut[-1][0])
         view = self._view((len(cut) - 1) % SLOTS, length)
         return updates, runner.loss_sum(loops, params, view, length) / max(length, 1)
+
+    def _verify_first_reads(self, ranges):
+        """Once an epoch's ``ranges`` (sorted) cover the samples: the first reads of
+        each array that a cache checked must add up to the CRC-32 it recorded."""
+        ends = self.sources[self.offsets] if self.offsets is not None else None
+        for i, crc in list(self._unverified.items()):
+            spans = ranges if self.roles[i] == "sample" else \
+                [(int(ends[lo]), int(ends[hi])) for lo, hi in ranges]
+            del self._unverified[i]
+            rows = self.sources[i].shape[0]
+            if not spans or spans[0][0] != 0 or spans[-1][1] != rows or any(
+                    a[1] != b[0] for a, b in zip(spans, spans[1:])):
+                continue  # not a cut of the whole array: nothing to compare
+            file = self.files[i]
+            if combined([(self._digests[(i, lo, hi)], (hi - lo) * file.row_bytes)
+                          for lo, hi in spans]) != crc:
+                raise HogwildError(f"{file.path} was modified after the run checked it "
+                                   "(its time was put back): what the first epoch read of "
+                                   "it differs from the content checked at the start; the "
+                                   "run stops rather than train on data other than the "
+                                   "data it started with")

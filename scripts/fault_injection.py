@@ -22,6 +22,28 @@ faults land inside epochs) and injects one fault, at a random moment of an epoch
     raise-in-rank          an exception in an update on rank 1 alone
     mismatch               rank 1 started with another sync interval than rank 0
 
+and, as the family "files", to the data of a command-line run (`hogwild run svm`
+on a generated click log or `hogwild run mc` on a Jumbo matrix, in a cache of the
+script's own, one worker, a fixed seed, so that every run on the same bytes ends
+with the same figures: scripts/file_faults.py):
+
+    truncate-mid-run       a data file of the cache entry cut short at a random
+                           moment of the run (start-up included): same figures
+                           (the run reads its data into memory) or one line naming
+                           the file, exit 2
+    edit-mid-run           bytes of a file that a streamed run (--memory) reads chunk
+                           by chunk overwritten in place, the file's times put back:
+                           one line naming the file, exit 2 (or the same figures,
+                           where the edit lands before the file is checked)
+    truncate-between-runs  a data file cut short before the run: the cache finds it
+    edit-between-runs      bytes overwritten before the run, times put back: the
+                           entry's checksums find it; made again, same figures
+    fifo-in-cache          a FIFO where a data file or the entry's folder was: made
+                           again, same figures, never a run blocked on the FIFO
+    ctrl-c-at-start        SIGINT of the process group, as a terminal's Ctrl-C, at a
+                           random moment before the first epoch (the imports, the
+                           data being made or checked, compiling): exit 130
+
 Then it counts, all of which must be 0:
 
     hangs           the run had not ended 60 s after the fault
@@ -42,10 +64,13 @@ Then it counts, all of which must be 0:
     resume_diffs    a resumed run (one more epoch, in a new process or job) whose
                     parameters differ from an uninterrupted run's: bitwise for the
                     deterministic schedulers and for MPI jobs (one thread a rank),
-                    "finishes" for hogwild and locked
+                    "finishes" for hogwild and locked; for the files family, the
+                    next run on the same cache, which must end with the figures
+    wrong_answers   (files) a run that ended well (exit 0) with other figures than
+                    the same run on intact files: a silent wrong answer
 
-    python scripts/fault_injection.py               # 34 trials per backend: 102
-    python scripts/fault_injection.py --quick       # 8 per backend (the CI test)
+    python scripts/fault_injection.py               # 34 trials per family: 136
+    python scripts/fault_injection.py --quick       # 8 per family (the CI test)
     python scripts/fault_injection.py --out docs/fault_injection.json
 
 Prints one JSON document: the totals, a table per backend and fault, and the
@@ -63,6 +88,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import file_faults  # scripts/file_faults.py, beside this script
 import numpy as np
 
 from hogwild.bench.machine import publish
@@ -70,12 +96,14 @@ from hogwild.bench.machine import publish
 SCHEDULERS = ("hogwild", "locked", "serial", "blocked", "colored", "cyclades")
 MPI_SCHEDULERS = ("hogwild", "locked", "serial")
 DETERMINISTIC = ("serial", "blocked", "colored", "cyclades")
-BACKENDS = ("threads", "processes", "mpi")
+BACKENDS = ("threads", "processes", "mpi", "files")
 FAULTS = {
     "threads": ("kill-parent", "sigterm", "ctrl-c", "raise", "kill-at-start"),
     "processes": ("kill-worker", "kill-parent", "sigterm", "ctrl-c", "raise", "kill-at-start",
                   "kill-worker-at-start", "ctrl-c-while-workers-start"),
     "mpi": ("kill-rank", "kill-mpirun", "raise-in-rank", "mismatch", "kill-mpirun-at-start"),
+    "files": ("truncate-mid-run", "edit-mid-run", "truncate-between-runs", "edit-between-runs",
+              "fifo-in-cache", "ctrl-c-at-start"),
 }
 EXPECTED_STATUS = {"kill-worker": 2, "sigterm": 143, "ctrl-c": 130, "raise": 1,
                    "kill-worker-at-start": 2, "ctrl-c-while-workers-start": 130,
@@ -87,7 +115,7 @@ N_SAMPLES = 40_000
 HANG_SECONDS = 60
 ORPHAN_SECONDS = 5
 COUNTS = ("hangs", "wrong_exits", "tracebacks", "orphans", "leftover_bytes", "leftover_dirs",
-          "corrupt", "resume_diffs")  # per trial; all must be 0
+          "corrupt", "resume_diffs", "wrong_answers")  # per trial; all must be 0
 
 
 def slow_pair_update(e, params, data, step, epoch):
@@ -422,7 +450,8 @@ def plan(trials_per_backend, rng, backends):
         faults = FAULTS[backend]
         for i in range(trials_per_backend):
             fault = faults[i % len(faults)]
-            choices = MPI_SCHEDULERS if backend == "mpi" else \
+            choices = MPI_SCHEDULERS if backend == "mpi" else ("default",) \
+                if backend == "files" else \
                 [s for s in SCHEDULERS if "worker" not in fault or s != "serial"]
             runs.append((backend, choices[int(rng.integers(len(choices)))], fault))
     return runs
@@ -472,16 +501,23 @@ def main():
     rng = np.random.default_rng(args.seed)
     references, records = {}, []
     started = time.monotonic()
+    files_root = Path(tempfile.mkdtemp(prefix="hogwild-faults-files-"))
+    file_runs = {name: file_faults.Runs(files_root, name)  # one data and kernel cache
+                 for name in file_faults.PROBLEMS}
     for i, (backend, scheduler, fault) in enumerate(plan(trials, rng, backends)):
         folder = Path(tempfile.mkdtemp(prefix="hogwild-faults-"))
         try:
-            record = trial(rng, backend, scheduler, fault, folder, references)
+            record = file_faults.trial(rng, file_runs, fault, folder, HANG_SECONDS, COUNTS) \
+                if backend == "files" else \
+                trial(rng, backend, scheduler, fault, folder, references)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         records.append(record)
         bad = {k: record[k] for k in COUNTS if record[k]}
-        print(f"[{i + 1}] {backend} {scheduler} {fault}: status {record.get('status')}"
+        print(f"[{i + 1}] {backend} {record.get('problem', scheduler)} {fault}: status "
+              f"{record.get('status')}"
               + (f", FAILED {bad}" if bad else ""), file=sys.stderr, flush=True)
+    shutil.rmtree(files_root, ignore_errors=True)
     report = summarise(records)
     report["seconds"] = round(time.monotonic() - started, 1)
     report["mpi_left_out"] = missing

@@ -362,6 +362,24 @@ def test_ratings_on_disk_get_the_blocked_layout_while_a_copy_fits(tmp_path, monk
     assert MatrixFactorization(**options).fit(train).scheduler_ == "hogwild"
 
 
+def test_ratings_on_disk_beyond_the_runs_memory_train_hogwild_streamed(tmp_path, monkeypatch):
+    """The copy of the blocked layout must fit the run's memory too: under a memory
+    below the ratings, 'blocked' (the default) built that copy anyway, and its
+    default grid's rounds were larger than a slot: `hogwild run mc --data
+    jumbo:20000x20000x2000000 --memory 8MB` ended "use a larger --grid"."""
+    from hogwild.datasets.jumbo import make_jumbo
+    from hogwild.problems.matrix_completion import MatrixFactorization
+
+    monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path / "cache"))
+    train, test, _ = make_jumbo(2000, 2000, 200_000, seed=0, folder=tmp_path / "jumbo")
+    with pytest.warns(UserWarning, match="chunk by chunk"):
+        model = MatrixFactorization(epochs=4, workers=1, random_state=0, shuffle_ratings=False,
+                                    memory="1.5MB").fit(train, eval_set=test)
+    assert model.scheduler_ == "hogwild" and model.streaming_["chunks_per_epoch"] > 1
+    rmse = [record.metrics["test_rmse"] for record in model.history_]
+    assert rmse[-1] < 0.7 < rmse[0]  # it learns (the noise's floor is 0.5)
+
+
 @pytest.mark.parametrize("per_row,adaptive", [(100, True), (80, True), (79, False),
                                                (17, False)])
 def test_adaptive_none_turns_them_on_where_users_and_items_average_80_ratings(per_row,

@@ -206,8 +206,8 @@ def test_run_mc_on_a_jumbo_matrix_json(capsys, tmp_path, monkeypatch):
     assert result["minimum_bytes"] == result["data_bytes"] + result["params_bytes"]
     assert result["peak_over_minimum"] == result["peak_rss_bytes"] / result["minimum_bytes"]
     assert list(result["setup_phase_seconds"]) == [
-        "read data", "check ratings", "read cached layout", "map ids", "block layout",
-        "initial factors", "share", "compile"]
+        "read data", "check ratings", "read cached layout", "read ratings", "map ids",
+        "block layout", "initial factors", "share", "compile"]
     assert 0 < sum(result["setup_phase_seconds"].values()) \
         < result["first_epoch_after_launch_s"]  # from this process's start (pytest's here)
     assert (tmp_path / "m.npz").is_file()
@@ -688,6 +688,11 @@ def test_help_speaks_the_command_lines_words(capsys, problem):
                  "hogwild.streaming", "random_state", "early_stopping", "validation_fraction",
                  "hot_fraction", "fit_intercept=False", "shuffle_rows"):
         assert code not in text, (problem, code)
+    # no fitted attribute (scheduler_), no constant (LOSS_DEFAULTS), and no "(default:
+    # none)" after a help that states its default
+    words = re.sub(r"(-\w|--[\w-]+),? [A-Z_]+\b", "", text)  # flags' metavars
+    assert re.findall(r"\b[a-z]+_(?=[\s.,;)])|\b[A-Z]+_[A-Z_]+\b", words) == [], problem
+    assert "(default: none)" not in text, problem
     assert "--validation-fraction of the training samples" in text
 
 

@@ -218,21 +218,23 @@ def test_a_damaged_cache_entry_is_parsed_again_and_repaired(tmp_path):
             "parsing the file again") in err
 
 
-@pytest.mark.parametrize("name", ["train_values.npy", "info.json"])
+@pytest.mark.parametrize("name", ["train_values.npy", "info.json", "."])
 def test_a_fifo_planted_in_a_cache_entry_is_damage_not_a_hang(tmp_path, monkeypatch, name):
-    """A FIFO in a cache entry: the run warned that the entry was damaged, then
-    blocked for ever opening it."""
+    """A FIFO in a cache entry, or in place of the entry's folder ("."): the run
+    warned that the entry was damaged, then blocked for ever opening it."""
     from hogwild.datasets.jumbo import make_jumbo
 
     monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path))
     train, test, _ = make_jumbo(60, 40, 3000, rank=2)
     want, folder = np.array(train.values), Path(train.source)
     del train, test
-    (folder / name).unlink()
-    os.mkfifo(folder / name)
+    planted = (folder / name).resolve()
+    shutil.rmtree(planted) if planted.is_dir() else planted.unlink()
+    os.mkfifo(planted)
+    damage = r"its header info.json cannot be read \(NotADirectoryError\)" if name == "." \
+        else rf"(its header )?{re.escape(name)} is a FIFO \(named pipe\), not a regular file"
     with pytest.warns(UserWarning, match=rf"the Jumbo matrix cached in .* is damaged: "
-                                         rf"(its header )?{re.escape(name)} is a FIFO \(named "
-                                         r"pipe\), not a regular file; making it again"):
+                                         rf"{damage}; making it again"):
         again, _, _ = make_jumbo(60, 40, 3000, rank=2)
     np.testing.assert_array_equal(again.values, want)
 

@@ -72,7 +72,8 @@ def test_the_model_picks_the_algorithm_and_records_predicted_and_measured_sync_t
     link = report["link"]
     assert link["alpha_s"] > 0 and link["beta_s_per_byte"] > 0 and link["gamma_s_per_byte"] > 0
     assert report["predicted_sync_seconds"] == report["predicted_seconds"][report["algorithm"]]
-    assert 0 < report["measured_sync_seconds"] < 1.0
+    # a sync is measured (not None, not 0); on a loaded host one can stall for seconds
+    assert 0 < report["measured_sync_seconds"] < 60
     assert report["message_bytes"] == 4 * (400 + INTERCEPT_PAD)  # w, the intercept: float32
 
 

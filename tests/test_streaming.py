@@ -324,6 +324,24 @@ def test_a_nonzero_file_truncated_under_a_streamed_run_stops_it(tmp_path):
                     callback=after_first_epoch)
 
 
+@pytest.mark.parametrize("name", ["train_values.npy", "train_indices.npy"])
+def test_a_file_edited_between_the_caches_check_and_the_first_read_stops_the_run(
+        tmp_path, name):
+    """The window that per-range digests leave: an edit (times put back) after the
+    cache checked the entry and before the run first reads the range. The first
+    epoch's reads, combined, must give the CRC-32 the cache checked."""
+    X, labels = click_rows(tmp_path)  # made, then opened and checked by the cache
+    path = tmp_path / "clicks" / name
+    edit_in_place(path, 40_000, 7)
+    with pytest.warns(UserWarning, match="chunk by chunk"), \
+            pytest.raises(HogwildError) as error:
+        hogwild.fit(svm(X, labels), epochs=3, step=0.5, seed=0, memory=300_000)
+    assert str(error.value) == (
+        f"{path} was modified after the run checked it (its time was put back): what the "
+        "first epoch read of it differs from the content checked at the start; the run "
+        "stops rather than train on data other than the data it started with")
+
+
 def test_streamed_samples_share_one_model_auto_says_shared_and_copies_are_refused(tmp_path):
     """Replicas copy the samples' id arrays per worker, which streamed samples do not
     hold (a traceback once): "auto" (the SVM's default) trains shared, and an explicit
@@ -391,7 +409,8 @@ def test_csr_row_blocks_read_a_truncated_file_as_an_error(tmp_path):
     np.testing.assert_array_equal(np.concatenate([y for _, y in blocks]), labels)
     path = tmp_path / "clicks" / "train_values.npy"
     os.truncate(path, path.stat().st_size // 2)
-    with pytest.raises(HogwildError, match=f"^{path} ends before its"):
+    with pytest.raises(HogwildError, match=f"^{path} ends at byte [0-9,]+, before the rows "
+                       "its header declares: it was truncated$"):
         list(csr_row_blocks(X, labels, rows=1000))
 
 

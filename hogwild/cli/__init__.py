@@ -34,6 +34,7 @@ from hogwild.cli.ranks import abort_job, launch
 from hogwild.cli.run import run_cuts, run_implicit, run_mc, run_svm
 from hogwild.backends.mpi import agree, import_mpi, in_mpi_job, job_rank, job_size
 from hogwild.errors import HogwildError, Interrupted
+from hogwild.interrupts import interrupts_kept
 from hogwild.paths import not_regular
 
 __all__ = ["main", "build_parser"]
@@ -133,45 +134,46 @@ def _runs_here(args):
 
 def _dispatch(args, argv=()):
     try:
-        if _rank_of_a_job(args) or (_mpi_command(args) and in_mpi_job()):
-            # MPI starts before anything is checked or read: a rank that then fails
-            # ends the job (MPI_Abort), where one that exited before MPI_Init would
-            # leave the others waiting in it
-            MPI = import_mpi()
-            if _rank_of_a_job(args):
-                agree(MPI.COMM_WORLD, "the command", {
-                    "command": args.command, "problem": getattr(args, "problem", None),
-                    "backend": getattr(args, "backend", None)})
-        check_numbers(args)
-        if not _runs_here(args):
-            return launch(args.ranks, argv, args.oversubscribe)
-        if getattr(args, "backend", None) == "gpu":
-            _use_gpu(args)
-        _check_output(getattr(args, "save", None), "--save")
-        _check_output(getattr(args, "out", None), "--out")
-        _check_output(getattr(args, "markdown", None), "--markdown")
-        if getattr(args, "plot", "none") != "none":
-            _check_output(args.plot, "--plot")
-        _check_output(getattr(args, "checkpoint", None), "--checkpoint")
-        if args.command == "datasets":
-            list_datasets(args)
-        elif args.command == "bench":
-            from hogwild.bench import main as run_bench
-            run_bench(args)
-        elif args.command == "download":
-            download(args)
-        elif args.command == "stats":
-            sparsity(args)
-        elif args.command == "allreduce-probe":
-            run_probe(args)
-        elif args.problem == "mc":
-            run_mc(args)
-        elif args.problem == "implicit":
-            run_implicit(args)
-        elif args.problem == "cuts":
-            run_cuts(args)
-        else:
-            run_svm(args)
+        with interrupts_kept():  # a Ctrl-C that numba's compiler swallows still ends it
+            if _rank_of_a_job(args) or (_mpi_command(args) and in_mpi_job()):
+                # MPI starts before anything is checked or read: a rank that then fails
+                # ends the job (MPI_Abort), where one that exited before MPI_Init would
+                # leave the others waiting in it
+                MPI = import_mpi()
+                if _rank_of_a_job(args):
+                    agree(MPI.COMM_WORLD, "the command", {
+                        "command": args.command, "problem": getattr(args, "problem", None),
+                        "backend": getattr(args, "backend", None)})
+            check_numbers(args)
+            if not _runs_here(args):
+                return launch(args.ranks, argv, args.oversubscribe)
+            if getattr(args, "backend", None) == "gpu":
+                _use_gpu(args)
+            _check_output(getattr(args, "save", None), "--save")
+            _check_output(getattr(args, "out", None), "--out")
+            _check_output(getattr(args, "markdown", None), "--markdown")
+            if getattr(args, "plot", "none") != "none":
+                _check_output(args.plot, "--plot")
+            _check_output(getattr(args, "checkpoint", None), "--checkpoint")
+            if args.command == "datasets":
+                list_datasets(args)
+            elif args.command == "bench":
+                from hogwild.bench import main as run_bench
+                run_bench(args)
+            elif args.command == "download":
+                download(args)
+            elif args.command == "stats":
+                sparsity(args)
+            elif args.command == "allreduce-probe":
+                run_probe(args)
+            elif args.problem == "mc":
+                run_mc(args)
+            elif args.problem == "implicit":
+                run_implicit(args)
+            elif args.problem == "cuts":
+                run_cuts(args)
+            else:
+                run_svm(args)
     except HogwildError as exc:
         print(f"hogwild: error: {_where()}{exc}", file=sys.stderr)
         return 2

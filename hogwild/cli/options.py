@@ -153,10 +153,10 @@ def _value_type(option):
 _API_WORDS = (
     (r"\b(" + "|".join(o.name for o in TRAINING if "_" in o.name) + r"|oversubscribe)\b",
      lambda match: "--" + match.group(1).replace("_", "-")),
-    (r"; the value used is \w+_", "; --json gives the value used"),
+    (r"; the (value|one) used is \w+_", r"; --json gives the \1 used"),
     (r"recorded as the estimators' seed_", "printed by --json as its seed"),
     (r" The estimators call it random_state, as scikit-learn does\.", ""),
-    (r" \((SCHEDULE_BY_CLASSES|hogwild\.\w+)\)", ""),
+    (r" \(([A-Z][A-Z_]+[A-Z]|hogwild\.[\w.]+)\)", ""),  # a constant's name
     (r"hogwild\.replication\.HOT_MERGE_EVERY", f"{HOT_MERGE_EVERY:,}"),
     (r"FitResult\.replicated|replicated_", "the summary"),
     (r"; an Objective of your own brings them as its validation Metric", ""),
@@ -185,7 +185,7 @@ def add_training_flags(group, defaults, notes, table=TRAINING):
         default = defaults[option.name]
         note = f" {notes[option.name]}" if option.name in notes else ""
         help_text = in_users_words(f"{option.help}{note}")
-        if not (default is None and "default: " in help_text):
+        if not (default is None and "default: " in help_text.lower()):
             help_text += f" (default: {'none' if default is None else default})"
         if option.kind == "bool":
             group.add_argument(option.flag, dest=option.name, action="store_true",

@@ -12,7 +12,7 @@ from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_int, check_nonnegative, choose
 from hogwild.estimator import (Params, drawn_seed, not_fitted, run_controls,
                                training_parameters)
-from hogwild.limits import available_memory, check_workers
+from hogwild.limits import available_memory, check_workers, parse_size
 from hogwild.model_file import check_shapes, read_model, write_model
 from hogwild.objective import Metric
 from hogwild.phases import phase
@@ -28,7 +28,8 @@ from hogwild.problems.matrix_completion.models import (ADAPTIVE_BIAS_REG, ADAPTI
                                                        check_rank, mf_objective,
                                                        rating_model)
 from hogwild.schedulers import get_scheduler
-from hogwild.disk_arrays import array_mean, array_std, extremes, occurrences, on_disk
+from hogwild.disk_arrays import (array_mean, array_std, extremes, in_memory, occurrences,
+                                 on_disk)
 from hogwild.structure import BlockLayout, blocked_copy
 
 SCHEDULERS = ("hogwild", "blocked", "fpsgd", "serial", "locked", "colored", "cyclades")
@@ -91,7 +92,8 @@ def default_grid(raw_ids, n_ratings, rank, workers):
                         "hogwild's rate at one worker, 1.8x at two, at the same RMSE on "
                         "MovieLens 1M), or 'hogwild' where blocked cannot run: ratings "
                         "on disk whose block layout (a copy in memory) would take more "
-                        "than a quarter of the memory available, backends gpu, ray and "
+                        "than a quarter of the memory available (or of memory), backends "
+                        "gpu, ray and "
                         "mpi, and replication 'worker' or 'hot'; the one used is "
                         "scheduler_. MatrixFactorization runs 'hogwild', 'blocked' (bitwise "
                         "reproducible for a seed and grid), 'fpsgd' (the same blocks, each "
@@ -284,15 +286,17 @@ class MatrixFactorization(Params):
                               "item_ids": item_index.ids}))
                     storing.start()
         else:
-            with phase("map ids"):
-                user_index, users = IdIndex.build(raw_users)
-                item_index, items = IdIndex.build(raw_items)
+            with phase("map ids"):  # shuffled below: a copy in memory anyway
+                user_index, users = IdIndex.build(in_memory(raw_users) if self.shuffle_ratings
+                                                  else raw_users)
+                item_index, items = IdIndex.build(in_memory(raw_items) if self.shuffle_ratings
+                                                  else raw_items)
         n_users, n_items = len(user_index), len(item_index)
         self.item_counts_ = occurrences(items, n_items)
         if layout is None and self.shuffle_ratings:
             with phase("shuffle"):
                 order = np.random.default_rng(seeds[0]).permutation(values.size)
-                users, items, values = users[order], items[order], values[order]
+                users, items, values = users[order], items[order], in_memory(values)[order]
         with phase("initial factors"):
             mean = array_mean(values)
             self.rating_scale_ = max(array_std(values, mean), MIN_RATING_SCALE)
@@ -313,7 +317,8 @@ class MatrixFactorization(Params):
         self.rating_range_ = tuple(float(bound) for bound in extremes(values))
         evaluate = None
         if eval_set is not None:
-            test_users, test_items, test_values = ratings_arrays(eval_set)
+            test_users, test_items, test_values = (in_memory(a) for a in  # as above
+                                                   ratings_arrays(eval_set))
             test_values = check_values(test_values, "test ratings")
             test_u = user_index.find(test_users)
             test_i = item_index.find(test_items)
@@ -337,8 +342,9 @@ class MatrixFactorization(Params):
         release_pages(raw_users, raw_items, raw_values)  # trained on through their maps
         self._set_factors(result.params)
         # ratings streamed from disk are not held: nor are the items each user rated
-        self._seen = group_by_user(users, items, n_users) if result.streaming is None \
-            else None
+        # (read, not mapped: a cached layout's file may have been truncated since)
+        self._seen = group_by_user(in_memory(users), in_memory(items), n_users) \
+            if result.streaming is None else None
         self.keep_run(result)
         self.step_ = step
         return self
@@ -353,14 +359,17 @@ class MatrixFactorization(Params):
         that runs it, without replicas (which are for lock-free plans), and for
         ratings trained in place on disk only while its layout, a copy in memory
         (cached on disk for the next run), takes at most BLOCKED_COPY_SHARE of the
-        memory available; else 'hogwild'."""
+        memory available, or of the run's ``memory`` where that is less (a budget the
+        copy would break); else 'hogwild'."""
         if self.scheduler is not None:
             return self.scheduler
         runs = get_backend(self.backend).schedulers
         in_place = not self.shuffle_ratings and bool(raw_arrays) and \
             all(on_disk(a) for a in raw_arrays)
-        too_big = in_place and sum(a.nbytes for a in raw_arrays) > \
-            BLOCKED_COPY_SHARE * available_memory()
+        memory = available_memory() or math.inf
+        if self.memory is not None:
+            memory = min(memory, parse_size(self.memory))
+        too_big = in_place and sum(a.nbytes for a in raw_arrays) > BLOCKED_COPY_SHARE * memory
         if too_big or (runs is not None and "blocked" not in runs) or \
                 self.replication not in ("shared", "auto"):
             return "hogwild"
@@ -507,7 +516,11 @@ class MatrixFactorization(Params):
 def _lay_out(raw_users, raw_items, values, grid, rng):
     """(users, items, values, user index, item index, layout): the ratings copied once
     into the block layout (hogwild.structure.blocked_copy) straight from their raw
-    ids, whose pages are then dropped if they are a cache's memory map."""
+    ids, read into memory first by file reads (hogwild.disk_arrays.in_memory) where
+    they are a cache's maps: compiled code reading a map of a file truncated
+    meanwhile would end the process with SIGBUS."""
+    with phase("read ratings"):
+        raw_users, raw_items, values = (in_memory(a) for a in (raw_users, raw_items, values))
     with phase("map ids"):
         user_index, user_keys, user_table = IdIndex.keyed(raw_users)
         item_index, item_keys, item_table = IdIndex.keyed(raw_items)
@@ -515,7 +528,6 @@ def _lay_out(raw_users, raw_items, values, grid, rng):
         users, items, laid_out, row_labels, col_labels, layout = blocked_copy(
             user_keys, item_keys, values, grid, rng, user_table, item_table)
         del user_keys, item_keys, user_table, item_table
-        release_pages(raw_users, raw_items, values)  # read once: a cache's map
         return (users, items, laid_out, IdIndex(relabelled(user_index.ids, row_labels)),
                 IdIndex(relabelled(item_index.ids, col_labels)), layout)
 
