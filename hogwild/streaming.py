@@ -171,8 +171,9 @@ class SampleStream:
             with open(path, "rb") as f:
                 stat = os.fstat(f.fileno())
             self.files[i] = _File(path, offset, _row_bytes(data[i]), _identity(stat))
-            if recorded(data[i], stat) is not None and roles[i] in ("sample", "nonzero"):
-                self._unverified[i] = recorded(data[i], stat)
+            checked = recorded(data[i], stat)
+            if checked is not None and roles[i] in ("sample", "nonzero"):
+                self._unverified[i] = checked
         self.data = tuple(np.empty((SLOTS * (nonzeros if roles.get(i) == "nonzero" else
                                              self.stride),) + a.shape[1:], a.dtype)
                           if i in roles else in_memory(a) for i, a in enumerate(data))
