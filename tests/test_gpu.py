@@ -135,8 +135,8 @@ def test_matrix_completion_with_a_warp_per_rating_agrees_with_the_cpu():
     conflict-free ratings, warps on two streams give bitwise the one-warp result."""
     out = simulate("""
         rng = np.random.default_rng(0)
-        ratings = (rng.integers(0, 12, 40), rng.integers(0, 8, 40),
-                   rng.integers(1, 6, 40).astype(np.float32))
+        ratings = (rng.integers(0, 12, 16), rng.integers(0, 8, 16),
+                   rng.integers(1, 6, 16).astype(np.float32))
         # rank 40: lanes 8..31 idle half the time
         for model, rank, adaptive in (("biased", 32, False), ("biased", 32, True),
                                       ("paper", 40, False)):
@@ -151,7 +151,7 @@ def test_matrix_completion_with_a_warp_per_rating_agrees_with_the_cpu():
                 assert np.isclose(gpu.objective, cpu.objective, rtol=1e-5)
                 assert np.isclose(gpu.metrics["test_rmse"], cpu.metrics["test_rmse"], rtol=1e-5)
 
-        n = 24
+        n = 12
         distinct = (np.arange(n), np.arange(n), rng.integers(1, 6, n).astype(np.float32))
         for adaptive in (False, True):
             one_warp, warps = (MatrixFactorization(rank=32, epochs=2, scheduler=scheduler,
@@ -173,8 +173,8 @@ def test_gpu_kernels_are_cached_by_code_not_by_closure():
     out = simulate("""
         from hogwild.kernels import cuda as gpu_kernels
         rng = np.random.default_rng(0)
-        ratings = (rng.integers(0, 12, 40), rng.integers(0, 8, 40),
-                   rng.integers(1, 6, 40).astype(np.float32))
+        ratings = (rng.integers(0, 12, 16), rng.integers(0, 8, 16),
+                   rng.integers(1, 6, 16).astype(np.float32))
 
         def fit(rank):
             MatrixFactorization(rank=rank, epochs=1, scheduler="serial", random_state=0,
@@ -529,8 +529,9 @@ def test_cli_streams_and_device():
             code = main(["run", "svm", "--backend", "gpu", "--device", "3", "--epochs", "1"])
         print(code, err.getvalue().strip())
         with contextlib.redirect_stderr(io.StringIO()):
+            # a small generated click log: the simulator runs every GPU thread in Python
             code = main(["run", "svm", "--backend", "gpu", "--streams", "2", "--device", "0",
-                         "--epochs", "1", "--json"])
+                         "--epochs", "1", "--data", "clicks:1000x500x10000", "--json"])
         print(code)
     """)
     lines = out.strip().splitlines()
