@@ -24,6 +24,19 @@ def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(SESSION_CACHES, ignore_errors=True)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _run_in_a_folder_of_the_sessions():
+    """Tests run in a temporary folder, not in the repository: what a command
+    writes where it runs (the checkpoint a run with --checkpoint-every leaves at
+    its default path, hogwild-svm-checkpoint.npz) stays out of the user's tree."""
+    folder = SESSION_CACHES / "cwd"
+    folder.mkdir()
+    started_in = os.getcwd()
+    os.chdir(folder)
+    yield
+    os.chdir(started_in)
+
+
 from hogwild.datasets.ratings import split_ratings  # noqa: E402 - after the caches' folder
 from hogwild.datasets.registry import (RATINGS_DATASETS, SVM_DATASETS,  # noqa: E402
                                        load_ratings, load_svm_data)
