@@ -85,20 +85,57 @@ def in_memory(array):
     return copy
 
 
+def taken(array, rows):
+    """``array[rows]`` for ascending indices ``rows``; where ``array`` is (a view of)
+    a read-only memory map of a file, gathered from file reads piece by piece, for
+    in_memory's reasons (no SIGBUS from a truncated file, no edited sample read
+    after the check) and without a whole copy: early stopping's hold-out."""
+    if file_of(array) is None:
+        return array[rows]
+    out = np.empty((rows.size,) + array.shape[1:], array.dtype)
+    at = start = 0
+    for piece in pieces(array):
+        stop = start + piece.shape[0]
+        end = int(np.searchsorted(rows, stop))
+        out[at:end] = piece[rows[at:end] - start]
+        at, start = end, stop
+    return out
+
+
+def _csr_block(X, start, stop):
+    """Rows start..stop-1 of a CSR matrix as a CSR matrix in this process's memory."""
+    import scipy.sparse as sp
+
+    indptr = np.array(in_memory(X.indptr[start:stop + 1]), np.int64)
+    first, last = int(indptr[0]), int(indptr[-1])
+    return sp.csr_matrix((in_memory(X.data[first:last]), in_memory(X.indices[first:last]),
+                          indptr - first), shape=(stop - start, X.shape[1]))
+
+
 def csr_row_blocks(X, y, rows=1 << 16):
     """(X[a:b], y[a:b]) for consecutive blocks of ``rows`` rows of a CSR matrix and its
     labels, each block in this process's memory (in_memory): a pass that scores
     samples in a data cache then holds one block at a time, and a file truncated
     under it is a HogwildError, never SIGBUS."""
-    import scipy.sparse as sp
-
     for start in range(0, X.shape[0], rows):
         stop = min(start + rows, X.shape[0])
-        indptr = np.array(in_memory(X.indptr[start:stop + 1]), np.int64)
-        first, last = int(indptr[0]), int(indptr[-1])
-        block = sp.csr_matrix((in_memory(X.data[first:last]), in_memory(X.indices[first:last]),
-                               indptr - first), shape=(stop - start, X.shape[1]))
-        yield block, in_memory(y[start:stop])
+        yield _csr_block(X, start, stop), in_memory(y[start:stop])
+
+
+def csr_rows_taken(X, rows, block=1 << 16):
+    """``X[rows]`` of a CSR matrix for ascending ``rows``, its arrays read as
+    ``taken`` reads them where they are maps of files (a block of rows at a time)."""
+    import scipy.sparse as sp
+
+    if not any(on_disk(a) for a in (X.data, X.indices, X.indptr)):
+        return X[rows]
+    parts = []
+    for start in range(0, X.shape[0], block):
+        stop = min(start + block, X.shape[0])
+        inside = rows[np.searchsorted(rows, start):np.searchsorted(rows, stop)]
+        if inside.size:
+            parts.append(_csr_block(X, start, stop)[inside - start])
+    return sp.vstack(parts, format="csr") if parts else X[rows]
 
 
 def read_rows(fd, array, at, count, offset):

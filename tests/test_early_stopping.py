@@ -2,6 +2,7 @@
 stops once the validation Metric has not improved for that many epochs and returns
 the best epoch's parameters; every problem holds out its own samples."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -243,9 +244,9 @@ def test_early_stopping_on_the_gpu_keeps_the_epoch_the_cpu_keeps():
     serial run stops at the CPU's epoch with the CPU's factors."""
     from test_gpu import simulate
 
-    out = simulate("""
+    out = simulate(f"""
         import sys
-        sys.path.insert(0, "tests")
+        sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
         from test_early_stopping import _sparse_planted_ratings
         users, items, values = _sparse_planted_ratings(n=60, per_row=6, rank=3)
         warnings.simplefilter("ignore")

@@ -414,6 +414,55 @@ def test_csr_row_blocks_read_a_truncated_file_as_an_error(tmp_path):
         list(csr_row_blocks(X, labels, rows=1000))
 
 
+def test_a_hold_out_gathers_rows_from_file_reads_not_through_the_map(tmp_path):
+    """early_stopping's hold-out indexed the mapped data, where a file that shrank
+    meanwhile is SIGBUS: taken and csr_rows_taken read the file, equal to indexing."""
+    from hogwild.disk_arrays import csr_rows_taken, taken
+
+    X, _ = click_rows(tmp_path)
+    maps, _ = ratings_on_disk(tmp_path)
+    rows = np.flatnonzero(np.random.default_rng(0).random(4000) < 0.3)
+    for array in maps:
+        np.testing.assert_array_equal(taken(array, rows), np.asarray(array)[rows])
+    np.testing.assert_array_equal(csr_rows_taken(X, rows, block=1000).toarray(),
+                                  X[rows].toarray())
+    assert csr_rows_taken(X, rows[:0]).shape == (0, X.shape[1])
+    path = tmp_path / "users.npy"
+    os.truncate(path, 256)
+    with pytest.raises(HogwildError, match=f"^{path} ends at byte 256, before the rows its "
+                       "header declares: it was truncated$"):
+        taken(maps[0], rows)
+
+
+EARLY_STOPPING_ON_A_SHRUNK_FILE = """
+import os, sys
+import numpy as np
+from hogwild import HogwildError
+from hogwild.problems.matrix_completion import MatrixFactorization
+folder = sys.argv[1]
+maps = [np.load(os.path.join(folder, name + ".npy"), mmap_mode="r")
+        for name in ("users", "items", "values")]
+os.truncate(os.path.join(folder, "users.npy"), 256)  # after it was mapped
+try:
+    MatrixFactorization(rank=2, epochs=1, early_stopping=1, random_state=0,
+                        workers=1).fit(tuple(maps))
+except HogwildError as error:
+    print(error)
+"""
+
+
+def test_early_stopping_on_ratings_whose_file_shrank_is_an_error_not_sigbus(tmp_path):
+    import subprocess
+    import sys
+
+    ratings_on_disk(tmp_path)
+    done = subprocess.run([sys.executable, "-c", EARLY_STOPPING_ON_A_SHRUNK_FILE,
+                           str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == (f"{tmp_path / 'users.npy'} ends at byte 256, before the rows its "
+                           "header declares: it was truncated\n")
+
+
 def test_an_id_edited_before_the_objective_is_built_is_an_error_not_a_write(tmp_path):
     """The SVM counts its features' rows before any run (compiled code): an id edited
     in the cache since its checksum was read wrote past the counts (SIGSEGV)."""

@@ -28,8 +28,8 @@ from hogwild.problems.matrix_completion.models import (ADAPTIVE_BIAS_REG, ADAPTI
                                                        check_rank, mf_objective,
                                                        rating_model)
 from hogwild.schedulers import get_scheduler
-from hogwild.disk_arrays import (array_mean, array_std, extremes, in_memory, occurrences,
-                                 on_disk)
+from hogwild.disk_arrays import (array_mean, array_std, extremes, in_memory, occurrences, on_disk,
+                                 taken)
 from hogwild.structure import BlockLayout, blocked_copy
 
 SCHEDULERS = ("hogwild", "blocked", "fpsgd", "serial", "locked", "colored", "cyclades")
@@ -251,11 +251,11 @@ class MatrixFactorization(Params):
         split = self.held_out(values.size, "ratings")
         if split is not None:  # early_stopping: the ratings trained on, copied to memory
             with phase("hold out"):
-                kept, held = split
-                held_out = raw_users[held], raw_items[held], values[held]
-                raw_users, raw_items, raw_values = raw_users[kept], raw_items[kept], \
-                    raw_values[kept]
-                values = values[kept]
+                kept, held = split  # read from files, not through maps (disk_arrays)
+                held_out = taken(raw_users, held), taken(raw_items, held), taken(values, held)
+                raw_users, raw_items, raw_values = taken(raw_users, kept), \
+                    taken(raw_items, kept), taken(raw_values, kept)
+                values = taken(values, kept)
         workers = self.workers
         layout = storing = None
         self.scheduler_ = scheduler = self._scheduler((raw_users, raw_items, raw_values))

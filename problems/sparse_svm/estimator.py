@@ -4,6 +4,7 @@ import scipy.sparse as sp
 
 from hogwild.backends import get_backend
 from hogwild.config import RunControls
+from hogwild.disk_arrays import csr_rows_taken
 from hogwild.engine import fit as engine_fit
 from hogwild.errors import HogwildError, check_int, choose
 from hogwild.estimator import (Params, drawn_seed, not_fitted, run_controls,
@@ -230,12 +231,13 @@ class SparseSVM(Params):
         split = self.held_out(X.shape[0], "rows")
         if split is None:
             return X, targets, None
-        rows, held = split
+        rows, held = split  # read from files, not through maps (disk_arrays)
+        kept_X, held_X = csr_rows_taken(X, rows), csr_rows_taken(X, held)
         if classes.size == 2:
-            return X[rows], targets[rows], error_rate_metric(
-                X[held], signs(targets[held] > 0), "validation_error")
-        return X[rows], tuple(t[rows] for t in targets), ovr_error_metric(
-            X[held], targets[0][held], classes.size, "validation_error")
+            return kept_X, targets[rows], error_rate_metric(
+                held_X, signs(targets[held] > 0), "validation_error")
+        return kept_X, tuple(t[rows] for t in targets), ovr_error_metric(
+            held_X, targets[0][held], classes.size, "validation_error")
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One epoch over the batch (X, y), from the current model: for data that
