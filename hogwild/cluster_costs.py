@@ -196,16 +196,15 @@ def _depth_and_children(edges, p):
     return best
 
 
-def blink(bandwidth, nbytes, alpha, gamma):
-    """(seconds, TreePacking) of Blink's allreduce of ``nbytes`` bytes over the
-    link matrix ``bandwidth`` (see pack_spanning_trees), with ``alpha`` seconds a
-    message and ``gamma`` seconds a byte reduced."""
+def blink(packing, nbytes, alpha, gamma):
+    """Seconds of Blink's allreduce of ``nbytes`` bytes over the spanning trees of
+    ``packing`` (pack_spanning_trees: pack once, price every size), with ``alpha``
+    seconds a message and ``gamma`` seconds a byte reduced."""
     n = check_int("nbytes", nbytes, 0)
-    packing = pack_spanning_trees(bandwidth)
-    p = len(bandwidth)
+    p = 1 + len(packing.trees[0])
     sums, deepest = np.zeros(p), 0
     for edges, rate in zip(packing.trees, packing.rates):
         depth, children = _depth_and_children(edges, p)
         deepest = max(deepest, depth)
         sums += children * n * rate / packing.rate
-    return 2 * n / packing.rate + 2 * deepest * alpha + float(sums.max()) * gamma, packing
+    return 2 * n / packing.rate + 2 * deepest * alpha + float(sums.max()) * gamma

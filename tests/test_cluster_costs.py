@@ -88,7 +88,8 @@ def test_a_link_matrix_that_is_not_one_is_refused_by_name():
 
 def test_blink_on_a_uniform_clique_sends_the_vector_down_half_the_ranks_worth_of_trees():
     p, n, bandwidth = 6, 1 << 24, 1e9
-    seconds, packing = blink(complete(p, bandwidth), n, alpha=LINK.alpha, gamma=0.0)
+    packing = pack_spanning_trees(complete(p, bandwidth))
+    seconds = blink(packing, n, alpha=LINK.alpha, gamma=0.0)
     assert packing.rate == pytest.approx(p / 2 * bandwidth)
     deepest = max(seconds - 2 * n / packing.rate, 0) / (2 * LINK.alpha)
     assert 1 <= round(deepest) <= p - 1 and deepest == pytest.approx(round(deepest))
@@ -97,7 +98,10 @@ def test_blink_on_a_uniform_clique_sends_the_vector_down_half_the_ranks_worth_of
     bridged[:3, :3] = bridged[3:, 3:] = 10e9
     np.fill_diagonal(bridged, 0)
     bridged[0, 3] = bridged[3, 0] = 1e9
-    assert blink(bridged, n, LINK.alpha, 0.0)[1].rate == pytest.approx(1e9)
+    assert pack_spanning_trees(bridged).rate == pytest.approx(1e9)
+    # each rank reduces what its children send it, in every tree
+    with_sums = blink(packing, n, LINK.alpha, LINK.gamma)
+    assert seconds + n * LINK.gamma / 2 <= with_sums <= seconds + (p - 1) * n * LINK.gamma
 
 
 def test_the_summation_service_is_ring_allreduce_without_spare_machines():

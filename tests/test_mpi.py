@@ -472,6 +472,17 @@ def test_the_probe_report_judges_predictions_and_choices_from_64_kib_up():
     assert report["rows"][2]["model_choice"] == "ring" and report["rows"][2]["fastest"] != "ring"
     text = markdown(report)
     assert "| 1 MiB |" in text and "the model's choice within 20% of the fastest: no" in text
+    # the GPU collectives, priced beside the measured algorithms and never run
+    from hogwild.cluster_costs import double_binary_tree
+    assert report["rows"][2]["priced_only"]["double_binary_tree"] == double_binary_tree(
+        4, 1 << 20, link)[0]
+    assert set(report["rows"][0]["priced_only"]) == {"double_binary_tree", "blink"}
+    assert "Priced only (not run: GPU collectives): double binary tree, blink." in text
+    assert "| choice / fastest | double binary tree (priced) | blink (priced) |" in text
+    assert build_report(17, sizes, link, {name: {size: predict(name, 17, size, link)
+                                                 for size in sizes} for name in ALGORITHMS}
+                        )["priced_only_note"] == ("not run: GPU collectives; Blink priced up "
+                                                  "to 16 ranks")
     assert [parse_size(t) for t in ("4096", "64KiB", "256MiB", "1G")] == [4096, 65536,
                                                                             1 << 28, 1 << 30]
     with pytest.raises(HogwildError, match="size '12 parsecs': expected a positive number"):
@@ -491,4 +502,5 @@ def test_the_allreduce_probe_command_measures_every_algorithm(tmp_path):
             "basic_linear", "nonoverlapping", "recursive_doubling", "ring", "segmented_ring",
             "rabenseifner"}
         assert all(0 < t < 1 for t in row["measured"].values())
+        assert set(row["priced_only"]) == {"double_binary_tree", "blink"}
     assert (tmp_path / "probe.png").stat().st_size > 10_000

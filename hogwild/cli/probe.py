@@ -1,12 +1,17 @@
 """``hogwild allreduce-probe``: the alpha-beta-gamma model of each Open MPI allreduce
 algorithm against the algorithm's measured time, on this job's links, for message
-sizes from 1 KiB to 256 MiB (run as an MPI job: ``--ranks N``, or under mpirun)."""
+sizes from 1 KiB to 256 MiB (run as an MPI job: ``--ranks N``, or under mpirun);
+beside them, priced only, the GPU collectives no CPU engine runs
+(hogwild.cluster_costs)."""
 import json
 import re
 import sys
 
+import numpy as np
+
 from hogwild.atomic import atomic_file
-from hogwild.collectives import ALGORITHMS, choose
+from hogwild.cluster_costs import blink, double_binary_tree, pack_spanning_trees
+from hogwild.collectives import ALGORITHMS, LinkCosts, choose
 from hogwild.cli.values import integer, number
 from hogwild.errors import HogwildError
 from hogwild.limits import available_memory
@@ -15,6 +20,8 @@ CLOSE = 2.0   # the model's prediction within this factor of the measured time
 NEAR = 1.2    # the model's choice within this factor of the fastest measured
 CHECKED_FROM = 1 << 16  # bytes: the sizes the two figures above are judged from
 DEFAULT_PLOT = "hogwild-allreduce-probe.png"
+PRICED_UP_TO = 16  # ranks: Blink's tree packing (a linear programme) beyond this is slow
+NOT_RUN = "not run: GPU collectives"
 MAX_SIZE = 1 << 32  # bytes: the largest message the probe sends (an int32 count of float32)
 _UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "k": 1 << 10,
           "m": 1 << 20, "g": 1 << 30}
@@ -107,15 +114,33 @@ def run_probe(args):
     print(text if args.json else markdown(report), end="\n" if args.json else "")
 
 
+def priced_only(ranks, costs):
+    """{name: seconds of an allreduce of n bytes} of the GPU collectives on this
+    job's link, never run: NCCL's double binary trees, and Blink over every pair of
+    ranks linked at the pairwise-exchange rate (its trees packed once, up to
+    PRICED_UP_TO ranks)."""
+    affine = costs if isinstance(costs, LinkCosts) else costs.affine()
+    prices = {"double_binary_tree": lambda n: double_binary_tree(ranks, n, costs)[0]}
+    if ranks <= PRICED_UP_TO:
+        rate = 1 / max(affine.exchange_round(1) - affine.alpha, 1e-30)
+        packing = pack_spanning_trees(rate * (np.ones((ranks, ranks)) - np.eye(ranks)))
+        prices["blink"] = lambda n: blink(packing, n, affine.alpha, affine.gamma)
+    return prices
+
+
 def build_report(ranks, sizes, costs, measured, label="", library=""):
     """Per size: each algorithm's predicted and measured seconds, the model's choice
-    and the measured fastest; and the two verdicts from CHECKED_FROM bytes up."""
+    and the measured fastest, and the priced-only collectives; the two verdicts
+    from CHECKED_FROM bytes up."""
     rows = []
+    prices = priced_only(ranks, costs)
     for size in sizes:
         choice, predicted = choose(ranks, max(size // 4, 1) * 4, costs)
         times = {name: measured[name][size] for name in ALGORITHMS}
         fastest = min(times, key=times.get)
         rows.append({"bytes": size, "predicted": predicted, "measured": times,
+                     "priced_only": {name: price(max(size // 4, 1) * 4)
+                                     for name, price in prices.items()},
                      "model_choice": choice, "fastest": fastest,
                      "choice_over_fastest": times[choice] / times[fastest],
                      "worst_prediction_ratio": max(max(predicted[n] / times[n],
@@ -123,7 +148,8 @@ def build_report(ranks, sizes, costs, measured, label="", library=""):
                                                    for n in ALGORITHMS)})
     checked = [row for row in rows if row["bytes"] >= CHECKED_FROM]
     return {"ranks": ranks, "label": label, "library": library,
-            "link": costs.figures(),
+            "link": costs.figures(), "priced_only_note": NOT_RUN + (
+                "" if "blink" in prices else f"; Blink priced up to {PRICED_UP_TO} ranks"),
             "rows": rows,
             "checked_from_bytes": CHECKED_FROM,
             "predictions_within_2x": all(r["worst_prediction_ratio"] <= CLOSE for r in checked),
@@ -166,9 +192,14 @@ def markdown(report):
                   zip(link["bytes"], link["message_s"], link["exchange_round_s"],
                       link["ring_step_s"])]
         lines.append("")
-    lines += ["Each cell: measured (predicted). **Bold**: the model's choice; * the fastest.",
-              "", "| size | " + " | ".join(ALGORITHMS) + " | choice / fastest |",
-              "|---" * (len(ALGORITHMS) + 2) + "|"]
+    priced = list(report["rows"][0]["priced_only"]) if report["rows"] else []
+    lines += ["Each cell: measured (predicted). **Bold**: the model's choice; * the fastest. "
+              f"Priced only ({report['priced_only_note']}): "
+              + ", ".join(name.replace("_", " ") for name in priced) + ".",
+              "", "| " + " | ".join(["size", *ALGORITHMS, "choice / fastest"]
+                                     + [f"{name.replace('_', ' ')} (priced)" for name in priced])
+              + " |",
+              "|---" * (len(ALGORITHMS) + 2 + len(priced)) + "|"]
     for row in report["rows"]:
         cells = []
         for name in ALGORITHMS:
@@ -176,8 +207,10 @@ def markdown(report):
                     f"({_time_text(row['predicted'][name])})")
             cell = f"**{cell}**" if name == row["model_choice"] else cell
             cells.append(cell + (" *" if name == row["fastest"] else ""))
-        lines.append(f"| {_size_text(row['bytes'])} | " + " | ".join(cells)
-                     + f" | {row['choice_over_fastest']:.2f} |")
+        lines.append("| " + " | ".join([_size_text(row["bytes"]), *cells,
+                                         f"{row['choice_over_fastest']:.2f}"]
+                                        + [f"({_time_text(row['priced_only'][name])})"
+                                           for name in priced]) + " |")
     checked = report["sizes_checked"]
     lines += ["", f"From {_size_text(report['checked_from_bytes'])} up ({checked} sizes): "
               f"every prediction within {CLOSE:g}x of the measured time: "
