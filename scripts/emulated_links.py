@@ -1,8 +1,9 @@
 """The allreduce cost model on emulated network links, not shared memory.
 
-Each MPI rank runs in its own network namespace (and UTS namespace, so that Open
-MPI takes it for a node of its own), joined to the others by a veth pair to one
-bridge; each rank's link is shaped both ways (a full-duplex port of a switch):
+Each node, of one MPI rank or of --ranks-per-node, runs in its own network
+namespace (and UTS namespace, so that Open MPI takes it for a node of its own; the
+ranks of a node share its memory), joined to the others by a veth pair to one
+bridge; each node's link is shaped both ways (a full-duplex port of a switch):
 rate and, on the way out, netem's delay where the kernel has netem, else a token
 bucket (tbf) rate alone. mpirun launches one
 daemon per namespace through a launch agent (``ip netns exec``), and the ranks
@@ -12,6 +13,8 @@ allreduce-probe`` there and tears everything down, however it ends.
     sudo python scripts/emulated_links.py --ranks 4 --rate 1gbit --delay 1ms \\
         --out docs/allreduce_1gbit.json --markdown docs/allreduce_1gbit.md \\
         --plot docs/allreduce_1gbit.png
+    sudo python scripts/emulated_links.py --ranks 4 --ranks-per-node 2 --rate 100mbit
+        # 2 nodes of 2 ranks: the probe measures the hierarchical allreduce too
 
 Root only (namespaces and traffic control); elsewhere it prints why it cannot run
 and exits with status 77 ("skipped").
@@ -127,6 +130,8 @@ def rate_bits(text):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ranks", type=int, default=4)
+    parser.add_argument("--ranks-per-node", type=int, default=1,
+                        help="ranks in each emulated node, sharing its memory (default 1)")
     parser.add_argument("--rate", default="1gbit", help="each rank's link rate (tc units)")
     parser.add_argument("--delay", default="1ms",
                         help="each rank's added one-way delay (needs netem)")
@@ -149,21 +154,26 @@ def main(argv=None):
     if mpirun is None:
         print("skipped: mpirun not found (pip install 'hogwild[mpi]')", file=sys.stderr)
         return SKIPPED
-    with tempfile.TemporaryDirectory() as scratch, Links(args.ranks, args.rate, args.delay,
-                                                          netem):
+    if args.ranks_per_node < 1 or args.ranks % args.ranks_per_node:
+        raise SystemExit(f"--ranks {args.ranks} is not a multiple of --ranks-per-node "
+                         f"{args.ranks_per_node}")
+    nodes = args.ranks // args.ranks_per_node
+    with tempfile.TemporaryDirectory() as scratch, Links(nodes, args.rate, args.delay, netem):
         agent = Path(scratch) / "agent.sh"  # "ssh HOST COMMAND" into a namespace
         agent.write_text('#!/bin/sh\nhost="$1"; shift\n'
                          'exec ip netns exec "$host" unshare --uts sh -c "hostname $host; $*"\n')
         agent.chmod(0o700)
         hosts = Path(scratch) / "hosts"
-        hosts.write_text("".join(f"hw-{r} slots=1\n" for r in range(args.ranks)))
+        hosts.write_text("".join(f"hw-{r} slots={args.ranks_per_node}\n"
+                                 for r in range(nodes)))
         # every daemon sees all of this machine's cores as its node's: binding would put
         # every rank on core 0, where busy-polling ranks take turns in 4 ms time slices
         command = [mpirun, "--allow-run-as-root", "-n", str(args.ranks), "--bind-to", "none",
                    "--hostfile", str(hosts), "--prtemca", "plm_ssh_agent", str(agent),
                    "--prtemca",
                    "oob_tcp_if_include", f"{SUBNET}.0/24", "--mca", "pml", "ob1", "--mca",
-                   "btl", "tcp,self", "--mca", "btl_tcp_if_include", f"{SUBNET}.0/24",
+                   "btl", "tcp,self" + (",sm" if args.ranks_per_node > 1 else ""),
+                   "--mca", "btl_tcp_if_include", f"{SUBNET}.0/24",
                    *(["--mca", "mpi_yield_when_idle", "1"] if args.ranks > os.cpu_count() else []),
                    *(["-x", "PYTHONPATH"] if "PYTHONPATH" in os.environ else []),
                    "-x", "PATH", sys.executable, "-m", "hogwild.cli",

@@ -550,7 +550,7 @@ def test_graph_cut_input_is_checked(edges, terminals, message):
                                        "dense, sparse"),
     ("svm", ["--allreduce", "garbage"], "unknown allreduce algorithm 'garbage'; choose one of: "
                                         "auto, basic_linear, nonoverlapping, recursive_doubling, "
-                                        "ring, segmented_ring, rabenseifner"),
+                                        "ring, segmented_ring, rabenseifner, hierarchical"),
     ("mc", ["--data", "jumbo:50x40x400", "--step-scaling", "garbage"],
      "unknown step_scaling 'garbage'; choose one of: linear, none"),
     ("svm", ["--staleness", "-3"], "--staleness: expected an integer >= 0 or inf, got '-3'"),

@@ -48,11 +48,13 @@ def test_the_ranks_average_their_changes_as_synchronous_sgd_by_hand_bitwise():
 
 def test_every_rank_ends_with_the_same_parameters_whatever_the_allreduce_algorithm():
     """The six Open MPI algorithms forced in turn (MPI_T control variables on a
-    duplicated communicator) give the same bits on 2 ranks, where each is one
-    addition per coordinate; each run reports the algorithm it forced."""
+    duplicated communicator), and the hierarchical allreduce (a reduce to the
+    node's leader and a broadcast, this machine being one node), give the same
+    bits on 2 ranks, where each is one addition per coordinate; each run reports
+    the algorithm it forced."""
     seen = set()
     for algorithm in ("basic_linear", "nonoverlapping", "recursive_doubling", "ring",
-                      "segmented_ring", "rabenseifner"):
+                      "segmented_ring", "rabenseifner", "hierarchical"):
         result = job("params", 2, {"algorithm": algorithm, "exchange": "dense",
                                    "sync_every": 700})
         assert len(set(result["digests"])) == 1  # rank 0 and rank 1 agree
@@ -62,6 +64,22 @@ def test_every_rank_ends_with_the_same_parameters_whatever_the_allreduce_algorit
         assert report["dense"]["syncs"] == report["syncs"] == 3 * 3
         seen.add(result["digests"][0])
     assert len(seen) == 1
+    assert report["ranks_per_node"] == [2] and report["leaders_algorithm"] is None
+    assert min(report["link_inside_node"]["message_s"]) > 0  # measured, at every size
+    assert "link_between_nodes" not in report
+
+
+def test_a_hierarchical_allreduce_of_three_ranks_trains_as_the_flat_one():
+    """Three ranks: the node's reduce adds in another order than the ring, so the
+    runs agree to rounding; one node has no network, so auto never picks it."""
+    flat, by_node = (job("params", 3, {"algorithm": algorithm, "exchange": "dense",
+                                       "sync_every": 700}) for algorithm in ("ring",
+                                                                             "hierarchical"))
+    assert len(set(by_node["digests"])) == 1
+    assert by_node["history"] == pytest.approx(flat["history"], rel=1e-5)
+    assert by_node["distributed"]["ranks_per_node"] == [3]
+    assert "hierarchical" not in job("params", 3, {"exchange": "dense"})["distributed"][
+        "predicted_seconds"]
 
 
 def test_the_model_picks_the_algorithm_and_records_predicted_and_measured_sync_times():
@@ -430,7 +448,7 @@ def test_settings_are_checked_when_the_config_is_built():
         ({"sync_every": 0}, "sync_every must be an integer >= 1, got 0"),
         ({"algorithm": "tree"}, "unknown allreduce algorithm 'tree'; choose one of: auto, "
                                 "basic_linear, nonoverlapping, recursive_doubling, ring, "
-                                "segmented_ring, rabenseifner"),
+                                "segmented_ring, rabenseifner, hierarchical"),
         ({"exchange": "both"}, "unknown exchange 'both'; choose one of: auto, dense, sparse"),
         ({"step_scaling": "sqrt"}, "unknown step_scaling 'sqrt'; choose one of: linear, none"),
         ({"warmup_epochs": -1}, "warmup_epochs must be a number from 0 to 1,000,000, got -1"),

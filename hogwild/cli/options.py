@@ -234,9 +234,11 @@ def _add_training_options(parser, problem):
                             "minibatch SGD of one sample per rank)")
     group.add_argument("--allreduce",
                        help="with --backend mpi: Open MPI's allreduce algorithm: auto (the "
-                            "cost model's pick for the measured link; the default), "
+                            "cost model's pick for the measured links; the default), "
                             "basic_linear, nonoverlapping, recursive_doubling, ring, "
-                            "segmented_ring or rabenseifner")
+                            "segmented_ring, rabenseifner, or hierarchical (a reduce inside "
+                            "each machine, the machines' leaders' allreduce over the network, "
+                            "a broadcast inside each machine)")
     group.add_argument("--exchange",
                        help="with --backend mpi: dense (allreduce every coordinate), sparse "
                             "(allgather the changed ones) or auto (whichever moves fewer "

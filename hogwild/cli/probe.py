@@ -60,6 +60,7 @@ def add_arguments(parser):
 def run_probe(args):
     """Every rank measures; rank 0 prints and writes the report."""
     from hogwild.backends.mpi import import_mpi, measure_link, probe_sizes, time_algorithms
+    from hogwild.backends.mpi.hierarchy import HierarchicalReducer, Nodes
     from hogwild.bench.machine import progress_bar
 
     smallest, largest = parse_size(args.min_size), parse_size(args.max_size)
@@ -86,17 +87,30 @@ def run_probe(args):
                            f"{needed / 2**30:.1f} GiB on this machine, which has "
                            f"{memory / 2**30:.1f} GiB available")
     sizes = probe_sizes(smallest, largest)
-    costs = measure_link(MPI, comm)
-    bar = progress_bar(len(sizes), "size",
-                       comm.Get_rank() == 0 and not args.json)
-    measured = time_algorithms(MPI, comm, sizes, costs, args.budget,
-                               progress=bar.update if bar else None)
-    if bar:
-        bar.close()
+    nodes, others, by_node = Nodes.of(MPI, comm), {}, None
+    costs = measure_link(MPI, comm, partner=nodes.partner)
+    try:
+        if len(nodes.sizes) > 1 and nodes.uniform is not None:  # a network between nodes
+            by_node = nodes.links(MPI, comm)
+            reducer = HierarchicalReducer(MPI, nodes, lambda n: nodes.predict(n, *by_node)[1])
+            others["hierarchical"] = (reducer, lambda n: nodes.predict(n, *by_node)[0])
+        bar = progress_bar(len(sizes), "size",
+                           comm.Get_rank() == 0 and not args.json)
+        measured = time_algorithms(MPI, comm, sizes, costs, args.budget,
+                                   progress=bar.update if bar else None, others=others)
+        if bar:
+            bar.close()
+    finally:
+        if others:
+            others["hierarchical"][0].Free()  # the nodes' communicators too
+        else:
+            nodes.free(MPI)
     if comm.Get_rank() != 0:
         return
     report = build_report(ranks, sizes, costs, measured, args.label,
-                          MPI.Get_library_version().split(",")[0].strip())
+                          MPI.Get_library_version().split(",")[0].strip(),
+                          {name: price for name, (_, price) in others.items()}, nodes.sizes,
+                          by_node)
     text = json.dumps(report)
     if args.out:
         with atomic_file(args.out, "w") as out:
@@ -128,15 +142,22 @@ def priced_only(ranks, costs):
     return prices
 
 
-def build_report(ranks, sizes, costs, measured, label="", library=""):
-    """Per size: each algorithm's predicted and measured seconds, the model's choice
-    and the measured fastest, and the priced-only collectives; the two verdicts
-    from CHECKED_FROM bytes up."""
+def build_report(ranks, sizes, costs, measured, label="", library="", others=None,
+                 nodes=None, by_node=None):
+    """Per size: each algorithm's predicted and measured seconds (Open MPI's, and
+    ``others``, {name: its predicted seconds for n bytes}: the hierarchical
+    allreduce across ``nodes``, the ranks of each, on the links ``by_node``), the
+    model's choice and the measured fastest, and the priced-only collectives; the
+    two verdicts from CHECKED_FROM bytes up."""
     rows = []
     prices = priced_only(ranks, costs)
+    others = others or {}
     for size in sizes:
-        choice, predicted = choose(ranks, max(size // 4, 1) * 4, costs)
-        times = {name: measured[name][size] for name in ALGORITHMS}
+        nbytes = max(size // 4, 1) * 4
+        _, predicted = choose(ranks, nbytes, costs)
+        predicted.update({name: price(nbytes) for name, price in others.items()})
+        choice = min(predicted, key=predicted.get)
+        times = {name: measured[name][size] for name in predicted}
         fastest = min(times, key=times.get)
         rows.append({"bytes": size, "predicted": predicted, "measured": times,
                      "priced_only": {name: price(max(size // 4, 1) * 4)
@@ -145,9 +166,12 @@ def build_report(ranks, sizes, costs, measured, label="", library=""):
                      "choice_over_fastest": times[choice] / times[fastest],
                      "worst_prediction_ratio": max(max(predicted[n] / times[n],
                                                        times[n] / predicted[n])
-                                                   for n in ALGORITHMS)})
+                                                   for n in predicted)})
     checked = [row for row in rows if row["bytes"] >= CHECKED_FROM]
-    return {"ranks": ranks, "label": label, "library": library,
+    by_node_report = {} if by_node is None else {
+        "ranks_per_node": list(nodes), **{key: link.figures() for key, link in zip(
+            ("link_inside_node", "link_between_nodes"), by_node) if link is not None}}
+    return {"ranks": ranks, "label": label, "library": library, **by_node_report,
             "link": costs.figures(), "priced_only_note": NOT_RUN + (
                 "" if "blink" in prices else f"; Blink priced up to {PRICED_UP_TO} ranks"),
             "rows": rows,
@@ -184,6 +208,15 @@ def markdown(report):
              f"exchanges, {1 / max(link['beta_ring_s_per_byte'], 1e-30) / 1e9:.2f} GB/s in "
              "ring steps, reduction "
              f"{1 / max(link['gamma_s_per_byte'], 1e-30) / 1e9:.2f} GB/s.", ""]
+    if "ranks_per_node" in report:
+        inside = report.get("link_inside_node")
+        between = report["link_between_nodes"]
+        lines += [f"Nodes: {len(report['ranks_per_node'])} of {report['ranks_per_node'][0]} "
+                  "ranks; the hierarchical allreduce's links: "
+                  + (f"inside a node {1 / max(inside['beta_ring_s_per_byte'], 1e-30) / 1e9:.2f} "
+                     "GB/s in ring steps, " if inside else "")
+                  + f"between nodes {1 / max(between['beta_ring_s_per_byte'], 1e-30) / 1e9:.2f}"
+                  " GB/s in ring steps.", ""]
     if "bytes" in link:
         lines += ["The start-up probe's times, which the model interpolates:", "",
                   "| size | message | exchange round | ring step |", "|---|---|---|---|"]
@@ -193,16 +226,17 @@ def markdown(report):
                       link["ring_step_s"])]
         lines.append("")
     priced = list(report["rows"][0]["priced_only"]) if report["rows"] else []
+    algorithms = list(report["rows"][0]["measured"]) if report["rows"] else list(ALGORITHMS)
     lines += ["Each cell: measured (predicted). **Bold**: the model's choice; * the fastest. "
               f"Priced only ({report['priced_only_note']}): "
               + ", ".join(name.replace("_", " ") for name in priced) + ".",
-              "", "| " + " | ".join(["size", *ALGORITHMS, "choice / fastest"]
+              "", "| " + " | ".join(["size", *algorithms, "choice / fastest"]
                                      + [f"{name.replace('_', ' ')} (priced)" for name in priced])
               + " |",
-              "|---" * (len(ALGORITHMS) + 2 + len(priced)) + "|"]
+              "|---" * (len(algorithms) + 2 + len(priced)) + "|"]
     for row in report["rows"]:
         cells = []
-        for name in ALGORITHMS:
+        for name in algorithms:
             cell = (f"{_time_text(row['measured'][name])} "
                     f"({_time_text(row['predicted'][name])})")
             cell = f"**{cell}**" if name == row["model_choice"] else cell
@@ -231,7 +265,7 @@ def plot(report, path):
         raise HogwildError("--plot needs matplotlib: pip install 'hogwild[plots]'") from None
     sizes = [row["bytes"] for row in report["rows"]]
     figure, axes = plt.subplots(figsize=(8, 5.5))
-    for k, name in enumerate(ALGORITHMS):
+    for k, name in enumerate(report["rows"][0]["measured"] if report["rows"] else ()):
         colour = f"C{k}"
         axes.plot(sizes, [row["measured"][name] for row in report["rows"]], "o-",
                   color=colour, label=f"{name} (measured)")

@@ -14,7 +14,10 @@ own disk; no data goes through rank 0). Then:
 - the dense allreduce runs Open MPI's tuned algorithm that the alpha-beta-gamma
   model (hogwild.collectives) predicts fastest for the vector's size and the rank
   count, on the link costs a probe measures when the run starts (or the one asked
-  for); predicted and measured times are in FitResult.distributed;
+  for); on several nodes the hierarchical allreduce (a reduce per node, the
+  leaders' allreduce, a broadcast) is priced on the links inside and between
+  nodes and chosen where it is cheaper; predicted and measured times are in
+  FitResult.distributed;
 - rank 0 reports: progress, callbacks, metrics and checkpoints are its alone. The
   epoch's objective is the sum of every rank's loss over its share. A stop request
   (Ctrl-C, SIGTERM) on any rank stops every rank after the same epoch.
@@ -49,7 +52,8 @@ launches ranks (their launcher's pid is gone).
 Where each part lives: job.py (the job as a rank sees it: rank, size, starting
 MPI, the ranks' agreement), launcher.py (watching mpirun, removing what a killed
 one left), settings.py (AllreduceSettings, the linear scaling rule), tuning.py
-(forcing Open MPI's allreduce algorithm), probe.py (the link probe), exchange.py
+(forcing Open MPI's allreduce algorithm), probe.py (the link probe), hierarchy.py
+(the ranks by node, the hierarchical allreduce), exchange.py
 (Allreduce, the ranks' Reconciler) and backend.py (MPIBackend). Nothing here
 starts MPI on import: import_mpi does, when a run or a command needs it.
 """

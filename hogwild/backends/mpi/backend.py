@@ -6,6 +6,7 @@ import numpy as np
 from hogwild.backends.base import HostBackend
 from hogwild.backends.host import aligned_copy
 from hogwild.backends.mpi.exchange import Allreduce
+from hogwild.backends.mpi.hierarchy import HierarchicalReducer, Nodes
 from hogwild.backends.mpi.job import agree, import_mpi, job_local_size, run_fields
 from hogwild.backends.mpi.probe import measure_link
 from hogwild.backends.mpi.settings import LOCAL_SCHEDULERS, step_factor
@@ -54,6 +55,7 @@ class MPIBackend(HostBackend):
         self.replication = self.local.replication
         self.forced = False
         self.exchange = None
+        self.nodes = self.links_by_node = self.leaders_algorithm = None  # hierarchical
         self.steps_applied = []  # (updates, step) of each piece of the last epoch
 
     def agree(self, config, objective):
@@ -96,11 +98,26 @@ class MPIBackend(HostBackend):
         self.local.warm_up(loops, params, data, scheduler, objective)
         self.exchange.warm_up()
         size = self.exchange.flat.nbytes
-        self.costs = measure_link(self.MPI, self.comm) if self.ranks > 1 else LinkCosts(0, 0, 0)
+        self.costs, leaders_algorithm = LinkCosts(0, 0, 0), None
+        if self.ranks > 1:
+            self.nodes = Nodes.of(self.MPI, self.comm)
+            self.costs = measure_link(self.MPI, self.comm, partner=self.nodes.partner)
         self.choice, self.predictions = choose(self.ranks, size, self.costs)
+        if self.ranks > 1:
+            if len(self.nodes.sizes) > 1 or self.settings.algorithm == "hierarchical":
+                self.links_by_node = self.nodes.links(self.MPI, self.comm)
+                seconds, leaders_algorithm = self.nodes.predict(size, *self.links_by_node)
+                if seconds is not None and len(self.nodes.sizes) > 1:  # else no network
+                    self.predictions["hierarchical"] = seconds
+                    self.choice = min(self.predictions, key=self.predictions.get)
         self.algorithm = self.choice if self.settings.algorithm == "auto" \
             else self.settings.algorithm
-        if self.ranks > 1:
+        if self.algorithm == "hierarchical":
+            self.leaders_algorithm = leaders_algorithm
+            reducer = HierarchicalReducer(self.MPI, self.nodes, leaders_algorithm)
+            self.exchange.reducer, self.forced = reducer, reducer.forced
+        elif self.ranks > 1:
+            self.nodes.free(self.MPI)
             self.exchange.reducer, self.forced = tuned_communicator(self.MPI, self.comm,
                                                                     self.algorithm)
         self.startup_seconds = time.perf_counter() - began
@@ -165,8 +182,21 @@ class MPIBackend(HostBackend):
             "algorithm_by": "model" if self.settings.algorithm == "auto" else "user",
             "algorithm_forced": self.forced, "model_choice": self.choice,
             "predicted_seconds": self.predictions,
-            "predicted_sync_seconds": self.predictions[self.algorithm],
-            "measured_sync_seconds": exchange.measured_seconds()}
+            "predicted_sync_seconds": self.predictions.get(self.algorithm),
+            "measured_sync_seconds": exchange.measured_seconds(),
+            **self._hierarchy_report()}
+
+    def _hierarchy_report(self):
+        """The ranks of each node, and where they were measured, the links inside
+        and between nodes and the leaders' algorithm (a hierarchical allreduce)."""
+        if self.nodes is None:
+            return {}
+        inside, between = self.links_by_node or (None, None)
+        return {"ranks_per_node": list(self.nodes.sizes),
+                **({"link_inside_node": inside.figures()} if inside is not None else {}),
+                **({"link_between_nodes": between.figures()} if between is not None else {}),
+                **({"leaders_algorithm": self.leaders_algorithm}
+                   if self.algorithm == "hierarchical" else {})}
 
     def close(self):
         self.local.close()

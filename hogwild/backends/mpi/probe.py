@@ -14,9 +14,10 @@ PROBE_REPEATS = 9  # repeats per size up to 1 MiB (3 above); the median counts
 RING_STEPS = 3  # ring steps back to back in a repeat of the link probe
 
 
-def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS):
+def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS, partner=1):
     """The MeasuredLink of ``comm``, each pattern timed at each of ``sizes``: a
-    message, half the median ping-pong round trip between ranks 0 and 1; an
+    message, half the median ping-pong round trip between ranks 0 and ``partner``
+    (on several nodes, a rank of another node than rank 0's: Nodes.partner); an
     exchange round, every rank swapping with a partner (r xor 1, then r xor 2, ...,
     recursive doubling's rounds, back to back); a ring step, every rank sending
     to r + 1 while receiving from r - 1 (up to RING_STEPS steps back to back, as a
@@ -31,9 +32,9 @@ def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS):
 
     def ping_pong(buffer, incoming):
         if rank == 0:
-            comm.Send(buffer, dest=1, tag=7)
-            comm.Recv(buffer, source=1, tag=7)
-        elif rank == 1:
+            comm.Send(buffer, dest=partner, tag=7)
+            comm.Recv(buffer, source=partner, tag=7)
+        elif rank == partner:
             comm.Recv(buffer, source=0, tag=7)
             comm.Send(buffer, dest=0, tag=7)
 
@@ -84,9 +85,11 @@ def probe_sizes(smallest=1 << 10, largest=1 << 28, factor=4):
     return sizes
 
 
-def time_algorithms(MPI, comm, sizes, costs, budget=0.25, progress=None):
+def time_algorithms(MPI, comm, sizes, costs, budget=0.25, progress=None, others=None):
     """{algorithm: {size: seconds of one allreduce}}, measured: each of Open MPI's
-    algorithms forced on its own communicator (tuned_communicator), on float32
+    algorithms forced on its own communicator (tuned_communicator), and each of
+    ``others`` ({name: (a reducer, its predicted seconds for n bytes)}: the
+    hierarchical allreduce, freed by the caller), on float32
     vectors of each size, repeated for about ``budget`` seconds by the model's
     prediction (at least three times, after one untimed), each repeat from a
     barrier and timed by its slowest rank; the median repeat counts (a busy host's
@@ -103,20 +106,24 @@ def time_algorithms(MPI, comm, sizes, costs, budget=0.25, progress=None):
                 raise HogwildError("the allreduce probe forces Open MPI's tuned algorithms; "
                                    f"this MPI is {MPI.Get_library_version().splitlines()[0]}")
             reducers[algorithm] = reducer
-        measured = {algorithm: {} for algorithm in ALGORITHMS}
+        others = others or {}
+        predicted = {algorithm: lambda n, a=algorithm: predict(a, ranks, n, costs)
+                     for algorithm in ALGORITHMS}
+        predicted.update({name: price for name, (_, price) in others.items()})
+        everyone = {**reducers, **{name: reducer for name, (reducer, _) in others.items()}}
+        measured = {algorithm: {} for algorithm in everyone}
         for size in sizes:
             vector = np.zeros(max(size // 4, 1), np.float32)
             repeats = {algorithm: int(min(50, max(3, budget / max(
-                predict(algorithm, ranks, vector.nbytes, costs), 1e-6))))
-                for algorithm in ALGORITHMS}
-            seconds = {algorithm: [] for algorithm in ALGORITHMS}
-            for reducer in reducers.values():
+                predicted[algorithm](vector.nbytes), 1e-6)))) for algorithm in everyone}
+            seconds = {algorithm: [] for algorithm in everyone}
+            for reducer in everyone.values():
                 reducer.Allreduce(MPI.IN_PLACE, vector, op=MPI.SUM)
-            order = list(ALGORITHMS)
+            order = list(everyone)
             for k in range(max(repeats.values())):
                 for algorithm in order[k % len(order):] + order[:k % len(order)]:
                     if k < repeats[algorithm]:
-                        reducer = reducers[algorithm]
+                        reducer = everyone[algorithm]
                         reducer.Barrier()
                         start = time.perf_counter()
                         reducer.Allreduce(MPI.IN_PLACE, vector, op=MPI.SUM)

@@ -8,7 +8,7 @@ from hogwild.errors import HogwildError, check_int, choose
 from hogwild.limits import MAX_EPOCHS
 
 LOCAL_SCHEDULERS = ("hogwild", "locked", "serial")
-ALGORITHM_CHOICES = ("auto", *ALGORITHMS)
+ALGORITHM_CHOICES = ("auto", *ALGORITHMS, "hierarchical")  # hierarchical: by node
 EXCHANGES = ("auto", "dense", "sparse")
 STEP_SCALINGS = ("linear", "none")
 
@@ -19,7 +19,8 @@ class AllreduceSettings:
     the MPI job's."""
 
     sync_every: Optional[int] = None  # local updates of a rank between syncs; None: an epoch
-    algorithm: str = "auto"           # Open MPI's allreduce algorithm; auto: the model's pick
+    algorithm: str = "auto"           # Open MPI's allreduce algorithm, or hierarchical (by
+    #                                   node); auto: the model's pick
     exchange: str = "auto"            # dense allreduce, sparse allgather, or the smaller
     step_scaling: str = "linear"      # the step times the ranks (Goyal et al.), or "none"
     warmup_epochs: float = 0.0        # with "linear": reach it linearly over these epochs
