@@ -1,5 +1,7 @@
-"""Launching MPI jobs from the tests: Open MPI's mpirun (from its wheel, beside
-this Python, or on PATH), as root where the tests run as root."""
+"""Launching commands from the tests: Open MPI's mpirun (from its wheel, beside
+this Python, or on PATH), as root where the tests run as root, and the hogwild
+console script (beside this Python, or on PATH: a venv's python runs the suite
+without the venv being activated)."""
 import os
 import shutil
 import subprocess
@@ -9,6 +11,8 @@ from hogwild.limits import usable_cores
 
 MPIRUN = shutil.which("mpirun", path=os.pathsep.join([os.path.dirname(sys.executable),
                                                       os.environ.get("PATH", "")]))
+CONSOLE_SCRIPT = shutil.which("hogwild", path=os.pathsep.join(
+    [os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
 
 
 def mpirun(ranks, command, timeout=300, **popen):

@@ -1,7 +1,6 @@
 """The hogwild command line: results, JSON, and one-line errors."""
 import json
 import re
-import shutil
 import signal
 import subprocess
 
@@ -9,6 +8,7 @@ import numpy as np
 import pytest
 
 from hogwild.cli import main
+from launchers import CONSOLE_SCRIPT
 
 
 def run(capsys, *argv):
@@ -146,9 +146,10 @@ def test_datasets_lists_the_shipped_default_and_the_cache(capsys, tmp_path, monk
 def test_ctrl_c_checkpoints_and_exits_130_and_the_run_resumes(tmp_path):
     """The first Ctrl-C finishes the epoch, writes the checkpoint, says where, and
     exits 130; --resume continues from it to the requested total of epochs."""
-    exe = shutil.which("hogwild")
+    exe = CONSOLE_SCRIPT
     if exe is None:
-        pytest.fail("the hogwild console script is not on PATH; install the package")
+        pytest.fail("the hogwild console script is neither beside this Python nor on PATH; "
+                    "install the package")
     proc = subprocess.Popen([exe, "run", "svm", "--epochs", "100000", "--workers", "1",
                              "--seed", "0"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -174,9 +175,10 @@ def test_ctrl_c_checkpoints_and_exits_130_and_the_run_resumes(tmp_path):
 
 
 def test_console_script_is_installed():
-    exe = shutil.which("hogwild")
+    exe = CONSOLE_SCRIPT
     if exe is None:
-        pytest.fail("the hogwild console script is not on PATH; install the package")
+        pytest.fail("the hogwild console script is neither beside this Python nor on PATH; "
+                    "install the package")
     done = subprocess.run([exe, "run", "svm", "--epochs", "1", "--json"], capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr

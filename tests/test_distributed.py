@@ -9,7 +9,6 @@ import functools
 import ipaddress
 import os
 import re
-import shutil
 import signal
 import stat
 import subprocess
@@ -27,6 +26,7 @@ from hogwild.backends.sharding import FlatLayout, node_samples, piece_plans, run
 from hogwild.checkpoint import load_checkpoint  # noqa: E402
 from hogwild.engine import fit  # noqa: E402
 from hogwild.errors import DivergenceError, HogwildError  # noqa: E402
+from launchers import CONSOLE_SCRIPT  # noqa: E402
 from hogwild.kernels.compiler import compile_loops  # noqa: E402
 from hogwild.problems.sparse_svm import (as_csr, auto_step, binary_labels,  # noqa: E402
                                          svm_file_objective, svm_objective)
@@ -329,9 +329,10 @@ def test_ray_refuses_a_scheduler_it_cannot_run_before_starting_anything(svm):
 
 
 def test_ctrl_c_on_ray_checkpoints_the_servers_state_and_exits_130(tmp_path):
-    exe = shutil.which("hogwild")
+    exe = CONSOLE_SCRIPT
     if exe is None:
-        pytest.fail("the hogwild console script is not on PATH; install the package")
+        pytest.fail("the hogwild console script is neither beside this Python nor on PATH; "
+                    "install the package")
     proc = subprocess.Popen([exe, "run", "svm", "--backend", "ray", "--nodes", "2",
                              "--epochs", "100000", "--seed", "0"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -15,6 +15,7 @@ import pytest
 from hogwild import HogwildError, fit
 from hogwild.backends.shared_memory import PREFIX, SegmentSet, attach, segments_root
 from hogwild.checkpoint import load_checkpoint
+from launchers import CONSOLE_SCRIPT
 from test_checkpoint import pair_objective
 
 
@@ -251,9 +252,8 @@ def test_progress_moves_during_epochs_from_the_workers_counters(monkeypatch):
 def test_a_normal_cli_run_is_clean(tmp_path):
     """No resource_tracker warning, no leftover segment, the same kind of result."""
     import json
-    import shutil
 
-    exe = shutil.which("hogwild")
+    exe = CONSOLE_SCRIPT
     process = subprocess.Popen([exe, "run", "svm", "--epochs", "2", "--workers", "2",
                                 "--backend", "processes", "--seed", "0", "--json"],
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
