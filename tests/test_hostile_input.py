@@ -31,7 +31,6 @@ from test_checkpoint import pair_objective
 from test_processes import pid_running
 
 HOGWILD = [sys.executable, "-m", "hogwild.cli"]
-REPOSITORY = Path(__file__).resolve().parent.parent
 
 
 def run(capsys, *argv):
@@ -803,7 +802,7 @@ def test_ctrl_c_while_the_command_imports_is_one_line_and_exit_130(tmp_path):
                "jumbo:3000x3000x300000", "--epochs", "50"]
     env = {**os.environ, "HOGWILD_CACHE_DIR": str(tmp_path / "cache")}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True, env=env, cwd=REPOSITORY)
+                               text=True, start_new_session=True, env=env, cwd=tmp_path)
     _wait_for(lambda: _maps(process.pid, "_multiarray_umath"), "numpy import")  # numba next
     os.killpg(process.pid, signal.SIGINT)
     out, err = process.communicate(timeout=120)
