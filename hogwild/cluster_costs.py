@@ -147,7 +147,8 @@ def pack_spanning_trees(bandwidth):
         raise HogwildError("the link matrix does not connect every rank: no spanning tree")
     edges = [tuple(e) for e in np.argwhere(linked).tolist()]
     index = {edge: i for i, edge in enumerate(edges)}
-    caps = np.array([capacity[a, b] for a, b in edges])
+    unit = capacity.max()  # solved in units of the fastest link: well scaled
+    caps = np.array([capacity[a, b] for a, b in edges]) / unit
 
     def lightest_tree(prices):
         weights = np.zeros((p, p))
@@ -162,6 +163,8 @@ def pack_spanning_trees(bandwidth):
         for column, tree in enumerate(trees):
             incidence[list(tree), column] = 1
         solved = linprog(-np.ones(len(trees)), A_ub=incidence, b_ub=caps, method="highs")
+        if solved.status != 0:
+            raise HogwildError(f"packing spanning trees failed: {solved.message}")
         prices = np.maximum(-solved.ineqlin.marginals, 0)  # the dual: a price per link
         tree = lightest_tree(prices)
         if prices[list(tree)].sum() >= 1 - 1e-9 or tree in trees:
@@ -169,7 +172,7 @@ def pack_spanning_trees(bandwidth):
         trees.append(tree)
     kept = [(tree, rate) for tree, rate in zip(trees, solved.x) if rate > 0]
     return TreePacking(tuple(tuple(edges[i] for i in tree) for tree, _ in kept),
-                       tuple(float(rate) for _, rate in kept), float(-solved.fun))
+                       tuple(float(rate * unit) for _, rate in kept), float(-solved.fun * unit))
 
 
 def _depth_and_children(edges, p):

@@ -50,6 +50,12 @@ steps are 16 KiB pays the 16 KiB price, not alpha plus 16 KiB at the rate of
 megabytes. Both answer the same three questions, the seconds of one message, of
 one exchange round and of one ring step of n bytes, which ``predict`` composes.
 
+On several nodes (``predict(..., nodes=(ranks per node, link between))``, the
+ranks filling the nodes in order) a round runs at the link its partners share
+(Across): an exchange at distance >= ranks per node crosses with every rank of a
+node at once, per_node times the bytes over the node's link; a ring step has one
+pair crossing between each two nodes; a tree's round crosses with one rank a node.
+
 The numbers are Open MPI's ``coll_tuned_allreduce_algorithm`` values, so a choice
 can be forced with ``--mca coll_tuned_use_dynamic_rules 1 --mca
 coll_tuned_allreduce_algorithm K``.
@@ -183,10 +189,13 @@ def _slope(sizes, times):
     return max((times[-1] - times[-2]) / (sizes[-1] - sizes[-2]), 0.0)
 
 
-def predict(algorithm, ranks, nbytes, costs, segment=DEFAULT_SEGMENT):
+def predict(algorithm, ranks, nbytes, costs, segment=DEFAULT_SEGMENT, nodes=None):
     """Predicted seconds of one allreduce of ``nbytes`` bytes over ``ranks`` ranks by
     ``algorithm`` (a name of ALGORITHMS) on a link ``costs`` (LinkCosts or
-    MeasuredLink)."""
+    MeasuredLink). ``nodes``: (ranks per node, the link between nodes), the ranks
+    filling the nodes in order and ``costs`` the link inside a node: a round whose
+    partners are on different nodes runs at the link between them, the flows of a
+    node's ranks sharing it (see Across)."""
     if algorithm not in ALGORITHMS:
         raise HogwildError(f"unknown allreduce algorithm {algorithm!r}; choose one of: "
                            f"{', '.join(ALGORITHMS)}")
@@ -194,26 +203,74 @@ def predict(algorithm, ranks, nbytes, costs, segment=DEFAULT_SEGMENT):
     n = check_int("nbytes", nbytes, 0)
     if p == 1:
         return 0.0
+    link = Across(costs, *nodes) if nodes is not None else Across(costs, p, costs)
     g = costs.gamma
     if algorithm == "basic_linear":
-        return 2 * costs.message((p - 1) * n) + (p - 1) * n * g
+        return 2 * link.gather(p, n) + (p - 1) * n * g
     if algorithm == "nonoverlapping":
-        rounds = [_tree_transfers(p, k) for k in range(math.ceil(math.log2(p)))]
-        return 2 * sum(costs.message(n) if transfers == 1 else costs.ring_step(n)
-                       for transfers in rounds) + len(rounds) * n * g
+        rounds = [(_tree_transfers(p, k), 1 << k) for k in range(math.ceil(math.log2(p)))]
+        return 2 * sum(link.message(n, apart) if transfers == 1 else link.ring_step(n, apart)
+                       for transfers, apart in rounds) + len(rounds) * n * g
     if algorithm in ("ring", "segmented_ring"):
         block = n / p
         messages = 1 if algorithm == "ring" else \
             max(1, math.ceil(block / check_int("segment", segment, 1)))
-        return 2 * (p - 1) * messages * costs.ring_step(block / messages) + \
+        return 2 * (p - 1) * messages * link.ring(block / messages) + \
             (p - 1) * block * g
     q = 1 << (p.bit_length() - 1)  # the largest power of two <= p
     rounds = q.bit_length() - 1
-    fold = 0.0 if q == p else 2 * costs.message(n) + n * g
+    fold = 0.0 if q == p else 2 * link.message(n, q) + n * g
     if algorithm == "recursive_doubling":
-        return rounds * (costs.exchange_round(n) + n * g) + fold
-    halving = sum(2 * costs.exchange_round(n / (2 << i)) for i in range(rounds))  # rabenseifner
+        return sum(link.exchange_round(n, 1 << i) + n * g for i in range(rounds)) + fold
+    halving = sum(2 * link.exchange_round(n / (2 << i), 1 << i)
+                  for i in range(rounds))  # rabenseifner
     return halving + (q - 1) * n / q * g + fold
+
+
+@dataclass(frozen=True)
+class Across:
+    """The links a round of an allreduce uses, by how far apart its partners are
+    (``apart`` ranks): ``inside`` for partners on one node (``per_node`` ranks fill
+    each node in order), ``between`` for partners on two. Where every rank of a
+    node has its partner on another node (an exchange, distance >= per_node),
+    their ``per_node`` flows share the node's link: the round moves per_node times
+    the bytes over it; a ring step or a tree's round crosses with one rank a node,
+    the others' transfers running inside at the same time."""
+
+    inside: object
+    per_node: int
+    between: object
+
+    def _crosses(self, apart):
+        return apart >= self.per_node
+
+    def message(self, n, apart):
+        return (self.between if self._crosses(apart) else self.inside).message(n)
+
+    def ring_step(self, n, apart):
+        """A round of transfers at once between partners ``apart`` ranks apart."""
+        return (self.between if self._crosses(apart) else self.inside).ring_step(n)
+
+    def ring(self, n):
+        """A step of the ring over every rank: inside each node, and one pair
+        crossing between each two nodes."""
+        if self.per_node == 1:
+            return self.between.ring_step(n)
+        return max(self.inside.ring_step(n), self.between.ring_step(n))
+
+    def exchange_round(self, n, apart):
+        if self._crosses(apart):
+            return self.between.exchange_round(self.per_node * n)
+        return self.inside.exchange_round(n)
+
+    def gather(self, p, n):
+        """One phase of the linear algorithm: rank 0 receives (or sends) n bytes from
+        (to) every other rank, its node's over the link inside, the others' over
+        the one between, both at once."""
+        far = p - self.per_node
+        near = min(self.per_node, p) - 1
+        return max(self.inside.message(near * n) if near else 0.0,
+                   self.between.message(far * n) if far > 0 else 0.0)
 
 
 def _tree_transfers(p, k):
@@ -223,7 +280,9 @@ def _tree_transfers(p, k):
     return (p - step - 1) // (2 * step) + 1
 
 
-def choose(ranks, nbytes, costs, segment=DEFAULT_SEGMENT):
-    """(the fastest algorithm by the model, {algorithm: predicted seconds})."""
-    predictions = {name: predict(name, ranks, nbytes, costs, segment) for name in ALGORITHMS}
+def choose(ranks, nbytes, costs, segment=DEFAULT_SEGMENT, nodes=None):
+    """(the fastest algorithm by the model, {algorithm: predicted seconds}); ``nodes``
+    as for predict."""
+    predictions = {name: predict(name, ranks, nbytes, costs, segment, nodes)
+                   for name in ALGORITHMS}
     return min(predictions, key=predictions.get), predictions

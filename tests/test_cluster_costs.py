@@ -168,3 +168,11 @@ def test_hierarchical_is_a_reduce_and_broadcast_per_node_around_the_leaders_allr
     assert seconds < predict("ring", 4, n, between)
     assert hierarchical(1, 4, n, inside, between)[0] == pytest.approx(
         predict("nonoverlapping", 4, n, inside))
+
+
+def test_links_of_any_scale_pack_alike():
+    """Rates of 10^30 bytes/s (a link measured as nearly free) are solved in units of
+    the fastest link: the packing scales with them."""
+    for scale in (1e-6, 1.0, 1e30):
+        assert pack_spanning_trees(complete(5, scale)).rate == pytest.approx(2.5 * scale)
+    assert pack_spanning_trees(complete(2, 3e9)).rate == pytest.approx(3e9)

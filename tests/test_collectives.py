@@ -133,3 +133,28 @@ def test_each_pattern_of_transfers_costs_its_own_measured_rate():
     assert LINK.exchange_round(n) == LINK.ring_step(n) == LINK.message(n)
     # where ring steps cost 3x and exchanges 2x, Rabenseifner beats the ring
     assert choose(4, 256 << 20, busy)[0] == "rabenseifner"
+
+
+def test_on_several_nodes_the_rounds_between_them_run_at_the_slower_link():
+    """Two nodes of two ranks (ranks 0, 1 on one, 2, 3 on the other): a round whose
+    partners are on different nodes runs at the link between them, the two ranks of
+    a node sharing it where both cross (an exchange); the others inside."""
+    inside = LinkCosts(alpha=1e-6, beta=0.1e-9, gamma=0.25e-9)
+    between = LinkCosts(alpha=50e-6, beta=10e-9, gamma=0.25e-9)
+    n, g, nodes = 1 << 20, inside.gamma, (2, between)
+    assert predict("recursive_doubling", 4, n, inside, nodes=nodes) == pytest.approx(
+        inside.exchange_round(n) + between.exchange_round(2 * n) + 2 * n * g)
+    assert predict("rabenseifner", 4, n, inside, nodes=nodes) == pytest.approx(
+        2 * inside.exchange_round(n / 2) + 2 * between.exchange_round(2 * n / 4)
+        + 3 * n / 4 * g)
+    assert predict("nonoverlapping", 4, n, inside, nodes=nodes) == pytest.approx(
+        2 * (inside.ring_step(n) + between.message(n)) + 2 * n * g)
+    assert predict("ring", 4, n, inside, nodes=nodes) == pytest.approx(
+        6 * between.ring_step(n / 4) + 3 * n / 4 * g)  # one pair a step crosses
+    assert predict("basic_linear", 4, n, inside, nodes=nodes) == pytest.approx(
+        2 * max(inside.message(n), between.message(2 * n)) + 3 * n * g)
+    # one rank a node: every round crosses, as the flat model on the link between
+    # (both links sum at the same gamma here)
+    for name in ALGORITHMS:
+        assert predict(name, 4, n, inside, nodes=(1, between)) == pytest.approx(
+            predict(name, 4, n, between), rel=1e-12)

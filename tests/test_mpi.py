@@ -500,7 +500,8 @@ def test_the_probe_report_judges_predictions_and_choices_from_64_kib_up():
     assert build_report(17, sizes, link, {name: {size: predict(name, 17, size, link)
                                                  for size in sizes} for name in ALGORITHMS}
                         )["priced_only_note"] == ("not run: GPU collectives; Blink priced up "
-                                                  "to 16 ranks")
+                                                  "to 16 ranks, on a link with a measured "
+                                                  "rate")
     assert [parse_size(t) for t in ("4096", "64KiB", "256MiB", "1G")] == [4096, 65536,
                                                                             1 << 28, 1 << 30]
     with pytest.raises(HogwildError, match="size '12 parsecs': expected a positive number"):

@@ -87,11 +87,12 @@ def run_probe(args):
                            f"{needed / 2**30:.1f} GiB on this machine, which has "
                            f"{memory / 2**30:.1f} GiB available")
     sizes = probe_sizes(smallest, largest)
-    nodes, others, by_node = Nodes.of(MPI, comm), {}, None
+    nodes, others, by_node, flat = Nodes.of(MPI, comm), {}, None, None
     costs = measure_link(MPI, comm, partner=nodes.partner)
     try:
         if len(nodes.sizes) > 1 and nodes.uniform is not None:  # a network between nodes
             by_node = nodes.links(MPI, comm)
+            flat = lambda n: nodes.choose(n, *by_node)  # noqa: E731 - a price per size
             reducer = HierarchicalReducer(MPI, nodes, lambda n: nodes.predict(n, *by_node)[1])
             others["hierarchical"] = (reducer, lambda n: nodes.predict(n, *by_node)[0])
         bar = progress_bar(len(sizes), "size",
@@ -110,7 +111,7 @@ def run_probe(args):
     report = build_report(ranks, sizes, costs, measured, args.label,
                           MPI.Get_library_version().split(",")[0].strip(),
                           {name: price for name, (_, price) in others.items()}, nodes.sizes,
-                          by_node)
+                          by_node, flat)
     text = json.dumps(report)
     if args.out:
         with atomic_file(args.out, "w") as out:
@@ -132,29 +133,31 @@ def priced_only(ranks, costs):
     """{name: seconds of an allreduce of n bytes} of the GPU collectives on this
     job's link, never run: NCCL's double binary trees, and Blink over every pair of
     ranks linked at the pairwise-exchange rate (its trees packed once, up to
-    PRICED_UP_TO ranks)."""
+    PRICED_UP_TO ranks, where that rate was measured)."""
     affine = costs if isinstance(costs, LinkCosts) else costs.affine()
     prices = {"double_binary_tree": lambda n: double_binary_tree(ranks, n, costs)[0]}
-    if ranks <= PRICED_UP_TO:
-        rate = 1 / max(affine.exchange_round(1) - affine.alpha, 1e-30)
+    per_byte = affine.exchange_round(1) - affine.alpha
+    if ranks <= PRICED_UP_TO and per_byte > 0:  # (a link measured as free has no rate)
+        rate = 1 / per_byte
         packing = pack_spanning_trees(rate * (np.ones((ranks, ranks)) - np.eye(ranks)))
         prices["blink"] = lambda n: blink(packing, n, affine.alpha, affine.gamma)
     return prices
 
 
 def build_report(ranks, sizes, costs, measured, label="", library="", others=None,
-                 nodes=None, by_node=None):
-    """Per size: each algorithm's predicted and measured seconds (Open MPI's, and
-    ``others``, {name: its predicted seconds for n bytes}: the hierarchical
-    allreduce across ``nodes``, the ranks of each, on the links ``by_node``), the
-    model's choice and the measured fastest, and the priced-only collectives; the
-    two verdicts from CHECKED_FROM bytes up."""
+                 nodes=None, by_node=None, flat=None):
+    """Per size: each algorithm's predicted and measured seconds (Open MPI's, by
+    ``flat``, a function of the bytes giving collectives.choose's answer, by default
+    on ``costs``; and ``others``, {name: its predicted seconds for n bytes}: the
+    hierarchical allreduce across ``nodes``, the ranks of each, on the links
+    ``by_node``), the model's choice and the measured fastest, and the priced-only
+    collectives; the two verdicts from CHECKED_FROM bytes up."""
     rows = []
     prices = priced_only(ranks, costs)
     others = others or {}
     for size in sizes:
         nbytes = max(size // 4, 1) * 4
-        _, predicted = choose(ranks, nbytes, costs)
+        _, predicted = (flat or (lambda n: choose(ranks, n, costs)))(nbytes)
         predicted.update({name: price(nbytes) for name, price in others.items()})
         choice = min(predicted, key=predicted.get)
         times = {name: measured[name][size] for name in predicted}
@@ -173,7 +176,8 @@ def build_report(ranks, sizes, costs, measured, label="", library="", others=Non
             ("link_inside_node", "link_between_nodes"), by_node) if link is not None}}
     return {"ranks": ranks, "label": label, "library": library, **by_node_report,
             "link": costs.figures(), "priced_only_note": NOT_RUN + (
-                "" if "blink" in prices else f"; Blink priced up to {PRICED_UP_TO} ranks"),
+                "" if "blink" in prices else f"; Blink priced up to {PRICED_UP_TO} ranks, "
+                "on a link with a measured rate"),
             "rows": rows,
             "checked_from_bytes": CHECKED_FROM,
             "predictions_within_2x": all(r["worst_prediction_ratio"] <= CLOSE for r in checked),

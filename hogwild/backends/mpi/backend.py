@@ -106,6 +106,9 @@ class MPIBackend(HostBackend):
         if self.ranks > 1:
             if len(self.nodes.sizes) > 1 or self.settings.algorithm == "hierarchical":
                 self.links_by_node = self.nodes.links(self.MPI, self.comm)
+                flat = self.nodes.choose(size, *self.links_by_node)
+                if flat is not None:  # rounds between nodes at the link between them
+                    self.choice, self.predictions = flat
                 seconds, leaders_algorithm = self.nodes.predict(size, *self.links_by_node)
                 if seconds is not None and len(self.nodes.sizes) > 1:  # else no network
                     self.predictions["hierarchical"] = seconds

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from hogwild.backends.mpi.probe import measure_link
 from hogwild.backends.mpi.tuning import tuned_communicator
 from hogwild.cluster_costs import hierarchical
+from hogwild.collectives import choose
 
 
 @dataclass
@@ -48,6 +49,18 @@ class Nodes:
         if self.leaders != MPI.COMM_NULL and self.leaders.Get_size() > 1:
             between = measure_link(MPI, self.leaders)
         return comm.bcast(inside, root=0), comm.bcast(between, root=0)
+
+    def choose(self, nbytes, inside, between):
+        """collectives.choose for the flat algorithms across these nodes (the rounds
+        between nodes at ``between``, the others at ``inside``), or None on one
+        node, on nodes of different sizes, or without the links measured."""
+        per_node, ranks = self.uniform, sum(self.sizes)
+        if per_node is None or len(self.sizes) == 1 or between is None \
+                or (per_node > 1 and inside is None):
+            return None
+        if per_node == 1:
+            return choose(ranks, nbytes, between)
+        return choose(ranks, nbytes, inside, nodes=(per_node, between))
 
     def predict(self, nbytes, inside, between):
         """(predicted seconds, the leaders' algorithm) of a hierarchical allreduce
