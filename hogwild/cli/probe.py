@@ -59,8 +59,8 @@ def add_arguments(parser):
 
 def run_probe(args):
     """Every rank measures; rank 0 prints and writes the report."""
-    from hogwild.backends.mpi import import_mpi, measure_link, probe_sizes, time_algorithms
-    from hogwild.backends.mpi.hierarchy import HierarchicalReducer, Nodes
+    from hogwild.backends.mpi import (HierarchicalReducer, Nodes, import_mpi, measure_link,
+                                      probe_sizes, time_algorithms)
     from hogwild.bench.machine import progress_bar
 
     smallest, largest = parse_size(args.min_size), parse_size(args.max_size)

@@ -58,12 +58,14 @@ one left), settings.py (AllreduceSettings, the linear scaling rule), tuning.py
 starts MPI on import: import_mpi does, when a run or a command needs it.
 """
 from hogwild.backends.mpi.backend import MPIBackend
+from hogwild.backends.mpi.hierarchy import HierarchicalReducer, Nodes
 from hogwild.backends.mpi.job import (agree, import_mpi, in_mpi_job, job_local_size, job_rank,
                                       job_size)
 from hogwild.backends.mpi.launcher import remove_stale_sessions
 from hogwild.backends.mpi.probe import measure_link, probe_sizes, time_algorithms
 from hogwild.backends.mpi.settings import AllreduceSettings, step_factor
 
-__all__ = ["AllreduceSettings", "MPIBackend", "agree", "import_mpi", "in_mpi_job",
-           "job_local_size", "job_rank", "job_size", "measure_link", "probe_sizes",
-           "remove_stale_sessions", "step_factor", "time_algorithms"]
+__all__ = ["AllreduceSettings", "HierarchicalReducer", "MPIBackend", "Nodes", "agree",
+           "import_mpi", "in_mpi_job", "job_local_size", "job_rank", "job_size",
+           "measure_link", "probe_sizes", "remove_stale_sessions", "step_factor",
+           "time_algorithms"]
