@@ -358,14 +358,14 @@ def test_nan_checks_and_divergence_on_the_device():
     assert re.fullmatch(diverged, cpu) and re.fullmatch(diverged, gpu), (cpu, gpu)
 
 
-def test_callbacks_progress_and_checkpoint_cadence_on_the_gpu_are_the_engines():
+def test_callbacks_progress_and_checkpoint_cadence_on_the_gpu_are_the_engines(tmp_path):
     """The GPU runs the engine's one epoch loop: the same callback, progress and
     checkpoint cadence as the CPU backends (the checkpoint holds the device's
     parameters, copied back)."""
-    out = simulate("""
-        import tempfile, pathlib
+    out = simulate(f"""
+        import pathlib
         from hogwild.checkpoint import load_checkpoint
-        path = pathlib.Path(tempfile.mkdtemp()) / "run.npz"
+        path = pathlib.Path({str(tmp_path / "run.npz")!r})
         seen, moved, saved_before = [], [], []
         def callback(record):
             seen.append(record)

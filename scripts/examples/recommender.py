@@ -29,7 +29,8 @@ def main():
     parser.add_argument("--epochs", type=int, default=20,
                         help="passes over the ratings (default: 20)")
     parser.add_argument("--model-file", default=None,
-                        help="where to save the model (default: a temporary file)")
+                        help="where to save the model (default: a temporary file, "
+                             "removed at the end)")
     args = parser.parse_args()
 
     # Hold out 20% of the ratings to measure the test RMSE.
@@ -40,11 +41,11 @@ def main():
           f"{model.history_[-1].metrics['test_rmse']:.4f} after {args.epochs} epochs")
 
     # A fitted model is an .npz file of arrays and JSON settings (no pickle).
-    folder = tempfile.mkdtemp()
-    path = args.model_file or os.path.join(folder, "recommender.npz")
-    model.save(path)
-    loaded = MatrixFactorization.load(path)
-    print(f"saved to {path} and loaded back")
+    with tempfile.TemporaryDirectory() as folder:  # removed at the end, with its file
+        path = args.model_file or os.path.join(folder, "recommender.npz")
+        model.save(path)
+        loaded = MatrixFactorization.load(path)
+        print(f"saved to {path} and loaded back")
 
     # The items with the highest predicted rating that the user has not rated yet.
     user = int(train.users[0]) if args.user is None else args.user
