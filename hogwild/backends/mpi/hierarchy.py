@@ -22,6 +22,7 @@ class Nodes:
     leaders: object
     sizes: tuple
     partner: int  # the first rank on another node than rank 0's (1 on one node)
+    in_order: bool  # whether the ranks fill the nodes in order (mpirun's --map-by core)
 
     @classmethod
     def of(cls, MPI, comm):
@@ -32,7 +33,8 @@ class Nodes:
                       if size)
         node_of = comm.allgather(node.bcast(comm.Get_rank(), root=0))  # each rank's leader
         away = [rank for rank, first in enumerate(node_of) if first != node_of[0]]
-        return cls(node, leaders, sizes, away[0] if away else 1)
+        in_order = all(first == rank - rank % sizes[0] for rank, first in enumerate(node_of))
+        return cls(node, leaders, sizes, away[0] if away else 1, in_order)
 
     @property
     def uniform(self):
@@ -53,12 +55,14 @@ class Nodes:
     def choose(self, nbytes, inside, between):
         """collectives.choose for the flat algorithms across these nodes (the rounds
         between nodes at ``between``, the others at ``inside``), or None on one
-        node, on nodes of different sizes, or without the links measured."""
+        node, on nodes of different sizes, or without the links measured. Ranks
+        that do not fill the nodes in order are priced at the link between nodes
+        for every round (an upper bound)."""
         per_node, ranks = self.uniform, sum(self.sizes)
         if per_node is None or len(self.sizes) == 1 or between is None \
                 or (per_node > 1 and inside is None):
             return None
-        if per_node == 1:
+        if per_node == 1 or not self.in_order:
             return choose(ranks, nbytes, between)
         return choose(ranks, nbytes, inside, nodes=(per_node, between))
 
