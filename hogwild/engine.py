@@ -182,6 +182,7 @@ class _Run:
             n_samples=self.objective.n_samples,
             settings={**self.settings(runner), **(note or {})},
             planner=getattr(self.planner, "state", dict)()))
+        runner.checkpointed(epochs_done, params)
 
     def start(self, runner):
         """Share the parameters and data, compile, and measure the objective at the

@@ -15,9 +15,10 @@ CONSOLE_SCRIPT = shutil.which("hogwild", path=os.pathsep.join(
     [os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
 
 
-def mpirun(ranks, command, timeout=300, **popen):
-    """``mpirun -n RANKS COMMAND`` (as root where the tests run as root)."""
-    launcher = [MPIRUN, "-n", str(ranks)]
+def mpirun(ranks, command, timeout=300, fault_tolerant=False, **popen):
+    """``mpirun -n RANKS COMMAND`` (as root where the tests run as root; with
+    ``fault_tolerant``, a job that a rank's death does not end: ULFM)."""
+    launcher = [MPIRUN, "-n", str(ranks)] + (["--with-ft", "ulfm"] if fault_tolerant else [])
     if os.geteuid() == 0:
         launcher.append("--allow-run-as-root")
     if ranks > usable_cores():

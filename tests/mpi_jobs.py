@@ -8,9 +8,15 @@ Rank 0 prints one JSON object; every rank must reach the end (or the job fails).
                 computed here without MPI's help; prints both digests
     contract    an objective of tests/reconcile_cases.py (argv[2]) with fit options
                 (argv[3]); prints rank 0's parameters and the recorded steps
+    lose        the params case where the rank named by the option "lose_rank"
+                kills itself (SIGKILL) just before its "lose_at"-th reconcile (run
+                it under mpirun --with-ft ulfm); every survivor prints a JSON line
+                with its rank, a SHA-256 of its parameters and its result
 """
 import hashlib
 import json
+import os
+import signal
 import sys
 
 import numpy as np
@@ -101,6 +107,25 @@ def contract_case(name, options):
                           "ranks": result.distributed["ranks"]}))
 
 
+def lose_case(settings, options):
+    lost, at = options.pop("lose_rank"), options.pop("lose_at")
+    if COMM.rank == lost:
+        from hogwild.backends.mpi.exchange import Allreduce
+        reconcile, calls = Allreduce.reconcile, []
+
+        def dying(exchange):
+            calls.append(1)
+            if len(calls) == at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return reconcile(exchange)
+        Allreduce.reconcile = dying
+    result = run(settings, **options)
+    print(json.dumps({"rank": COMM.rank, "digest": digest(result.params),
+                      "objective": result.objective,
+                      "updates": [r.updates for r in result.history],
+                      "distributed": result.distributed}), flush=True)
+
+
 def this_ranks(fields):
     """The fields with each list replaced by this rank's item of it."""
     return {name: value[COMM.rank] if isinstance(value, list) else value
@@ -118,5 +143,7 @@ if __name__ == "__main__":
         params_case(settings, options)
     elif case == "reference":
         reference_case(settings)
+    elif case == "lose":
+        lose_case(settings, options)
     else:
         raise SystemExit(f"unknown case {case!r}")

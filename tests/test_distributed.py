@@ -222,6 +222,30 @@ def test_a_node_that_dies_is_restarted_and_the_run_ends_near_an_undisturbed_one(
     assert calm.objective == pytest.approx(single.objective, rel=0.02)
 
 
+def test_a_dead_server_shard_is_restored_from_the_last_checkpoint(local_ray, svm, tmp_path):
+    """A parameter-server shard that dies (at the first push of clock 13, in epoch 2)
+    is made again from the values the checkpoint after epoch 1 holds for its
+    range, the nodes go on, and the run ends near the one that lost nothing;
+    without a checkpoint the run stops, naming the shard."""
+    objective, step = svm
+    settings = dict(nodes=2, staleness=1, clock_every=150, shards=2)
+    options = dict(epochs=4, step=step, decay=STEP_DECAY, seed=0)
+    calm = fit_ssp(objective, SSPSettings(**settings), **options)
+    hit = fit_ssp(objective, SSPSettings(**settings, crash_shard_at={1: 13}),
+                  checkpoint=tmp_path / "run.npz", checkpoint_every=1, **options)
+    assert hit.distributed["restored_shards"] == [{"shard": 1, "epoch": 2, "from_epoch": 1}]
+    assert hit.distributed["restarts"] == []  # no node died
+    assert len(hit.history) == 4
+    assert hit.objective == pytest.approx(calm.objective, rel=0.02)
+    with pytest.raises(HogwildError) as error:
+        fit_ssp(objective, SSPSettings(**settings, crash_shard_at={1: 13}), **options)
+    size = sum(p.size for p in objective.params)
+    assert str(error.value) == (
+        f"parameter-server shard 1 (parameters {round(size / 2):,} to {size - 1:,}) died in epoch "
+        "2, and no checkpoint holds its values: pass checkpoint=PATH (--checkpoint) to "
+        "restore a lost shard from the last one")
+
+
 def test_on_failure_stop_names_the_node_and_keeps_the_servers_state(local_ray, svm,
                                                                     tmp_path):
     objective, step = svm
@@ -263,6 +287,8 @@ def test_pushes_are_sparse(local_ray):
     (dict(on_failure="retry"), "unknown on_failure 'retry'; choose one of: restart, stop"),
     (dict(slowdown={5: 2.0}), "slowdown: node 5 factor 2.0; nodes are 0..1 and factors >= 1"),
     (dict(crash_at={1: 0}), "crash_at: node 1 clock 0; nodes are 0..1 and clocks >= 1"),
+    (dict(crash_shard_at={2: 5}), "crash_shard_at: shard 2 clock 5; shards are 0..1 and "
+                                  "clocks >= 1"),
     (dict(staleness_aware="yes", staleness=1), "staleness_aware must be True or False, got "
                                                "'yes'"),
     (dict(staleness_aware=True), "staleness_aware scales pushes by their staleness, and with "

@@ -89,6 +89,11 @@ class Backend(ABC):
         """Settings a checkpoint records, and a resumed run must repeat."""
         return {}
 
+    def checkpointed(self, epoch, params):
+        """A checkpoint of ``params`` after ``epoch`` epochs was written: a backend
+        that can restore part of its state from it keeps what it needs (Ray's server
+        shards)."""
+
     def reload(self):
         """The parameters shared() returned were changed from outside the workers
         (a reconcile between MPI ranks): workers that keep copies take them again."""

@@ -32,7 +32,7 @@ from hogwild.cli.options import check_numbers, build_parser
 from hogwild.cli.probe import run_probe
 from hogwild.cli.ranks import abort_job, launch
 from hogwild.cli.run import run_cuts, run_implicit, run_mc, run_svm
-from hogwild.backends.mpi import agree, import_mpi, in_mpi_job, job_rank, job_size
+from hogwild.backends.mpi import agree, import_mpi, in_mpi_job, job_rank, job_size, rank_lost
 from hogwild.errors import HogwildError, Interrupted
 from hogwild.interrupts import interrupts_kept
 from hogwild.paths import not_regular
@@ -127,7 +127,7 @@ def _runs_here(args):
         raise HogwildError(f"this process is rank {job_rank()} of an MPI job of {job_size()} "
                            f"ranks, which would each train alone with --backend "
                            f"{args.backend}: give --backend mpi (or run without mpirun)")
-    if _mpi_command(args) and job_rank() != 0:
+    if _mpi_command(args) and job_rank() != 0:  # (back if it becomes the chief: job_chief)
         sys.stdout = open(os.devnull, "w")
     return True
 
@@ -199,6 +199,11 @@ def _dispatch(args, argv=()):
     except Exception as exc:  # a bug: in an MPI job, said with the rank, then MPI_Abort
         if not (in_mpi_job() and job_size() > 1):
             raise
+        if "mpi4py.MPI" in sys.modules and rank_lost(import_mpi(), exc):
+            print(f"hogwild: error: {_where()}a rank died before the first epoch ({exc}); the "
+                  "job ends (its ranks survive a lost rank once training began)",
+                  file=sys.stderr)
+            return 1
         traceback.print_exc()
         print(f"hogwild: error: {_where()}{type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

@@ -227,7 +227,9 @@ def _add_training_options(parser, problem):
     group.add_argument("--ranks", type=integer, default=None,
                        help="run as an MPI job of this many ranks on this machine (launches "
                             "mpirun; implies --backend mpi; more ranks than cores are "
-                            "oversubscribed). Under mpirun, give --backend mpi instead")
+                            "oversubscribed; a rank that dies once training began is "
+                            "survived by the others, with Open MPI 5). Under mpirun, give "
+                            "--backend mpi instead")
     group.add_argument("--sync-every", type=integer, default=None,
                        help="with --backend mpi: a rank's local updates between allreduces "
                             "of the ranks' changes (default: once an epoch; 1 = synchronous "

@@ -2,13 +2,16 @@
 ranks on this machine under mpirun, and each rank of a job (``mpirun -n N hogwild
 run ... --backend mpi``) prints only on rank 0 and ends the whole job on an error."""
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
-from hogwild.backends.mpi import remove_stale_sessions
-from hogwild.backends.shared_memory import remove_stale_folders
+from hogwild.backends.mpi import STARTED_FOLDER_VARIABLE, job_chief, remove_stale_sessions
+from hogwild.backends.shared_memory import PREFIX, remove_stale_folders, segments_root
 from hogwild.errors import HogwildError
 from hogwild.limits import check_workers, usable_cores
 
@@ -21,6 +24,18 @@ def find_mpirun():
         raise HogwildError("--ranks needs mpirun: pip install 'hogwild[mpi]' (mpi4py and "
                            "Open MPI's wheel, which brings mpirun)")
     return found
+
+
+def fault_tolerance(mpirun):
+    """mpirun's options that keep a job whose rank dies, so that the survivors go on
+    (hogwild.backends.mpi.survival): Open MPI 5's ULFM; none for another MPI."""
+    try:
+        version = subprocess.run([mpirun, "--version"], capture_output=True, text=True,
+                                 timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    release = re.search(r"\(Open MPI\) (\d+)\.", version)
+    return ["--with-ft", "ulfm"] if release and int(release.group(1)) >= 5 else []
 
 
 def without_ranks(argv):
@@ -41,9 +56,13 @@ def launch(ranks, argv, oversubscribe=False):
     mpirun and return its exit status. mpirun runs in its own session: the first Ctrl-C or SIGTERM
     here goes to the ranks, which stop after the epoch (rank 0 checkpoints); a
     second ends the job at once. mpirun gets SIGTERM if this process dies. More
-    ranks than this machine's cores are bounded as workers are (check_workers)."""
+    ranks than this machine's cores are bounded as workers are (check_workers). A
+    run survives a lost rank where mpirun offers ULFM (fault_tolerance)."""
     check_workers(ranks, oversubscribe, name="--ranks")
-    command = [find_mpirun(), "-n", str(ranks)]
+    mpirun = find_mpirun()
+    command = [mpirun, "-n", str(ranks)]
+    if argv and argv[0] == "run":  # a lost rank's survivors go on training
+        command += fault_tolerance(mpirun)
     if os.geteuid() == 0:
         command.append("--allow-run-as-root")
     if ranks > usable_cores():
@@ -51,7 +70,14 @@ def launch(ranks, argv, oversubscribe=False):
     command += [sys.executable, "-m", "hogwild.cli", *without_ranks(argv)]
     if argv and argv[0] == "run":
         command += ["--backend", "mpi"]
-    job = subprocess.Popen(command, start_new_session=True, preexec_fn=_die_with_parent)
+    started = None
+    if "--with-ft" in command:  # ranks mark themselves past MPI_Init there
+        started = segments_root() / f"{PREFIX}{os.getpid()}-started"
+        shutil.rmtree(started, ignore_errors=True)
+        started.mkdir(mode=0o700)
+    job = subprocess.Popen(command, start_new_session=True, preexec_fn=_die_with_parent,
+                           env={**os.environ, **({STARTED_FOLDER_VARIABLE: str(started)}
+                                                 if started else {})})
     asked = []
 
     def forward(signum, frame):
@@ -67,12 +93,72 @@ def launch(ranks, argv, oversubscribe=False):
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
+        if started is not None:
+            _watch_start(job, ranks, started)
         return job.wait()
     finally:
         for signum, action in previous.items():
             signal.signal(signum, action)
+        if started is not None:
+            shutil.rmtree(started, ignore_errors=True)
         remove_stale_folders()  # what ranks that died with a killed mpirun left
         remove_stale_sessions()
+
+
+def _watch_start(job, ranks, started):
+    """Until every rank marked itself past MPI_Init in ``started``, end the job if a
+    rank dies: mpirun keeps a fault-tolerant job whose rank dies, and the others
+    would wait in MPI_Init for ever. A rank killed before this watch saw it is
+    caught too: mpirun reaps it, and its count of reaped children's page faults
+    (/proc's cminflt) rises."""
+    reaped = _reaped_faults(job.pid)
+    seen = {}  # pid: world rank, of the ranks mpirun started
+    while job.poll() is None and len(os.listdir(started)) < ranks:
+        for pid in child_pids(job.pid):
+            if seen.get(pid, "?") == "?":  # (not yet where mpirun forked it, before exec)
+                seen[pid] = _world_rank(pid)
+        dead = [f"{'a rank' if rank == '?' else f'rank {rank}'} (pid {pid})"
+                for pid, rank in seen.items()
+                if _exited(pid) and not (started / str(rank)).exists()]
+        if dead or _reaped_faults(job.pid) > reaped:
+            print(f"hogwild: error: {dead[0] if dead else 'a rank'} died while the MPI job "
+                  "started; ending the job", file=sys.stderr, flush=True)
+            job.terminate()
+            try:
+                job.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                job.kill()
+            return
+        time.sleep(0.05)
+
+
+def _reaped_faults(pid):
+    """The page faults of the children that process ``pid`` reaped (cminflt): it rises
+    when one of them ended, however briefly it ran."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[8])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _exited(pid):
+    """Whether process ``pid`` has ended (gone, or a zombie not yet reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _world_rank(pid):
+    """The MPI rank that mpirun gave process ``pid`` ('?' where it cannot be read)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return "?"
+    for entry in environ:
+        if entry.startswith(b"OMPI_COMM_WORLD_RANK="):
+            return entry.split(b"=", 1)[1].decode()
+    return "?"
 
 
 def child_pids(pid):
@@ -94,6 +180,12 @@ def _die_with_parent():
         ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+def reports_here():
+    """Whether this process writes and reports a run's results: outside an MPI job,
+    or as its chief (rank 0, or once ranks were lost the lowest survivor)."""
+    return job_chief()
 
 
 def abort_job(status):

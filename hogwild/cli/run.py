@@ -11,6 +11,7 @@ from hogwild.atomic import atomic_file
 from hogwild.backends.mpi import job_rank
 from hogwild.cli.options import (IMAGE_SUFFIXES, control_fields, estimator_fields,
                                   training_fields)
+from hogwild.cli.ranks import reports_here
 from hogwild.config import TrainingConfig
 from hogwild.disk_arrays import csr_row_blocks
 from hogwild.estimator import drawn_seed
@@ -155,7 +156,10 @@ def workers_text(scheduler, workers, distributed):
     if sparse:
         ways.append("sparse allgather" + (f" x {sparse}" if dense else ""))
     threads, every = distributed["threads_per_rank"], distributed["sync_every"]
-    return (f"{scheduler} x {distributed['ranks']} ranks x {threads} "
+    lost = distributed.get("lost_ranks", [])
+    survived = (f" ({len(lost)} of {distributed['ranks_at_start']} lost: " + ", ".join(
+        f"rank {r['rank']} in epoch {r['epoch']}" for r in lost) + ")") if lost else ""
+    return (f"{scheduler} x {distributed['ranks']} ranks{survived} x {threads} "
             f"thread{'s' if threads != 1 else ''}, changes averaged every "
             f"{f'{every} updates' if every else 'epoch'} by {' and '.join(ways)}")
 
@@ -192,7 +196,7 @@ def run_svm(args):
         model.fit(train.X, train.y, eval_set=(test.X, test.y) if test else None,
                   callback=report, progress=progress, objective_every=1,
                   **control_fields(args))
-    if job_rank():  # in an MPI job, rank 0 alone writes and reports
+    if not reports_here():  # in an MPI job, its chief alone writes and reports
         return
     if args.save:
         model.save(args.save)
@@ -276,7 +280,7 @@ def run_mc(args):
             factor_dtype=args.factor_dtype, **estimator_fields(args))
         model.fit(train, eval_set=test, callback=report, progress=progress,
                   **control_fields(args))
-    if job_rank():
+    if not reports_here():
         return
     if args.save:
         model.save(args.save)
@@ -440,7 +444,7 @@ def run_cuts(args):
             ("labels", "fit"), segmentation.segment(
                 image, seeds, connectivity=args.connectivity, unary=args.unary,
                 callback=report, progress=progress, **fit_options))), unit="edges")
-        if job_rank():
+        if not reports_here():
             return
         labels, fit = holder["labels"], holder["fit"]
         n_edges = fit.history[0].updates  # pixel links and intensity links
@@ -455,7 +459,7 @@ def run_cuts(args):
         _train_with_progress(args, lambda report, progress: holder.update(fit=multiway_cut(
             n, u, v, w, terminals, n_labels, callback=report, progress=progress,
             **fit_options)), unit="edges")
-        if job_rank():
+        if not reports_here():
             return
         fit = holder["fit"]
         n_edges = u.size

@@ -18,9 +18,13 @@ own disk; no data goes through rank 0). Then:
   leaders' allreduce, a broadcast) is priced on the links inside and between
   nodes and chosen where it is cheaper; predicted and measured times are in
   FitResult.distributed;
-- rank 0 reports: progress, callbacks, metrics and checkpoints are its alone. The
-  epoch's objective is the sum of every rank's loss over its share. A stop request
-  (Ctrl-C, SIGTERM) on any rank stops every rank after the same epoch.
+- rank 0 (the chief) reports: progress, callbacks, metrics and checkpoints are its
+  alone. The epoch's objective is the sum of every rank's loss over its share. A
+  stop request (Ctrl-C, SIGTERM) on any rank stops every rank after the same epoch;
+- under ULFM (``mpirun --with-ft ulfm``; ``--ranks`` passes it) a rank lost once
+  training began is survived: the others shrink to themselves, take the most
+  advanced reconciled state, split its samples among them and go on; the lowest
+  survivor becomes the chief (survival.py, MPIBackend._survive).
 
 With one local update per rank between syncs this is synchronous minibatch SGD
 with a minibatch of ``ranks`` samples. ``step_scaling="linear"`` (the default)
@@ -53,19 +57,20 @@ Where each part lives: job.py (the job as a rank sees it: rank, size, starting
 MPI, the ranks' agreement), launcher.py (watching mpirun, removing what a killed
 one left), settings.py (AllreduceSettings, the linear scaling rule), tuning.py
 (forcing Open MPI's allreduce algorithm), probe.py (the link probe), hierarchy.py
-(the ranks by node, the hierarchical allreduce), exchange.py
+(the ranks by node, the hierarchical allreduce), survival.py (ULFM), exchange.py
 (Allreduce, the ranks' Reconciler) and backend.py (MPIBackend). Nothing here
 starts MPI on import: import_mpi does, when a run or a command needs it.
 """
 from hogwild.backends.mpi.backend import MPIBackend
 from hogwild.backends.mpi.hierarchy import HierarchicalReducer, Nodes
-from hogwild.backends.mpi.job import (agree, import_mpi, in_mpi_job, job_local_size, job_rank,
-                                      job_size)
+from hogwild.backends.mpi.job import (STARTED_FOLDER_VARIABLE, agree, import_mpi, in_mpi_job,
+                                      job_chief, job_local_size, job_rank, job_size)
 from hogwild.backends.mpi.launcher import remove_stale_sessions
 from hogwild.backends.mpi.probe import measure_link, probe_sizes, time_algorithms
 from hogwild.backends.mpi.settings import AllreduceSettings, step_factor
+from hogwild.backends.mpi.survival import rank_lost
 
-__all__ = ["AllreduceSettings", "HierarchicalReducer", "MPIBackend", "Nodes", "agree",
-           "import_mpi", "in_mpi_job", "job_local_size", "job_rank", "job_size",
-           "measure_link", "probe_sizes", "remove_stale_sessions", "step_factor",
-           "time_algorithms"]
+__all__ = ["STARTED_FOLDER_VARIABLE", "AllreduceSettings", "HierarchicalReducer", "MPIBackend",
+           "Nodes", "agree", "import_mpi", "in_mpi_job", "job_chief", "job_local_size",
+           "job_rank", "job_size", "measure_link", "probe_sizes", "rank_lost",
+           "remove_stale_sessions", "step_factor", "time_algorithms"]

@@ -1,4 +1,6 @@
 """MPIBackend: one rank's side of backend "mpi" (see hogwild.backends.mpi)."""
+import math
+import sys
 import time
 
 import numpy as np
@@ -7,11 +9,12 @@ from hogwild.backends.base import HostBackend
 from hogwild.backends.host import aligned_copy
 from hogwild.backends.mpi.exchange import Allreduce
 from hogwild.backends.mpi.hierarchy import HierarchicalReducer, Nodes
-from hogwild.backends.mpi.job import agree, import_mpi, job_local_size, run_fields
+from hogwild.backends.mpi.job import agree, import_mpi, job_local_size, run_fields, \
+    survivors_chief
 from hogwild.backends.mpi.probe import measure_link
 from hogwild.backends.mpi.settings import LOCAL_SCHEDULERS, step_factor
+from hogwild.backends.mpi.survival import rank_lost, shrink, world_ranks
 from hogwild.backends.mpi.tuning import tuned_communicator
-from hogwild.backends.reconcile import work_apart
 from hogwild.backends.sharding import FlatLayout, node_samples, piece_plans, pieces_per_epoch, \
     run_seed
 from hogwild.backends.threads import ThreadsBackend
@@ -21,9 +24,15 @@ from hogwild.limits import usable_cores
 from hogwild.schedulers import get_scheduler
 
 
+class _PieceLost(Exception):
+    """A rank was lost before the piece's reconcile completed anywhere: the
+    survivors run the rest of the epoch again, re-split among them."""
+
+
 class MPIBackend(HostBackend):
     """One rank's side of a synchronous data-parallel run: its share of the samples
-    on the threads backend, an Allreduce after each piece."""
+    on the threads backend, an Allreduce after each piece. Under ULFM it survives
+    lost ranks (_survive)."""
 
     name = "mpi"
     schedulers = LOCAL_SCHEDULERS
@@ -57,6 +66,12 @@ class MPIBackend(HostBackend):
         self.exchange = None
         self.nodes = self.links_by_node = self.leaders_algorithm = None  # hierarchical
         self.steps_applied = []  # (updates, step) of each piece of the last epoch
+        self.world = list(range(self.ranks))  # the world rank of each of comm's ranks
+        self.ranks_at_start, self.lost = self.ranks, []  # a record per lost rank
+        self.completed = 0  # collectives this rank completed since the first epoch
+        self.last_result = None  # the last one's result (see _collective)
+        self.epoch, self.epoch_done = 0, 1.0  # the epoch and its fraction reconciled
+        self.began = time.perf_counter()
 
     def agree(self, config, objective):
         """Every rank's run settings equal rank 0's (run_fields): the first collective
@@ -78,15 +93,20 @@ class MPIBackend(HostBackend):
                                "rank per sample")
         self.n, self.data = n_samples, data
         layout = FlatLayout(params, "mpi")
-        self.first, self.last = node_samples(n_samples, self.ranks, self.rank)
-        self.planner = self.scheduler.planner(self.last - self.first, self.workers)
-        self.pieces = pieces_per_epoch(n_samples, self.ranks, self.settings.sync_every)
+        self._split()
         flat = aligned_copy(layout.flatten(params))
         self.comm.Bcast(flat, root=0)  # every rank starts from rank 0's parameters
         params, data = self.local.share(layout.views(flat), data, n_samples)
         self.exchange = Allreduce(self.MPI, self.comm, flat, params, layout,
                                   self.settings.exchange, self.local.reload)
         return params, data
+
+    def _split(self):
+        """This rank's share of the samples, its planner and the pieces of an epoch,
+        for the ranks there are (again after a rank was lost)."""
+        self.first, self.last = node_samples(self.n, self.ranks, self.rank)
+        self.planner = self.scheduler.planner(self.last - self.first, self.workers)
+        self.pieces = pieces_per_epoch(self.n, self.ranks, self.settings.sync_every)
 
     def replicated(self):
         return self.local.replicated()
@@ -127,20 +147,37 @@ class MPIBackend(HostBackend):
 
     def run_epoch(self, loops, plan, params, data, steps, epoch):
         """The rank's share of the epoch in ``pieces`` pieces, an Allreduce after each
-        (the linear scaling rule's factor on each piece's steps)."""
-        self.steps_applied = []
+        (the linear scaling rule's factor on each piece's steps). The epoch's
+        updates: every rank's, as the reconciles counted them. After a lost rank,
+        the rest of the epoch (the fraction not reconciled) is re-split among the
+        survivors, from a new plan."""
+        self.steps_applied, self.epoch, self.epoch_done = [], epoch, 0.0
+        before = self.exchange.updates
+        while self.epoch_done < 1.0:
+            try:
+                if self._run_pieces(loops, params, data, steps, epoch) < 0:
+                    return -1  # aborted
+            except _PieceLost:
+                continue
+        return self.exchange.updates - before
 
-        def run_piece(piece):
-            k = len(self.steps_applied)
+    def _run_pieces(self, loops, params, data, steps, epoch):
+        """The epoch's pieces from the first not reconciled (on the ranks there are
+        now); the local run's -1 when it was aborted."""
+        plans = piece_plans(self.planner, self.n, self.ranks, self.rank, self.pieces, epoch,
+                            self.seed, self.run_length)
+        for k in range(min(round(self.epoch_done * self.pieces), self.pieces), self.pieces):
             applied = steps.over(k / self.pieces, (k + 1) / self.pieces).scaled(
                 step_factor(self.settings, self.ranks, self.exchange.done, self.pieces))
-            done = self.local.run_epoch(loops, piece, params, data, applied, epoch)
+            done = self.local.run_epoch(loops, plans[k], params, data, applied, epoch)
+            if done < 0:
+                return done
+            self.exchange.pending = done
+            self._collective(self.exchange.reconcile, redo=True)
             self.steps_applied.append((done, applied.mean))
-            return done
-        updates = work_apart(piece_plans(self.planner, self.n, self.ranks, self.rank,
-                                         self.pieces, epoch, self.seed, self.run_length),
-                             run_piece, self.exchange)
-        return self.comm.allreduce(updates)
+            self.epoch_done = (k + 1) / self.pieces
+        self.epoch_done = 1.0
+        return 0
 
     def applied_step(self, steps):
         """The schedule's step times the linear scaling rule's factor: the mean over
@@ -156,23 +193,115 @@ class MPIBackend(HostBackend):
         ranks. Any other data's (a metric's, on rank 0): on this rank alone."""
         if data is not self.data:
             return super().loss_sum(loops, params, data, n)
-        last = min(self.last, n)
-        mine = loops.sum_loss(params, data, self.first, last) if last > self.first else 0.0
-        return self.comm.allreduce(mine)
+        def summed():  # on the share this rank has now (again after a lost rank)
+            last = min(self.last, n)
+            mine = loops.sum_loss(params, data, self.first, last) if last > self.first else 0.0
+            return self.comm.allreduce(mine)
+        return self._collective(summed)
 
     def stop_agreed(self, requested):
         """Whether any rank was asked to stop (every rank stops after the same epoch)."""
-        return bool(self.comm.allreduce(int(requested), op=self.MPI.MAX))
+        return bool(self._collective(lambda: self.comm.allreduce(int(requested),
+                                                                 op=self.MPI.MAX)))
+
+    def _collective(self, run, redo=False):
+        """``run()``, a collective on ``comm`` from the first epoch on, counted. Where
+        it fails because a rank was lost, the survivors shrink (_survive): a rank
+        that lagged takes the result of the ranks that completed it, the others run
+        it again on the survivors, or with ``redo`` raise _PieceLost (the piece's
+        local work must be done again from the reconciled state)."""
+        while True:
+            try:
+                result = run()
+                break
+            except self.MPI.Exception as error:
+                if not rank_lost(self.MPI, error):
+                    raise
+                completed_elsewhere = self._survive()
+                if completed_elsewhere is not None:
+                    (result,) = completed_elsewhere
+                    break
+                if redo:
+                    raise _PieceLost from None
+        self.completed += 1
+        self.last_result = result
+        return result
+
+    def _survive(self):
+        """Go on without the ranks that died: shrink to the survivors, then take the
+        state of the most advanced one (the one that completed most collectives,
+        the lowest such), who sends its reconciled parameters, sync and update
+        counts, epoch and last result; a collective can complete on some ranks and
+        fail on others, never more than one apart. The shares, pieces and the
+        allreduce's communicator are made again for the survivors; the lowest
+        survivor becomes the chief (it reports and writes checkpoints). Returns
+        (the last result) where this rank lagged behind, else None. A rank lost
+        meanwhile: again."""
+        MPI, exchange, before = self.MPI, self.exchange, self.world
+        while True:
+            try:
+                survivors = shrink(MPI, self.comm, () if exchange.reducer is self.comm
+                                   else (exchange.reducer,))
+                self.comm = exchange.reducer = survivors
+                self.world = world_ranks(MPI, survivors)
+                positions = survivors.allgather(self.completed)
+                source = positions.index(max(positions))
+                survivors.Bcast(exchange.base, root=source)
+                done, updates, epoch, result = survivors.bcast(
+                    (exchange.done, exchange.updates, self.epoch, self.last_result), root=source)
+                reducer = self._flat_reducer(survivors)
+                break
+            except MPI.Exception as error:
+                if not rank_lost(MPI, error):
+                    raise
+        unfinished = math.ceil(self.n / len(before) / self.pieces)  # (before _split)
+        lost = [{"rank": rank, "epoch": epoch + 1, "after_syncs": done,
+                 "seconds": round(time.perf_counter() - self.began, 3),
+                 "unfinished_piece_samples": unfinished}
+                for rank in before if rank not in self.world]
+        self.lost += lost
+        self.rank, self.ranks = survivors.Get_rank(), survivors.Get_size()
+        self.nodes = self.links_by_node = self.leaders_algorithm = None  # as they were
+        self.reports = self.rank == 0
+        survivors_chief(self.reports)
+        exchange.done, exchange.updates, exchange.pending = done, updates, 0
+        exchange.use(survivors, reducer)
+        self._split()
+        for record in lost if self.reports else ():
+            print(f"hogwild: rank {record['rank']} was lost in epoch {record['epoch']} (after "
+                  f"{done:,} syncs); {self.ranks} rank{'s go' if self.ranks > 1 else ' goes'} "
+                  f"on with its samples, its unfinished piece's updates (at most "
+                  f"{unfinished:,}) lost", file=sys.stderr, flush=True)
+        return (result,) if self.completed < max(positions) else None
+
+    def _flat_reducer(self, comm):
+        """The communicator of the survivors' allreduce: the algorithm asked for,
+        else (auto, or a hierarchical one: the nodes changed) the model's flat
+        choice on the link measured at the start."""
+        if self.settings.algorithm not in ("auto", "hierarchical"):
+            self.algorithm = self.settings.algorithm
+        else:
+            self.choice, self.predictions = choose(comm.Get_size(), self.exchange.flat.nbytes,
+                                                   self.costs)
+            self.algorithm = self.choice
+        if comm.Get_size() == 1:
+            return comm
+        reducer, self.forced = tuned_communicator(self.MPI, comm, self.algorithm)
+        return reducer
 
     def export(self, params):
         return tuple(np.array(p) for p in params)
 
     def report(self):
         """The ranks, the syncs (dense or sparse), the link's measured costs and the
-        allreduce algorithm with its predicted and measured time per sync."""
+        allreduce algorithm with its predicted and measured time per sync; where
+        ranks were lost, which and when (``ranks`` are the survivors)."""
         exchange = self.exchange
+        measured = self._collective(exchange.measured_seconds)
         return {
             "ranks": self.ranks, "rank": self.rank, "threads_per_rank": self.workers,
+            **({"ranks_at_start": self.ranks_at_start, "lost_ranks": self.lost}
+               if self.lost else {}),
             "sync_every": self.settings.sync_every, "syncs_per_epoch": self.pieces,
             "syncs": exchange.done, "exchange": self.settings.exchange,
             "dense": dict(exchange.traffic["dense"]),
@@ -186,7 +315,7 @@ class MPIBackend(HostBackend):
             "algorithm_forced": self.forced, "model_choice": self.choice,
             "predicted_seconds": self.predictions,
             "predicted_sync_seconds": self.predictions.get(self.algorithm),
-            "measured_sync_seconds": exchange.measured_seconds(),
+            "measured_sync_seconds": measured,
             **self._hierarchy_report()}
 
     def _hierarchy_report(self):

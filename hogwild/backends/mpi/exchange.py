@@ -2,7 +2,10 @@
 base (the state after the last reconcile) plus the mean of the ranks' changes
 since then: one dense allreduce of the change vector through the tuned
 communicator, or, where fewer bytes move that way, an allgather of the changed
-coordinates (indices and values) that every rank adds up in rank order."""
+coordinates (indices and values) that every rank adds up in rank order. The
+updates each rank ran since the last reconcile travel with the count of its
+changed coordinates, so every rank knows the job's total (``updates``) with no
+message of its own, and the survivors of a lost rank can agree on it."""
 import time
 
 import numpy as np
@@ -30,6 +33,8 @@ class Allreduce(Reconciler):
         self.scratch = np.zeros_like(flat)
         self.index_dtype = np.int32 if flat.size < 2**31 else np.int64
         self.done = 0  # reconciles so far (every rank alike)
+        self.pending = 0  # this rank's updates since the last reconcile
+        self.updates = 0  # every rank's updates reconciled so far
         self.traffic = {kind: {"syncs": 0, "seconds": 0.0, "bytes": 0}
                         for kind in ("dense", "sparse")}
 
@@ -39,17 +44,29 @@ class Allreduce(Reconciler):
                               np.zeros(0, self.index_dtype), self.flat[:0],
                               self.flat.dtype.type(1.0))
 
+    def use(self, comm, reducer):
+        """Go on with the ranks of ``comm`` (the survivors of a lost rank) and
+        ``reducer``, from the state in ``base``."""
+        self.comm, self.reducer, self.ranks = comm, reducer, comm.Get_size()
+        self.flat[...] = self.base
+        if not self.live:
+            for view, array in zip(self.layout.views(self.flat), self.params):
+                array[...] = view
+        self.after()
+
     def reconcile(self):
-        self.done += 1
         if self.ranks == 1:
+            self.done, self.updates, self.pending = self.done + 1, self.updates + self.pending, 0
             return True
         if not self.live:
             for view, array in zip(self.layout.views(self.flat), self.params):
                 view[...] = array
         np.subtract(self.flat, self.base, out=self.delta)
         changed = np.flatnonzero(self.delta).astype(self.index_dtype)
-        counts = np.empty(self.ranks, np.int64)
-        self.comm.Allgather(np.array([changed.size], np.int64), counts)
+        counts_and_updates = np.empty((self.ranks, 2), np.int64)
+        self.comm.Allgather(np.array([changed.size, self.pending], np.int64),
+                            counts_and_updates)
+        counts = np.ascontiguousarray(counts_and_updates[:, 0])
         entry = self.flat.itemsize + changed.itemsize
         sparse = self.exchange == "sparse" or (
             self.exchange == "auto" and int(counts.sum()) * entry < self.flat.nbytes)
@@ -58,6 +75,9 @@ class Allreduce(Reconciler):
         kind["seconds"] += seconds
         kind["syncs"] += 1
         kind["bytes"] += moved
+        self.done += 1
+        self.updates += int(counts_and_updates[:, 1].sum())
+        self.pending = 0
         if not self.live:
             for view, array in zip(self.layout.views(self.flat), self.params):
                 array[...] = view

@@ -135,6 +135,16 @@ class HierarchicalReducer:
             self.nodes.leaders.Barrier()
         self.nodes.node.Barrier()
 
+    def Revoke(self):
+        """Revoke every communicator of the composition (a rank was lost: see
+        hogwild.backends.mpi.survival); one revoked already is passed over."""
+        for communicator in (self.nodes.node, self.nodes.leaders, *self.between.values()):
+            if communicator != self.MPI.COMM_NULL:
+                try:
+                    communicator.Revoke()
+                except self.MPI.Exception:
+                    pass
+
     def Free(self):
         for communicator in self.between.values():
             if communicator is not self.nodes.leaders:

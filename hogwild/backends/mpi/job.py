@@ -16,6 +16,7 @@ SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 LOCAL_SIZE_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE")
 SEGMENT_PREFIX = "sm_segment."  # Open MPI's shared-memory transport, one file per rank
 SEGMENT_FOLDER_VARIABLE = "OMPI_MCA_btl_sm_backing_directory"  # where it makes them
+STARTED_FOLDER_VARIABLE = "HOGWILD_STARTED_FOLDER"  # where each rank marks MPI_Init done
 
 
 def in_mpi_job():
@@ -32,6 +33,25 @@ def job_rank():
 def job_size():
     """The ranks of the MPI job that started this process (1 outside one)."""
     return _launcher_number(SIZE_VARIABLES, 1)
+
+
+_CHIEF = {}  # whether this process became the chief after ranks were lost (see job_chief)
+
+
+def job_chief():
+    """Whether this process is the job's chief, who reports and writes: rank 0, or
+    once ranks were lost (hogwild.backends.mpi.survival), the lowest survivor."""
+    return _CHIEF.get("chief", job_rank() == 0)
+
+
+def survivors_chief(chief):
+    """Record whether this process is the chief among the survivors of a lost rank.
+    A new chief whose stdout the command line silenced (as a rank other than 0's)
+    gets it back: it reports from now on."""
+    _CHIEF["chief"] = chief
+    if chief and getattr(sys.stdout, "name", None) == os.devnull:
+        silenced, sys.stdout = sys.stdout, sys.__stdout__
+        silenced.close()
 
 
 def job_local_size():
@@ -76,7 +96,20 @@ def import_mpi():
     if starting and MPI.COMM_WORLD.Get_size() > 1:
         unlink_shared_segments(MPI, folder)
         abort_on_uncaught(MPI)
+    if starting and os.environ.get(STARTED_FOLDER_VARIABLE):
+        _mark_started(os.environ[STARTED_FOLDER_VARIABLE])
     return MPI
+
+
+def _mark_started(folder):
+    """Tell the launcher (hogwild.cli.ranks.launch) that this rank is past MPI_Init:
+    a rank lost from now on is survived or ends the job by an error, where one lost
+    before leaves the others waiting in MPI_Init."""
+    try:
+        with open(os.path.join(folder, str(job_rank())), "w"):
+            pass
+    except OSError:  # the launcher is gone (or its folder): it waits for no one
+        pass
 
 
 def abort_on_uncaught(MPI):

@@ -26,6 +26,9 @@ OSDI 2014):
   deltas by tau where tau > 1, i.e. the step of stale updates (Zhang, Gupta, Lian
   and Liu, "Staleness-aware Async-SGD for Distributed Deep Learning", IJCAI 2016);
   a straggler's pushes are the stalest.
+- Failures: a node actor that dies is restarted at its last clock; a server
+  shard that dies is made again from the last checkpoint's values for its range
+  (RayBackend.checkpointed keeps them), or without one the run stops naming it.
 
 Messages between actors carry numpy arrays and numbers only. The objective's
 Python functions travel once, from the driver to the node actors, when they start.

@@ -1,5 +1,6 @@
 """RayBackend: the engine's side of backend "ray" (see hogwild.backends.ray)."""
 import os
+import sys
 import time
 
 import numpy as np
@@ -17,7 +18,9 @@ class RayBackend(HostBackend):
     """The engine's side of a run on Ray: starts the server shards, the clock table
     and the node actors, waits for the nodes' epochs, and reads the server's state.
     A node that dies is restarted at its last clock (``on_failure="restart"``) or
-    ends the run with hogwild.errors.WorkerLost (``"stop"``)."""
+    ends the run with hogwild.errors.WorkerLost (``"stop"``). A server shard that
+    dies is restored from the last checkpoint's values for its range (its updates
+    since are lost), or without one the run stops naming the shard."""
 
     name = "ray"
     schedulers = LOCAL_SCHEDULERS
@@ -49,7 +52,8 @@ class RayBackend(HostBackend):
                     "seed": run_seed(config.seed), "run_length": config.shuffle_block,
                     "scheduler": config.scheduler, "workers": workers}
         self.shards, self.clock_table, self.built, self.running = [], None, [], {}
-        self.finished, self.restarts = {}, []
+        self.finished, self.restarts, self.restored = {}, [], []
+        self.saved = None  # (epoch, flat state) of the last checkpoint written
         self.started = False
         self._loss, self._state = None, None
         self.started_ray = not self.ray.is_initialized()
@@ -82,15 +86,55 @@ class RayBackend(HostBackend):
         actors = actor_classes()
         flat = self.layout.flatten(params)
         self.bounds = self.layout.bounds(self.settings.shards or self.nodes)
-        self.shards = [actors["shard"].remote(flat[a:b], self.nodes, self.settings.staleness == 0,
-                                              self.settings.staleness_aware)
-                       for a, b in zip(self.bounds[:-1], self.bounds[1:])]
+        self.shards = [self._new_shard(k, flat, self.settings.crash_shard_at.get(k))
+                       for k in range(len(self.bounds) - 1)]
         self.clock_table = actors["clock"].remote(self.nodes)
         send_by_value(ray, objective.update, objective.loss, objective.penalty)
         self.shipped = ray.put(objective) if isinstance(self.source, Objective) else self.source
         self.built = [self._new_node(node) for node in range(self.nodes)]
         ray.get([worker.ready.remote() for worker in self.built])
         self.startup_seconds = time.perf_counter() - began
+
+    def _new_shard(self, k, flat, crash_at=None):
+        """Server shard ``k`` holding ``flat``'s values of its range (``crash_at``:
+        fault injection, the clock at which it dies)."""
+        return actor_classes()["shard"].remote(
+            flat[self.bounds[k]:self.bounds[k + 1]], self.nodes, self.settings.staleness == 0,
+            self.settings.staleness_aware, crash_at)
+
+    def checkpointed(self, epoch, params):
+        """Keep the checkpoint's state: a shard that dies is restored from it."""
+        self.saved = epoch, self.layout.flatten(params)
+
+    def _restore_dead_shards(self):
+        """Replace every dead server shard by one holding the last checkpoint's
+        values for its range, its pushes done up to each node's clock; or, without
+        a checkpoint (or with on_failure="stop"), stop the run naming the shard."""
+        ray, dead = self.ray, []
+        for k, shard in enumerate(self.shards):
+            try:
+                ray.get(shard.alive.remote())
+            except ray.exceptions.RayActorError:
+                dead.append(k)
+        if not dead:
+            return
+        clocks = ray.get(self.clock_table.summary.remote())["clocks"]
+        epoch = max(clocks) // self.clocks + 1  # the epoch the nodes were in
+        for k in dead:
+            where = (f"parameter-server shard {k} (parameters {self.bounds[k]:,} to "
+                     f"{self.bounds[k + 1] - 1:,}) died in epoch {epoch}")
+            if self.settings.on_failure == "stop":
+                raise HogwildError(f"{where}; the run was stopped (on_failure='stop')")
+            if self.saved is None:
+                raise HogwildError(f"{where}, and no checkpoint holds its values: pass "
+                                   "checkpoint=PATH (--checkpoint) to restore a lost shard "
+                                   "from the last one")
+            saved_epoch, state = self.saved
+            self.shards[k] = self._new_shard(k, state)
+            ray.get(self.shards[k].start_at.remote(clocks))
+            self.restored.append({"shard": k, "epoch": epoch, "from_epoch": saved_epoch})
+            print(f"hogwild: {where}; restored from the checkpoint after epoch {saved_epoch} "
+                  "(its updates since are lost)", file=sys.stderr, flush=True)
 
     def _new_node(self, node):
         return actor_classes()["node"].options(num_cpus=self.workers).remote(
@@ -127,13 +171,20 @@ class RayBackend(HostBackend):
             node = running[ready[0]]
             try:
                 self.finished[node] = ray.get(ready[0])
-            except ray.exceptions.RayActorError:
+            except ray.exceptions.RayActorError as error:
+                # the node's task failed calling a dead server shard (a RayTaskError),
+                # or the node itself died
+                node_died = not isinstance(error, ray.exceptions.RayTaskError)
+                self._restore_dead_shards()
                 clock = ray.get(self.clock_table.clock_of.remote(node))
-                if self.settings.on_failure == "stop":
+                if node_died and self.settings.on_failure == "stop":
                     raise WorkerLost(f"node {node} died at clock {clock} (epoch {epoch + 1}); "
                                      "the run was stopped (on_failure='stop')",
                                      {"stopped_at_clock": clock}) from None
-                self.restarts.append({"node": node, "clock": clock})
+                if node_died:
+                    self.restarts.append({"node": node, "clock": clock})
+                else:  # a new actor, with the restored shard
+                    ray.kill(self.running[node][0])
                 worker = self._new_node(node)
                 self.running[node] = worker, worker.run.remote(clock)
         reported = ray.get(waiting)
@@ -192,6 +243,7 @@ class RayBackend(HostBackend):
             "staleness_aware": self.settings.staleness_aware,
             **ray.get(self.shards[0].staleness_summary.remote()),
             "wait_seconds": summary["wait_seconds"], "restarts": self.restarts,
+            **({"restored_shards": self.restored} if self.restored else {}),
             "per_node": traffic,
             **{key: sum(t[key] for t in traffic) for key in (
                 "pushed_bytes", "pulled_bytes", "dense_push_bytes", "pushes", "changed",

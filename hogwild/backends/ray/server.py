@@ -2,6 +2,7 @@
 parameter vector, with a version per coordinate) and ClockTable (every node's
 clock, the staleness bound, and the nodes' epoch losses). Plain classes: made
 Ray actors by node.actor_classes."""
+import os
 import time
 
 import numpy as np
@@ -16,8 +17,9 @@ class ParameterShard:
     node computed (base + (value - base) can round away from the value), so one
     node is bitwise the serial run."""
 
-    def __init__(self, values, nodes, ordered, staleness_aware=False):
+    def __init__(self, values, nodes, ordered, staleness_aware=False, crash_at=None):
         self.values = np.array(values)
+        self.crash_at = crash_at  # fault injection: die at the first push of this clock
         self.staleness_aware = staleness_aware
         self.push_staleness = []  # per push: other nodes' pushes applied since its pull
         self.stamps = np.zeros(self.values.size, np.int64)
@@ -28,8 +30,13 @@ class ParameterShard:
         self.last_clock = [0] * nodes
 
     def start_at(self, clock):
-        """A resumed run starts at ``clock``: pushes up to it are done."""
-        self.last_clock = [clock] * self.nodes
+        """A resumed run starts at ``clock`` (a restored shard at each node's clock,
+        a list): pushes up to it are done."""
+        self.last_clock = list(clock) if isinstance(clock, list) else [clock] * self.nodes
+
+    def alive(self):
+        """Answers while the actor lives (a dead one's call raises RayActorError)."""
+        return True
 
     def push(self, node, clock, indices, deltas, since=None):
         """Add a node's deltas: at ``indices``, or, with indices None, the whole
@@ -39,6 +46,8 @@ class ParameterShard:
         deltas are divided by tau where it is above 1, as if the step had been."""
         if clock <= self.last_clock[node]:
             return
+        if clock == self.crash_at:
+            os._exit(1)  # fault injection: die as a killed server would
         self.last_clock[node] = clock
         if since is not None and not self.ordered:
             tau = self.version - since

@@ -24,10 +24,13 @@ class SSPSettings:
     # epoch of the largest node
     shards: Optional[int] = None        # parameter-server actors; None: one per node
     address: Optional[str] = None       # an existing Ray cluster; None: start a local one
-    on_failure: str = "restart"         # a dead node actor: "restart" it or "stop" the run
+    on_failure: str = "restart"         # a dead node actor: "restart" it (a dead server
+    # shard: restore it from the last checkpoint) or "stop" the run
     slowdown: dict = field(default_factory=dict)  # node -> factor >= 1: a straggler, whose
     # clocks (updates and messages, not waiting) take that many times longer
     crash_at: dict = field(default_factory=dict)  # node -> clock (fault injection)
+    crash_shard_at: dict = field(default_factory=dict)  # shard -> clock: it dies at the
+    # first push of that clock (fault injection)
     staleness_aware: bool = False       # divide a push's deltas by its staleness
 
     def checked(self):
@@ -61,6 +64,12 @@ class SSPSettings:
             if not (0 <= node < self.nodes and isinstance(clock, int) and clock >= 1):
                 raise HogwildError(f"crash_at: node {node} clock {clock}; nodes are "
                                    f"0..{self.nodes - 1} and clocks >= 1")
+        shards = self.shards or self.nodes
+        for shard, clock in self.crash_shard_at.items():
+            if not (isinstance(shard, int) and 0 <= shard < shards and isinstance(clock, int)
+                    and clock >= 1):
+                raise HogwildError(f"crash_shard_at: shard {shard} clock {clock}; shards are "
+                                   f"0..{shards - 1} and clocks >= 1")
         return self
 
     def clocks_per_epoch(self, n_samples, nodes):
