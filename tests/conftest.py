@@ -4,6 +4,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -22,6 +23,18 @@ os.environ["XDG_CACHE_HOME"] = str(SESSION_CACHES / "user")
 
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(SESSION_CACHES, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _ctrl_c_as_in_a_terminal():
+    """SIGINT with Python's default handler for the whole session, whatever the
+    suite was started with: a shell without job control starts background commands
+    with SIGINT ignored (nohup, a CI runner's `&`), which Python keeps and every
+    process a test starts inherits, so a test's Ctrl-C would not reach it (a
+    process started with a handler set gets SIGINT's default)."""
+    started = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, started)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -12,16 +12,6 @@ import pytest
 from hogwild.interrupts import interrupts_kept
 
 
-@pytest.fixture(autouse=True)
-def _ctrl_c_raises():
-    """SIGINT with Python's default handler for the test, whatever the suite was
-    started with: a shell without job control starts background commands with
-    SIGINT ignored (nohup, a CI runner's `&`), which Python then keeps."""
-    started = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, started)
-
-
 def _interrupted():
     """SIGINT to this thread (raise(3): the main thread, whatever other threads the
     session started, so that Python's handler runs here and not after a loaded
