@@ -116,6 +116,18 @@ def check_regular(path, fd=None, what=""):
         raise HogwildError(f"cannot read {what}{path}: it is {kind}, not a regular file")
 
 
+def process_ended(pid):
+    """Whether process ``pid`` no longer runs: gone, or a zombie nobody has reaped
+    yet (read from /proc; where there is none, whether it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as status:
+            return status.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+    except (OSError, IndexError):  # no /proc to ask
+        return not pid_alive(pid)
+
+
 def pid_alive(pid):
     """Whether process ``pid`` exists on this machine (a zombie counts): a file or
     folder named for the process that made it is stale once it is gone."""

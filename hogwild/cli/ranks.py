@@ -14,6 +14,7 @@ from hogwild.backends.mpi import STARTED_FOLDER_VARIABLE, job_chief, remove_stal
 from hogwild.backends.shared_memory import PREFIX, remove_stale_folders, segments_root
 from hogwild.errors import HogwildError
 from hogwild.limits import check_workers, usable_cores
+from hogwild.paths import process_ended
 
 
 def find_mpirun():
@@ -119,7 +120,7 @@ def _watch_start(job, ranks, started):
                 seen[pid] = _world_rank(pid)
         dead = [f"{'a rank' if rank == '?' else f'rank {rank}'} (pid {pid})"
                 for pid, rank in seen.items()
-                if _exited(pid) and not (started / str(rank)).exists()]
+                if process_ended(pid) and not (started / str(rank)).exists()]
         if dead or _reaped_faults(job.pid) > reaped:
             print(f"hogwild: error: {dead[0] if dead else 'a rank'} died while the MPI job "
                   "started; ending the job", file=sys.stderr, flush=True)
@@ -139,14 +140,6 @@ def _reaped_faults(pid):
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[8])
     except (OSError, IndexError, ValueError):
         return 0
-
-
-def _exited(pid):
-    """Whether process ``pid`` has ended (gone, or a zombie not yet reaped)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _world_rank(pid):

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from hogwild.backends.shared_memory import PREFIX, remove_stale_folders, segments_root
-from hogwild.paths import pid_alive
+from hogwild.paths import pid_alive, process_ended
 
 def segment_folder():
     """A folder of this user's for Open MPI's shared-memory segments on this node,
@@ -63,13 +63,7 @@ def launcher_pid():
 def _launcher_gone(launcher):
     """Whether the launcher has died: it is no longer this process's parent, and it
     no longer runs (gone, or a zombie nobody has reaped)."""
-    if os.getppid() == launcher:
-        return False
-    try:
-        with open(f"/proc/{launcher}/stat") as status:
-            return status.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:  # gone (or no /proc to ask: then it is watched as a parent)
-        return True
+    return os.getppid() != launcher and process_ended(launcher)
 
 
 def watch_launcher(rank, folder=None):
