@@ -578,6 +578,28 @@ def test_a_rank_killed_while_the_job_starts_ends_it_with_one_line():
     assert not (segments_root() / f"{PREFIX}{proc.pid}-started").exists()
 
 
+def test_ctrl_c_while_the_ranks_start_ends_the_job_with_one_line():
+    """The ranks cannot stop together before MPI_Init: a Ctrl-C to --ranks while they
+    start ends the job at once (mpirun's SIGTERM, no rank's KeyboardInterrupt
+    traceback), exit 130, leaving nothing."""
+    proc = subprocess.Popen(HOGWILD + ["run", "svm", "--ranks", "3", "--epochs", "3"],
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    launcher = _job_launcher(proc.pid, time.monotonic() + 120)
+    try:
+        _rank_pid(launcher, 2, time.monotonic() + 120)  # started, far from MPI_Init
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            os.killpg(launcher, signal.SIGKILL)
+    assert proc.returncode == 130, err[-3000:]
+    assert err_lines(err, "hogwild:") == ["hogwild: interrupted while the MPI job started"]
+    assert "Traceback" not in err
+    assert _job_segments(launcher) == []
+    assert not (segments_root() / f"{PREFIX}{proc.pid}-started").exists()
+
+
 def test_a_job_of_one_rank_started_without_mpirun_leaves_no_shared_memory():
     """Open MPI's singleton would leave a 16 MiB segment in /dev/shm that no
     launcher removes; the backend starts it with the loopback transport alone, so

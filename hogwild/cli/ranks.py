@@ -54,11 +54,13 @@ def without_ranks(argv):
 
 def launch(ranks, argv, oversubscribe=False):
     """Run ``hogwild ARGV`` (a ``run`` with ``--backend mpi``) as ``ranks`` ranks under
-    mpirun and return its exit status. mpirun runs in its own session: the first Ctrl-C or SIGTERM
-    here goes to the ranks, which stop after the epoch (rank 0 checkpoints); a
-    second ends the job at once. mpirun gets SIGTERM if this process dies. More
-    ranks than this machine's cores are bounded as workers are (check_workers). A
-    run survives a lost rank where mpirun offers ULFM (fault_tolerance)."""
+    mpirun and return its exit status. mpirun runs in its own session: the first
+    Ctrl-C or SIGTERM here goes to the ranks, which stop after the epoch (rank 0
+    checkpoints); a second ends the job at once, and so does the first while the
+    ranks start (they could not stop together before MPI_Init). mpirun gets SIGTERM
+    if this process dies. More ranks than this machine's cores are bounded as
+    workers are (check_workers). A run survives a lost rank where mpirun offers
+    ULFM (fault_tolerance)."""
     check_workers(ranks, oversubscribe, name="--ranks")
     mpirun = find_mpirun()
     command = [mpirun, "-n", str(ranks)]
@@ -82,20 +84,22 @@ def launch(ranks, argv, oversubscribe=False):
     asked = []
 
     def forward(signum, frame):
-        if asked:  # again: end the job now
-            job.send_signal(signal.SIGTERM)
-            return
+        if asked or (started is not None and len(os.listdir(started)) < ranks):
+            job.send_signal(signal.SIGTERM)  # again, or while the ranks start: end it now
+        else:
+            for pid in child_pids(job.pid):
+                try:
+                    os.kill(pid, signum)
+                except ProcessLookupError:
+                    pass
         asked.append(signum)
-        for pid in child_pids(job.pid):
-            try:
-                os.kill(pid, signum)
-            except ProcessLookupError:
-                pass
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        if started is not None:
-            _watch_start(job, ranks, started)
+        if started is not None and not _watch_start(job, ranks, started, asked):
+            job.wait()
+            print("hogwild: interrupted while the MPI job started", file=sys.stderr)
+            return 128 + asked[0]
         return job.wait()
     finally:
         for signum, action in previous.items():
@@ -106,15 +110,18 @@ def launch(ranks, argv, oversubscribe=False):
         remove_stale_sessions()
 
 
-def _watch_start(job, ranks, started):
+def _watch_start(job, ranks, started, asked):
     """Until every rank marked itself past MPI_Init in ``started``, end the job if a
     rank dies: mpirun keeps a fault-tolerant job whose rank dies, and the others
     would wait in MPI_Init for ever. A rank killed before this watch saw it is
     caught too: mpirun reaps it, and its count of reaped children's page faults
-    (/proc's cminflt) rises."""
+    (/proc's cminflt) rises. False where a signal (``asked``, forward's) ended the
+    start."""
     reaped = _reaped_faults(job.pid)
     seen = {}  # pid: world rank, of the ranks mpirun started
     while job.poll() is None and len(os.listdir(started)) < ranks:
+        if asked:
+            return False
         for pid in child_pids(job.pid):
             if seen.get(pid, "?") == "?":  # (not yet where mpirun forked it, before exec)
                 seen[pid] = _world_rank(pid)
@@ -122,6 +129,8 @@ def _watch_start(job, ranks, started):
                 for pid, rank in seen.items()
                 if process_ended(pid) and not (started / str(rank)).exists()]
         if dead or _reaped_faults(job.pid) > reaped:
+            if asked:
+                return False
             print(f"hogwild: error: {dead[0] if dead else 'a rank'} died while the MPI job "
                   "started; ending the job", file=sys.stderr, flush=True)
             job.terminate()
@@ -129,8 +138,9 @@ def _watch_start(job, ranks, started):
                 job.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 job.kill()
-            return
+            return True
         time.sleep(0.05)
+    return not asked or len(os.listdir(started)) >= ranks
 
 
 def _reaped_faults(pid):
