@@ -16,14 +16,21 @@ vector's bytes, p the ranks.
                         and k spare machines that only add. A worker's machine
                         sums (w - k) / (w^2 + kw - 2k) of the vector, a spare one
                         2 (w - 1) / (w^2 + kw - 2k); each worker pushes its other
-                        parts and pulls the sums, pipelined, so that every
-                        machine's link carries B = 2 w (w - 1) / (w^2 + kw - 2k) n
-                        bytes each way (ring allreduce's 2 (w-1)/w n at k = 0, a
-                        parameter server's n at k = w). In 2 (w + k - 1) steps
-                        (push and pull, a part for each other machine) of
-                        B / (2 (w + k - 1)) bytes with every link busy (a ring
-                        step), plus the busiest machine's sums of w copies of
-                        its part.
+                        parts and pulls the sums, so that every machine's link
+                        carries B = 2 w (w - 1) / (w^2 + kw - 2k) n bytes each
+                        way (ring allreduce's 2 (w-1)/w n at k = 0, a parameter
+                        server's n at k = w). Pipelined in m chunks (the largest
+                        part in pieces of at most SUMMATION_CHUNK bytes), a
+                        round moves B / m bytes a way over each machine's link
+                        (flows to and from every other machine at once, priced
+                        as one transfer of their bytes); the first push and
+                        the last pull run alone (one way: a message), the
+                        m - 1 rounds between them push a chunk to the owner
+                        that is sending the last one back (both ways between
+                        the same machines: an exchange round):
+                        2 message(B / m) + (m - 1) exchange_round(B / m), plus
+                        the busiest machine's sums of w copies of its part.
+                        Many chunks: B at the exchange's rate, BytePS's bound.
     double_binary_tree  NCCL 2.4 (Sanders, Speck and Traff, "Two-tree algorithms
                         for full bandwidth broadcast, reduction and scan", 2009):
                         the vector in halves, each reduced up one of two binary
@@ -55,6 +62,7 @@ from hogwild.errors import HogwildError, check_int
 
 PRICED_ONLY = ("double_binary_tree", "blink")  # GPU collectives: no CPU engine runs them
 SMALLEST_CHUNK = 1 << 10  # bytes: the double binary tree's pipeline chunks start here
+SUMMATION_CHUNK = 1 << 19  # bytes: the summation service's pipeline chunks, at most
 
 
 def hierarchical(nodes, ranks_per_node, nbytes, inside, between):
@@ -78,20 +86,26 @@ def summation_shares(workers, servers):
     return (w - k) / denominator, (2 * (w - 1) / denominator if k else 0.0)
 
 
-def summation_service(workers, servers, nbytes, link):
+def summation_service(workers, servers, nbytes, link, chunk=SUMMATION_CHUNK):
     """Seconds of a synchronous update of ``nbytes`` bytes summed by BytePS's
     summation service: ``workers`` machines, ``servers`` spare machines (at most
-    as many as workers: beyond that BytePS gains nothing)."""
+    as many as workers: beyond that BytePS gains nothing), each part pushed and
+    pulled in pipelined chunks of at most ``chunk`` bytes (m chunks to the
+    largest part)."""
     w = check_int("workers", workers, 1)
     k = check_int("servers", servers, 0, w)
     n = check_int("nbytes", nbytes, 0)
     if w == 1:
         return 0.0
     worker_share, server_share = summation_shares(w, k)
+    largest = max(worker_share, server_share) * n
+    chunks = max(1, math.ceil(largest / check_int("chunk", chunk, 1)))
     each_way = 2 * w * (w - 1) / (w * w + k * w - 2 * k) * n
-    steps = 2 * (w + k - 1)
-    sums = w * max(worker_share, server_share) * n * link.gamma
-    return steps * link.ring_step(each_way / steps) + sums
+    per_round = each_way / chunks
+    fill_and_drain = 2 * link.message(per_round)  # the first push, the last pull
+    overlapped = (chunks - 1) * link.exchange_round(per_round)  # a push beside a pull
+    sums = w * largest * link.gamma
+    return fill_and_drain + overlapped + sums
 
 
 def double_binary_tree(ranks, nbytes, link):

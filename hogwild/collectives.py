@@ -54,7 +54,9 @@ On several nodes (``predict(..., nodes=(ranks per node, link between))``, the
 ranks filling the nodes in order) a round runs at the link its partners share
 (Across): an exchange at distance >= ranks per node crosses with every rank of a
 node at once, per_node times the bytes over the node's link; a ring step has one
-pair crossing between each two nodes; a tree's round crosses with one rank a node.
+pair crossing between each two nodes (the job's own ring step where it was
+measured: ``nodes=(per_node, between, whole)``); a tree's round crosses with one
+rank a node.
 
 The numbers are Open MPI's ``coll_tuned_allreduce_algorithm`` values, so a choice
 can be forced with ``--mca coll_tuned_use_dynamic_rules 1 --mca
@@ -240,6 +242,7 @@ class Across:
     inside: object
     per_node: int
     between: object
+    whole: Optional[object] = None  # the link measured over every rank of the job
 
     def _crosses(self, apart):
         return apart >= self.per_node
@@ -253,7 +256,12 @@ class Across:
 
     def ring(self, n):
         """A step of the ring over every rank: inside each node, and one pair
-        crossing between each two nodes."""
+        crossing between each two nodes; where the job's own ring was measured
+        (``whole``), that step. (Estimated from the links alone, a crossing on two
+        nodes is priced at the leaders' ring step, one pair both ways; the job's
+        ring crosses one way per pair, which a link can run faster or slower.)"""
+        if self.whole is not None:
+            return self.whole.ring_step(n)
         if self.per_node == 1:
             return self.between.ring_step(n)
         return max(self.inside.ring_step(n), self.between.ring_step(n))

@@ -30,6 +30,10 @@ from pathlib import Path
 
 SUBNET = "10.77.0"
 SKIPPED = 77
+QUEUE = "100ms"  # a link's queue, at its rate: 10 ms lost packets when several ranks sent
+# to one at once (the summation servers), and TCP's 200 ms retransmission timeout
+# stalled the transfer; beyond the tbf bucket, no other queueing discipline (no
+# netem, fq_codel or prio) is in this kernel
 
 
 def sh(*command, check=True):
@@ -100,14 +104,14 @@ class Links:
         and the kernel has netem; else rate alone (tbf, with a bucket of 20 us at
         the rate, at least 16 KB: a larger one lets the first bytes of every message
         through at the veth's own speed, which makes messages up to its size look
-        cheaper than the rate). Both ends of a rank's veth are shaped, as a
+        cheaper than the rate; QUEUE of waiting). Both ends of a rank's veth are shaped, as a
         full-duplex link to a switch is: several ranks sending to one at once
         share its incoming rate."""
         if self.netem and delay:
             qdisc = ["netem", "delay", self.delay, "rate", self.rate, "limit", "100000"]
         else:
             burst = max(16_000, rate_bits(self.rate) // 8 // 50_000)
-            qdisc = ["tbf", "rate", self.rate, "burst", str(burst), "latency", "200ms"]
+            qdisc = ["tbf", "rate", self.rate, "burst", str(burst), "latency", QUEUE]
         sh("ip", "netns", "exec", namespace, "tc", "qdisc", "add", "dev", device, "root",
            *qdisc)
 
@@ -132,6 +136,9 @@ def main(argv=None):
     parser.add_argument("--ranks", type=int, default=4)
     parser.add_argument("--ranks-per-node", type=int, default=1,
                         help="ranks in each emulated node, sharing its memory (default 1)")
+    parser.add_argument("--summation-servers", type=int, default=0, metavar="K",
+                        help="K more nodes of one rank each that only add (BytePS's summation "
+                             "service, measured beside the others; default 0)")
     parser.add_argument("--rate", default="1gbit", help="each rank's link rate (tc units)")
     parser.add_argument("--delay", default="1ms",
                         help="each rank's added one-way delay (needs netem)")
@@ -158,27 +165,31 @@ def main(argv=None):
         raise SystemExit(f"--ranks {args.ranks} is not a multiple of --ranks-per-node "
                          f"{args.ranks_per_node}")
     nodes = args.ranks // args.ranks_per_node
-    with tempfile.TemporaryDirectory() as scratch, Links(nodes, args.rate, args.delay, netem):
+    spare = args.summation_servers
+    with tempfile.TemporaryDirectory() as scratch, \
+            Links(nodes + spare, args.rate, args.delay, netem):
         agent = Path(scratch) / "agent.sh"  # "ssh HOST COMMAND" into a namespace
         agent.write_text('#!/bin/sh\nhost="$1"; shift\n'
                          'exec ip netns exec "$host" unshare --uts sh -c "hostname $host; $*"\n')
         agent.chmod(0o700)
         hosts = Path(scratch) / "hosts"
-        hosts.write_text("".join(f"hw-{r} slots={args.ranks_per_node}\n"
-                                 for r in range(nodes)))
+        hosts.write_text("".join(f"hw-{r} slots={args.ranks_per_node if r < nodes else 1}\n"
+                                 for r in range(nodes + spare)))
         # every daemon sees all of this machine's cores as its node's: binding would put
         # every rank on core 0, where busy-polling ranks take turns in 4 ms time slices
-        command = [mpirun, "--allow-run-as-root", "-n", str(args.ranks), "--bind-to", "none",
+        command = [mpirun, "--allow-run-as-root", "-n", str(args.ranks + spare), "--bind-to",
+                   "none",
                    "--hostfile", str(hosts), "--prtemca", "plm_ssh_agent", str(agent),
                    "--prtemca",
                    "oob_tcp_if_include", f"{SUBNET}.0/24", "--mca", "pml", "ob1", "--mca",
                    "btl", "tcp,self" + (",sm" if args.ranks_per_node > 1 else ""),
                    "--mca", "btl_tcp_if_include", f"{SUBNET}.0/24",
-                   *(["--mca", "mpi_yield_when_idle", "1"] if args.ranks > os.cpu_count() else []),
+                   *(["--mca", "mpi_yield_when_idle", "1"]
+                     if args.ranks + spare > os.cpu_count() else []),
                    *(["-x", "PYTHONPATH"] if "PYTHONPATH" in os.environ else []),
                    "-x", "PATH", sys.executable, "-m", "hogwild.cli",
                    "allreduce-probe", "--max-size", args.max_size, "--budget", args.budget,
-                   "--label", label]
+                   "--summation-servers", str(spare), "--label", label]
         for option in ("out", "markdown", "plot"):
             if getattr(args, option):
                 command += [f"--{option}", str(Path(getattr(args, option)).resolve())]

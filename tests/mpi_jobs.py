@@ -8,6 +8,9 @@ Rank 0 prints one JSON object; every rank must reach the end (or the job fails).
                 computed here without MPI's help; prints both digests
     contract    an objective of tests/reconcile_cases.py (argv[2]) with fit options
                 (argv[3]); prints rank 0's parameters and the recorded steps
+    summation   BytePS's summation service with 0, 1 and 2 of the job's ranks serving,
+                on vectors of several lengths (shorter than the parts, too): prints
+                whether every worker got the exact sum, and how 1000 elements were cut
     lose        the params case where the rank named by the option "lose_rank"
                 kills itself (SIGKILL) just before its "lose_at"-th reconcile (run
                 it under mpirun --with-ft ulfm); every survivor prints a JSON line
@@ -126,6 +129,32 @@ def lose_case(settings, options):
                       "distributed": result.distributed}), flush=True)
 
 
+def summation_case():
+    from mpi4py import MPI
+
+    from hogwild.backends.mpi import SummationService
+
+    outcome = {}
+    for servers in range(COMM.size // 2 + 1):
+        service = SummationService(MPI, COMM, servers)
+        workers = COMM.size - servers
+        outcome[f"{servers} servers, parts of 1000"] = service.bounds(1000).tolist()
+        for count in (1, 2, 5, 1000, 4099, 400_003):  # the last in several chunks
+            for _ in range(2):  # a second sum reuses the buffers
+                vector = (np.arange(count, dtype=np.float32) % 97 + COMM.rank * 1000
+                          if COMM.rank < workers else np.full(count, np.nan, np.float32))
+                service.Allreduce(MPI.IN_PLACE, vector, op=MPI.SUM)
+            exact = (np.arange(count) % 97 * workers + 1000 * workers * (workers - 1) // 2)
+            sums = COMM.gather(vector if COMM.rank < workers else None, root=0)
+            if COMM.rank == 0:
+                sums = [s for s in sums if s is not None]
+                outcome[f"{servers} servers, {count}"] = bool(
+                    len(sums) == workers and all(np.array_equal(s, exact) for s in sums))
+        service.Free()
+    if COMM.rank == 0:
+        print(json.dumps(outcome))
+
+
 def this_ranks(fields):
     """The fields with each list replaced by this rank's item of it."""
     return {name: value[COMM.rank] if isinstance(value, list) else value
@@ -136,6 +165,9 @@ if __name__ == "__main__":
     case = sys.argv[1]
     if case == "contract":
         contract_case(sys.argv[2], json.loads(sys.argv[3]))
+        raise SystemExit(0)
+    if case == "summation":
+        summation_case()
         raise SystemExit(0)
     settings = this_ranks(json.loads(sys.argv[2]) if len(sys.argv) > 2 else {})
     options = this_ranks(json.loads(sys.argv[3]) if len(sys.argv) > 3 else {})

@@ -151,6 +151,12 @@ def test_on_several_nodes_the_rounds_between_them_run_at_the_slower_link():
         2 * (inside.ring_step(n) + between.message(n)) + 2 * n * g)
     assert predict("ring", 4, n, inside, nodes=nodes) == pytest.approx(
         6 * between.ring_step(n / 4) + 3 * n / 4 * g)  # one pair a step crosses
+    # the job's own ring step, where it was measured, prices the rings alone
+    whole = LinkCosts(alpha=70e-6, beta=7e-9, gamma=1.0)
+    for name in ALGORITHMS:
+        expected = 6 * whole.ring_step(n / 4) + 3 * n / 4 * g if "ring" in name else \
+            predict(name, 4, n, inside, nodes=nodes)
+        assert predict(name, 4, n, inside, nodes=(2, between, whole)) == pytest.approx(expected)
     assert predict("basic_linear", 4, n, inside, nodes=nodes) == pytest.approx(
         2 * max(inside.message(n), between.message(2 * n)) + 3 * n * g)
     # one rank a node: every round crosses, as the flat model on the link between

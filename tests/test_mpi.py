@@ -289,6 +289,19 @@ def test_threads_per_rank_may_differ():
     assert result["distributed"]["ranks"] == 2
 
 
+def test_the_summation_service_gives_every_worker_the_exact_sum():
+    """BytePS's parts (Theorem 1: a worker's share (w-k)/(w^2+kw-2k), a server's
+    2(w-1)/(w^2+kw-2k)) on 4 ranks, none, one or two of them serving; integers in
+    float32, so the sums are exact, whatever the servers hold (NaN)."""
+    done = mpirun(4, [sys.executable, JOBS, "summation"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome = json.loads(done.stdout)
+    assert outcome.pop("0 servers, parts of 1000") == [0, 250, 500, 750, 1000]
+    assert outcome.pop("1 servers, parts of 1000") == [0, 200, 400, 600, 1000]
+    assert outcome.pop("2 servers, parts of 1000") == [0, 0, 0, 500, 1000]
+    assert len(outcome) == 18 and all(outcome.values()), outcome
+
+
 def test_an_allreduce_probe_of_absurd_size_is_one_error_on_every_rank():
     """--max-size 99999999999999999999 hit MPI_ERR_INTERN on one rank and hung."""
     done = mpirun(2, HOGWILD + ["allreduce-probe", "--max-size", "99999999999999999999",
@@ -685,17 +698,20 @@ def test_the_probe_report_judges_predictions_and_choices_from_64_kib_up():
 
 
 def test_the_allreduce_probe_command_measures_every_algorithm(tmp_path):
-    done = subprocess.run(HOGWILD + ["allreduce-probe", "--ranks", "2", "--max-size", "16KiB",
-                                     "--budget", "0.005", "--json", "--plot",
-                                     str(tmp_path / "probe.png")],
+    """Two workers and a summation server: Open MPI's algorithms on the workers, the
+    summation service on all three."""
+    done = subprocess.run(HOGWILD + ["allreduce-probe", "--ranks", "3", "--summation-servers",
+                                     "1", "--max-size", "16KiB", "--budget", "0.005", "--json",
+                                     "--plot", str(tmp_path / "probe.png")],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
-    assert report["ranks"] == 2 and [r["bytes"] for r in report["rows"]] == [1024, 4096, 16384]
+    assert report["ranks"] == 2 and report["summation_servers"] == 1
+    assert [r["bytes"] for r in report["rows"]] == [1024, 4096, 16384]
     for row in report["rows"]:
         assert set(row["measured"]) == set(row["predicted"]) == {
             "basic_linear", "nonoverlapping", "recursive_doubling", "ring", "segmented_ring",
-            "rabenseifner"}
+            "rabenseifner", "summation_service"}
         assert all(0 < t < 1 for t in row["measured"].values())
         assert set(row["priced_only"]) == {"double_binary_tree", "blink"}
     assert (tmp_path / "probe.png").stat().st_size > 10_000

@@ -10,7 +10,8 @@ import sys
 import numpy as np
 
 from hogwild.atomic import atomic_file
-from hogwild.cluster_costs import blink, double_binary_tree, pack_spanning_trees
+from hogwild.cluster_costs import (blink, double_binary_tree, pack_spanning_trees,
+                                   summation_service)
 from hogwild.collectives import ALGORITHMS, LinkCosts, choose
 from hogwild.cli.values import integer, number
 from hogwild.errors import HogwildError
@@ -48,6 +49,10 @@ def add_arguments(parser):
     parser.add_argument("--budget", type=number, default=0.25,
                         help="seconds of repeats per algorithm and size, by the model's "
                              "prediction (default 0.25; at least 2 repeats)")
+    parser.add_argument("--summation-servers", type=integer, default=0, metavar="K",
+                        help="the job's last K ranks only add: BytePS's summation service, "
+                             "measured beside the others, which run on the remaining ranks "
+                             "(the workers; K at most as many; default 0)")
     parser.add_argument("--out", help="write the JSON report here")
     parser.add_argument("--markdown", help="write the table as Markdown here")
     parser.add_argument("--plot", default=DEFAULT_PLOT,
@@ -59,8 +64,8 @@ def add_arguments(parser):
 
 def run_probe(args):
     """Every rank measures; rank 0 prints and writes the report."""
-    from hogwild.backends.mpi import (HierarchicalReducer, Nodes, import_mpi, measure_link,
-                                      probe_sizes, time_algorithms)
+    from hogwild.backends.mpi import (HierarchicalReducer, Nodes, SitOut, SummationService,
+                                      import_mpi, measure_link, probe_sizes, time_algorithms)
     from hogwild.bench.machine import progress_bar
 
     smallest, largest = parse_size(args.min_size), parse_size(args.max_size)
@@ -87,31 +92,51 @@ def run_probe(args):
                            f"{needed / 2**30:.1f} GiB on this machine, which has "
                            f"{memory / 2**30:.1f} GiB available")
     sizes = probe_sizes(smallest, largest)
-    nodes, others, by_node, flat = Nodes.of(MPI, comm), {}, None, None
-    costs = measure_link(MPI, comm, partner=nodes.partner)
+    servers = args.summation_servers
+    if not 0 <= servers <= min(ranks // 2, ranks - 2):
+        raise HogwildError(f"--summation-servers {servers}: at most half of the job's {ranks} "
+                           "ranks can serve (BytePS gains nothing from more servers than "
+                           "workers), and at least 2 must be workers")
+    rank = comm.Get_rank()
+    workers = comm.Split(0 if rank < ranks - servers else MPI.UNDEFINED, key=rank)
+    serving = workers == MPI.COMM_NULL
+    others, by_node, flat, costs, nodes = {}, None, None, None, None
     try:
-        if len(nodes.sizes) > 1 and nodes.uniform is not None:  # a network between nodes
-            by_node = nodes.links(MPI, comm)
-            flat = lambda n: nodes.choose(n, *by_node)  # noqa: E731 - a price per size
-            reducer = HierarchicalReducer(MPI, nodes, lambda n: nodes.predict(n, *by_node)[1])
-            others["hierarchical"] = (reducer, lambda n: nodes.predict(n, *by_node)[0])
-        bar = progress_bar(len(sizes), "size",
-                           comm.Get_rank() == 0 and not args.json)
+        if not serving:
+            nodes = Nodes.of(MPI, workers)
+            costs = measure_link(MPI, workers, partner=nodes.partner)
+        if comm.bcast(None if serving else len(nodes.sizes) > 1 and (nodes.uniform or 1) > 1,
+                      root=0):  # a network between the workers' nodes, ranks to gather
+            if serving:
+                others["hierarchical"] = (SitOut(), None)
+            else:
+                by_node = nodes.links(MPI, workers)
+                flat = lambda n: nodes.choose(n, *by_node, costs)  # noqa: E731 - a price per size
+                others["hierarchical"] = (
+                    HierarchicalReducer(MPI, nodes, lambda n: nodes.predict(n, *by_node)[1]),
+                    lambda n: nodes.predict(n, *by_node)[0])
+        if servers:
+            others["summation_service"] = (SummationService(MPI, comm, servers), lambda n: (
+                summation_service(ranks - servers, servers, n, costs)))
+        bar = progress_bar(len(sizes), "size", rank == 0 and not args.json)
         measured = time_algorithms(MPI, comm, sizes, costs, args.budget,
-                                   progress=bar.update if bar else None, others=others)
+                                   progress=bar.update if bar else None, others=others,
+                                   workers=workers)
         if bar:
             bar.close()
     finally:
-        if others:
-            others["hierarchical"][0].Free()  # the nodes' communicators too
-        else:
+        for reducer, _ in others.values():
+            reducer.Free()  # the hierarchical one frees the nodes' communicators
+        if nodes is not None and "hierarchical" not in others:
             nodes.free(MPI)
-    if comm.Get_rank() != 0:
+        if not serving:
+            workers.Free()
+    if rank != 0:
         return
-    report = build_report(ranks, sizes, costs, measured, args.label,
+    report = build_report(ranks - servers, sizes, costs, measured, args.label,
                           MPI.Get_library_version().split(",")[0].strip(),
                           {name: price for name, (_, price) in others.items()}, nodes.sizes,
-                          by_node, flat)
+                          by_node, flat, servers)
     text = json.dumps(report)
     if args.out:
         with atomic_file(args.out, "w") as out:
@@ -145,13 +170,14 @@ def priced_only(ranks, costs):
 
 
 def build_report(ranks, sizes, costs, measured, label="", library="", others=None,
-                 nodes=None, by_node=None, flat=None):
+                 nodes=None, by_node=None, flat=None, servers=0):
     """Per size: each algorithm's predicted and measured seconds (Open MPI's, by
     ``flat``, a function of the bytes giving collectives.choose's answer, by default
     on ``costs``; and ``others``, {name: its predicted seconds for n bytes}: the
     hierarchical allreduce across ``nodes``, the ranks of each, on the links
     ``by_node``), the model's choice and the measured fastest, and the priced-only
-    collectives; the two verdicts from CHECKED_FROM bytes up."""
+    collectives; the two verdicts from CHECKED_FROM bytes up. ``ranks``: the
+    workers; ``servers`` more ranks served in the summation service."""
     rows = []
     prices = priced_only(ranks, costs)
     others = others or {}
@@ -174,7 +200,8 @@ def build_report(ranks, sizes, costs, measured, label="", library="", others=Non
     by_node_report = {} if by_node is None else {
         "ranks_per_node": list(nodes), **{key: link.figures() for key, link in zip(
             ("link_inside_node", "link_between_nodes"), by_node) if link is not None}}
-    return {"ranks": ranks, "label": label, "library": library, **by_node_report,
+    return {"ranks": ranks, "summation_servers": servers, "label": label, "library": library,
+            **by_node_report,
             "link": costs.figures(), "priced_only_note": NOT_RUN + (
                 "" if "blink" in prices else f"; Blink priced up to {PRICED_UP_TO} ranks, "
                 "on a link with a measured rate"),
@@ -205,7 +232,10 @@ def markdown(report):
     """The report as a Markdown table: measured (predicted) time per algorithm."""
     link = report["link"]
     lines = [f"Allreduce probe{' on ' + report['label'] if report['label'] else ''}: "
-             f"{report['ranks']} ranks, {report['library']}. Link: alpha "
+             f"{report['ranks']} ranks"
+             + (f" and {report['summation_servers']} summation servers (ranks that only add)"
+                if report.get("summation_servers") else "")
+             + f", {report['library']}. Link: alpha "
              f"{_time_text(link['alpha_s'])}, bandwidth "
              f"{1 / max(link['beta_s_per_byte'], 1e-30) / 1e9:.2f} GB/s one way, "
              f"{1 / max(link['beta_exchange_s_per_byte'], 1e-30) / 1e9:.2f} GB/s in pairwise "

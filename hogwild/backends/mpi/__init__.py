@@ -57,7 +57,8 @@ Where each part lives: job.py (the job as a rank sees it: rank, size, starting
 MPI, the ranks' agreement), launcher.py (watching mpirun, removing what a killed
 one left), settings.py (AllreduceSettings, the linear scaling rule), tuning.py
 (forcing Open MPI's allreduce algorithm), probe.py (the link probe), hierarchy.py
-(the ranks by node, the hierarchical allreduce), survival.py (ULFM), exchange.py
+(the ranks by node, the hierarchical allreduce), summation.py (BytePS's summation
+service, measured by allreduce-probe), survival.py (ULFM), exchange.py
 (Allreduce, the ranks' Reconciler) and backend.py (MPIBackend). Nothing here
 starts MPI on import: import_mpi does, when a run or a command needs it.
 """
@@ -66,11 +67,12 @@ from hogwild.backends.mpi.hierarchy import HierarchicalReducer, Nodes
 from hogwild.backends.mpi.job import (STARTED_FOLDER_VARIABLE, agree, import_mpi, in_mpi_job,
                                       job_chief, job_local_size, job_rank, job_size)
 from hogwild.backends.mpi.launcher import remove_stale_sessions
-from hogwild.backends.mpi.probe import measure_link, probe_sizes, time_algorithms
+from hogwild.backends.mpi.probe import SitOut, measure_link, probe_sizes, time_algorithms
 from hogwild.backends.mpi.settings import AllreduceSettings, step_factor
+from hogwild.backends.mpi.summation import SummationService
 from hogwild.backends.mpi.survival import rank_lost
 
 __all__ = ["STARTED_FOLDER_VARIABLE", "AllreduceSettings", "HierarchicalReducer", "MPIBackend",
-           "Nodes", "agree", "import_mpi", "in_mpi_job", "job_chief", "job_local_size",
-           "job_rank", "job_size", "measure_link", "probe_sizes", "rank_lost",
-           "remove_stale_sessions", "step_factor", "time_algorithms"]
+           "Nodes", "SitOut", "SummationService", "agree", "import_mpi", "in_mpi_job",
+           "job_chief", "job_local_size", "job_rank", "job_size", "measure_link", "probe_sizes",
+           "rank_lost", "remove_stale_sessions", "step_factor", "time_algorithms"]

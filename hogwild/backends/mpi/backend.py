@@ -126,7 +126,7 @@ class MPIBackend(HostBackend):
         if self.ranks > 1:
             if len(self.nodes.sizes) > 1 or self.settings.algorithm == "hierarchical":
                 self.links_by_node = self.nodes.links(self.MPI, self.comm)
-                flat = self.nodes.choose(size, *self.links_by_node)
+                flat = self.nodes.choose(size, *self.links_by_node, self.costs)
                 if flat is not None:  # rounds between nodes at the link between them
                     self.choice, self.predictions = flat
                 seconds, leaders_algorithm = self.nodes.predict(size, *self.links_by_node)

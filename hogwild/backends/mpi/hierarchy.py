@@ -52,9 +52,10 @@ class Nodes:
             between = measure_link(MPI, self.leaders)
         return comm.bcast(inside, root=0), comm.bcast(between, root=0)
 
-    def choose(self, nbytes, inside, between):
+    def choose(self, nbytes, inside, between, whole=None):
         """collectives.choose for the flat algorithms across these nodes (the rounds
-        between nodes at ``between``, the others at ``inside``), or None on one
+        between nodes at ``between``, the others at ``inside``, the ring's steps at
+        ``whole``, the link measured over every rank, where given), or None on one
         node, on nodes of different sizes, or without the links measured. Ranks
         that do not fill the nodes in order are priced at the link between nodes
         for every round (an upper bound)."""
@@ -64,7 +65,7 @@ class Nodes:
             return None
         if per_node == 1 or not self.in_order:
             return choose(ranks, nbytes, between)
-        return choose(ranks, nbytes, inside, nodes=(per_node, between))
+        return choose(ranks, nbytes, inside, nodes=(per_node, between, whole))
 
     def predict(self, nbytes, inside, between):
         """(predicted seconds, the leaders' algorithm) of a hierarchical allreduce

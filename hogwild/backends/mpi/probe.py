@@ -1,6 +1,7 @@
 """The link probe: the costs of a job's links measured at start-up (measure_link,
 for the alpha-beta-gamma model of hogwild.collectives), and every allreduce
 algorithm timed (time_algorithms, for the allreduce-probe command)."""
+import math
 import time
 
 import numpy as np
@@ -26,9 +27,12 @@ def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS, partner=1)
     of a float32 sum on rank 0. Every rank gets rank 0's figures."""
     rank, ranks = comm.Get_rank(), comm.Get_size()
     power = 1 << (ranks.bit_length() - 1)  # ranks past the largest power of two wait
-    partners = [rank ^ (1 << k) for k in range(power.bit_length() - 1)] if rank < power else []
+    rounds = power.bit_length() - 1
+    rounds *= math.ceil(RING_STEPS / rounds)  # back to back, as an allreduce runs them
+    partners = [rank ^ (1 << (k % (power.bit_length() - 1))) for k in range(rounds)] \
+        if rank < power else []
     right, left = (rank + 1) % ranks, (rank - 1) % ranks
-    steps = min(ranks - 1, RING_STEPS)
+    steps = RING_STEPS
 
     def ping_pong(buffer, incoming):
         if rank == 0:
@@ -50,7 +54,7 @@ def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS, partner=1)
 
     times = {}
     for name, pattern, per in (("ping_pong", ping_pong, 2),
-                               ("exchange", exchange_rounds, power.bit_length() - 1),
+                               ("exchange", exchange_rounds, rounds),
                                ("ring", ring_steps, steps)):
         times[name] = []
         for size in sizes:
@@ -85,37 +89,63 @@ def probe_sizes(smallest=1 << 10, largest=1 << 28, factor=4):
     return sizes
 
 
-def time_algorithms(MPI, comm, sizes, costs, budget=0.25, progress=None, others=None):
+class SitOut:
+    """The reducer of a rank that sits an algorithm out (a summation server while
+    the workers run Open MPI's): its turns are no-ops."""
+
+    def Allreduce(self, sendbuf, recvbuf, op):
+        pass
+
+    def Barrier(self):
+        pass
+
+    def Free(self):
+        pass
+
+
+def time_algorithms(MPI, comm, sizes, costs, budget=0.25, progress=None, others=None,
+                    workers=None):
     """{algorithm: {size: seconds of one allreduce}}, measured: each of Open MPI's
-    algorithms forced on its own communicator (tuned_communicator), and each of
-    ``others`` ({name: (a reducer, its predicted seconds for n bytes)}: the
-    hierarchical allreduce, freed by the caller), on float32
-    vectors of each size, repeated for about ``budget`` seconds by the model's
-    prediction (at least three times, after one untimed), each repeat from a
-    barrier and timed by its slowest rank; the median repeat counts (a busy host's
-    hiccup moves a mean). The algorithms take turns repeat by repeat, in an order
-    that rotates, so that a host's slow spell or a link's state (a token bucket
+    algorithms forced on its own communicator (tuned_communicator) over ``workers``
+    (default ``comm``; MPI.COMM_NULL on a rank that only serves, a summation
+    server, which sits those turns out), and each of ``others`` ({name: (a
+    reducer, its predicted seconds for n bytes)}, alike on every rank of ``comm``,
+    the prices needed on rank 0 only: the hierarchical allreduce, the summation
+    service; freed by the caller), on float32 vectors of each size, repeated for
+    about ``budget`` seconds by the model's prediction on ``costs`` (at least
+    three times, after one untimed; rank 0 counts), each repeat from a barrier
+    and timed by its slowest rank; the median repeat counts (a busy host's hiccup
+    moves a mean). The algorithms take turns repeat by repeat, in an order that
+    rotates, so that a host's slow spell or a link's state (a token bucket
     refilled by an idle spell) falls on all of them alike. ``progress()`` after
     each size."""
-    ranks = comm.Get_size()
+    workers = comm if workers is None else workers
+    serving = workers == MPI.COMM_NULL
     reducers = {}
     try:
         for algorithm in ALGORITHMS:
-            reducer, forced = tuned_communicator(MPI, comm, algorithm)
+            if serving:
+                reducers[algorithm] = SitOut()
+                continue
+            reducer, forced = tuned_communicator(MPI, workers, algorithm)
             if not forced:
                 raise HogwildError("the allreduce probe forces Open MPI's tuned algorithms; "
                                    f"this MPI is {MPI.Get_library_version().splitlines()[0]}")
             reducers[algorithm] = reducer
         others = others or {}
-        predicted = {algorithm: lambda n, a=algorithm: predict(a, ranks, n, costs)
-                     for algorithm in ALGORITHMS}
-        predicted.update({name: price for name, (_, price) in others.items()})
         everyone = {**reducers, **{name: reducer for name, (reducer, _) in others.items()}}
+        predicted = None
+        if comm.Get_rank() == 0:
+            ranks = workers.Get_size()
+            predicted = {algorithm: lambda n, a=algorithm: predict(a, ranks, n, costs)
+                         for algorithm in ALGORITHMS}
+            predicted.update({name: price for name, (_, price) in others.items()})
         measured = {algorithm: {} for algorithm in everyone}
         for size in sizes:
             vector = np.zeros(max(size // 4, 1), np.float32)
-            repeats = {algorithm: int(min(50, max(3, budget / max(
-                predicted[algorithm](vector.nbytes), 1e-6)))) for algorithm in everyone}
+            repeats = comm.bcast(None if predicted is None else {
+                algorithm: int(min(50, max(3, budget / max(price(vector.nbytes), 1e-6))))
+                for algorithm, price in predicted.items()}, root=0)
             seconds = {algorithm: [] for algorithm in everyone}
             for reducer in everyone.values():
                 reducer.Allreduce(MPI.IN_PLACE, vector, op=MPI.SUM)

@@ -4,6 +4,9 @@ import ctypes
 
 from hogwild.collectives import ALGORITHMS, DEFAULT_SEGMENT
 
+BINOMIAL_REDUCE, BINOMIAL_BCAST = 5, 6  # Open MPI's coll_tuned_{reduce,bcast}_algorithm
+
+
 def _libmpi():
     """The MPI library mpi4py loaded (found by name: it is already in the process)."""
     for name in ("libmpi.so.40", "libmpi.so"):
@@ -37,10 +40,20 @@ def tuned_communicator(MPI, comm, algorithm, segment=DEFAULT_SEGMENT):
     True), or (comm, False) where the library cannot be told (not Open MPI).
     Open MPI reads coll_tuned_allreduce_algorithm when a communicator is made, so
     the MPI_T control variables are set first (the run-time form of ``--mca
-    coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm K``)."""
+    coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm K``).
+    Two more are set with it, for every communicator made after: han's priority
+    to 0, since on a communicator over several nodes Open MPI's han (priority 35
+    against tuned's 30) would run its own hierarchical allreduce whatever tuned
+    was told (measured on emulated nodes: every "forced" algorithm then took the
+    same time); and binomial trees for reduce and broadcast, the halves of
+    "nonoverlapping", which tuned's fixed rules would otherwise pick by size
+    (chains and pipelines the model does not price)."""
     lib = _libmpi() if MPI.Get_library_version().startswith("Open MPI") else None
     forced = lib is not None and _write_cvars(lib, {
+        "coll_han_priority": 0,  # han would take a communicator over nodes from tuned
         "coll_tuned_use_dynamic_rules": 1,
+        "coll_tuned_reduce_algorithm": BINOMIAL_REDUCE,  # nonoverlapping's two halves,
+        "coll_tuned_bcast_algorithm": BINOMIAL_BCAST,    # as the model prices them
         "coll_tuned_allreduce_algorithm": ALGORITHMS[algorithm],
         "coll_tuned_allreduce_algorithm_segmentsize": segment})
     forced = comm.allreduce(int(forced), op=MPI.MIN) == 1  # every rank, or none
