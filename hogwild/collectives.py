@@ -52,17 +52,23 @@ one exchange round and of one ring step of n bytes, which ``predict`` composes.
 
 On several nodes (``predict(..., nodes=(ranks per node, link between))``, the
 ranks filling the nodes in order) a round runs at the link its partners share
-(Across): an exchange at distance >= ranks per node crosses with every rank of a
-node at once, per_node times the bytes over the node's link; a ring step has one
-pair crossing between each two nodes (the job's own ring step where it was
-measured: ``nodes=(per_node, between, whole)``); a tree's round crosses with one
-rank a node.
+(Across), the partners being those Open MPI pairs: where several of a node's
+ranks send across at once, their flows share the node's link (the round moves
+that many times the bytes over it). Recursive doubling and rabenseifner fold the
+ranks beyond a power of two into their neighbours and number the rest afresh
+(_fold), which moves some rounds across nodes; "nonoverlapping" runs Open MPI's
+binomial tree (a rank's parent is the rank with its highest bit cleared) level by
+level (_tree_levels); a ring step has one pair crossing between each two nodes
+(the job's own ring step where it was measured: ``nodes=(per_node, between,
+whole)``). Checked against emulated nodes of 2 and 3 ranks in
+docs/allreduce_probe_2x2_100mbit.md and docs/allreduce_probe_2x3_100mbit.md.
 
 The numbers are Open MPI's ``coll_tuned_allreduce_algorithm`` values, so a choice
 can be forced with ``--mca coll_tuned_use_dynamic_rules 1 --mca
 coll_tuned_allreduce_algorithm K``.
 """
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Optional
 
@@ -211,8 +217,11 @@ def predict(algorithm, ranks, nbytes, costs, segment=DEFAULT_SEGMENT, nodes=None
         return 2 * link.gather(p, n) + (p - 1) * n * g
     if algorithm == "nonoverlapping":
         rounds = [(_tree_transfers(p, k), 1 << k) for k in range(math.ceil(math.log2(p)))]
+        sums = len(rounds) * n * g
+        if 1 < link.per_node < p:  # nodes of several ranks: Open MPI's tree, level by level
+            return 2 * sum(link.tree_level(n, edges) for edges in _tree_levels(p)) + sums
         return 2 * sum(link.message(n, apart) if transfers == 1 else link.ring_step(n, apart)
-                       for transfers, apart in rounds) + len(rounds) * n * g
+                       for transfers, apart in rounds) + sums
     if algorithm in ("ring", "segmented_ring"):
         block = n / p
         messages = 1 if algorithm == "ring" else \
@@ -221,23 +230,23 @@ def predict(algorithm, ranks, nbytes, costs, segment=DEFAULT_SEGMENT, nodes=None
             (p - 1) * block * g
     q = 1 << (p.bit_length() - 1)  # the largest power of two <= p
     rounds = q.bit_length() - 1
-    fold = 0.0 if q == p else 2 * link.message(n, q) + n * g
+    kept, folded = _fold(p, q)
+    fold = 0.0 if q == p else 2 * link.message_between(n, folded) + n * g
     if algorithm == "recursive_doubling":
-        return sum(link.exchange_round(n, 1 << i) + n * g for i in range(rounds)) + fold
-    halving = sum(2 * link.exchange_round(n / (2 << i), 1 << i)
+        return sum(link.exchange_between(n, _partners(kept, 1 << i)) + n * g
+                   for i in range(rounds)) + fold
+    halving = sum(2 * link.exchange_between(n / (2 << i), _partners(kept, 1 << i))
                   for i in range(rounds))  # rabenseifner
     return halving + (q - 1) * n / q * g + fold
 
 
 @dataclass(frozen=True)
 class Across:
-    """The links a round of an allreduce uses, by how far apart its partners are
-    (``apart`` ranks): ``inside`` for partners on one node (``per_node`` ranks fill
-    each node in order), ``between`` for partners on two. Where every rank of a
-    node has its partner on another node (an exchange, distance >= per_node),
-    their ``per_node`` flows share the node's link: the round moves per_node times
-    the bytes over it; a ring step or a tree's round crosses with one rank a node,
-    the others' transfers running inside at the same time."""
+    """The links a round of an allreduce uses: ``inside`` for partners on one node
+    (``per_node`` ranks fill each node in order), ``between`` for partners on two,
+    where the flows that leave (or enter) one node at once share its link; a
+    round given by how far apart its partners are (``apart`` ranks: the trees of
+    one rank a node, the linear algorithm) or by its pairs."""
 
     inside: object
     per_node: int
@@ -245,7 +254,7 @@ class Across:
     whole: Optional[object] = None  # the link measured over every rank of the job
 
     def _crosses(self, apart):
-        return apart >= self.per_node
+        return apart >= self.per_node  # the tree's and the linear algorithm's rounds
 
     def message(self, n, apart):
         return (self.between if self._crosses(apart) else self.inside).message(n)
@@ -266,10 +275,35 @@ class Across:
             return self.between.ring_step(n)
         return max(self.inside.ring_step(n), self.between.ring_step(n))
 
-    def exchange_round(self, n, apart):
-        if self._crosses(apart):
-            return self.between.exchange_round(self.per_node * n)
-        return self.inside.exchange_round(n)
+    def _leaving(self, pairs):
+        """The most of ``pairs`` (sender, receiver) that leave one node (0: every
+        pair is inside a node): their flows share that node's link."""
+        leaving = Counter(a // self.per_node for a, b in pairs
+                          if a // self.per_node != b // self.per_node)
+        return max(leaving.values(), default=0)
+
+    def tree_level(self, n, edges):
+        """A level of a tree's transfers of n bytes, (child, parent) all at once:
+        where any crosses, at the link between nodes with the most flows that leave
+        or enter one node sharing it; else inside (a message, or a ring step where
+        several run at once)."""
+        node = self.per_node
+        crossing = [(a // node, b // node) for a, b in edges if a // node != b // node]
+        flows = max([*Counter(a for a, _ in crossing).values(),
+                     *Counter(b for _, b in crossing).values()], default=0)
+        if flows:
+            return self.between.message(flows * n)
+        return self.inside.message(n) if len(edges) == 1 else self.inside.ring_step(n)
+
+    def exchange_between(self, n, pairs):
+        """A round of exchanges of n bytes between ``pairs`` (both ways listed)."""
+        flows = self._leaving(pairs)
+        return self.between.exchange_round(flows * n) if flows else self.inside.exchange_round(n)
+
+    def message_between(self, n, pairs):
+        """A round of one-way messages of n bytes from each pair's first rank."""
+        flows = self._leaving(pairs)
+        return self.between.message(flows * n) if flows else self.inside.message(n)
 
     def gather(self, p, n):
         """One phase of the linear algorithm: rank 0 receives (or sends) n bytes from
@@ -279,6 +313,32 @@ class Across:
         near = min(self.per_node, p) - 1
         return max(self.inside.message(near * n) if near else 0.0,
                    self.between.message(far * n) if far > 0 else 0.0)
+
+
+def _fold(p, q):
+    """(the ranks that remain, the folding pairs) where Open MPI's recursive
+    doubling and rabenseifner fold p ranks into q, a power of two: of the first
+    2 (p - q) ranks the even ones hand their vector to the next (odd) one and wait;
+    the remaining ranks take the places 0 .. q-1 in order, the odd folded ones
+    first (ompi_coll_base_allreduce_intra_recursivedoubling)."""
+    extra = p - q
+    kept = [2 * v + 1 if v < extra else v + extra for v in range(q)]
+    return kept, [(2 * j, 2 * j + 1) for j in range(extra)]
+
+
+def _partners(kept, distance):
+    """The pairs (both ways) of a round at ``distance`` among the ``kept`` ranks."""
+    return [(kept[v], kept[v ^ distance]) for v in range(len(kept))]
+
+
+def _tree_levels(p):
+    """Open MPI's binomial tree over p ranks rooted at 0 (ompi_coll_base_topo_build_
+    bmtree: a rank's parent is the rank with its highest bit cleared), as levels of
+    (child, parent) transfers, the deepest first: the order of a reduce (a
+    broadcast runs them back)."""
+    depth = max(r.bit_count() for r in range(p))
+    return [[(r, r ^ (1 << (r.bit_length() - 1))) for r in range(1, p) if r.bit_count() == d]
+            for d in range(depth, 0, -1)]
 
 
 def _tree_transfers(p, k):
