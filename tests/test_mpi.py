@@ -712,6 +712,7 @@ def test_the_allreduce_probe_command_measures_every_algorithm(tmp_path):
         assert set(row["measured"]) == set(row["predicted"]) == {
             "basic_linear", "nonoverlapping", "recursive_doubling", "ring", "segmented_ring",
             "rabenseifner", "summation_service"}
+        assert row["summation_servers_by_model"] in (0, 1)
         assert all(0 < t < 1 for t in row["measured"].values())
         assert set(row["priced_only"]) == {"double_binary_tree", "blink"}
     assert (tmp_path / "probe.png").stat().st_size > 10_000

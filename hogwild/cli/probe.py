@@ -177,7 +177,8 @@ def build_report(ranks, sizes, costs, measured, label="", library="", others=Non
     hierarchical allreduce across ``nodes``, the ranks of each, on the links
     ``by_node``), the model's choice and the measured fastest, and the priced-only
     collectives; the two verdicts from CHECKED_FROM bytes up. ``ranks``: the
-    workers; ``servers`` more ranks served in the summation service."""
+    workers; ``servers`` more ranks served in the summation service (and each
+    row says how many of them, 0 to all, the model would use)."""
     rows = []
     prices = priced_only(ranks, costs)
     others = others or {}
@@ -196,6 +197,9 @@ def build_report(ranks, sizes, costs, measured, label="", library="", others=Non
                      "worst_prediction_ratio": max(max(predicted[n] / times[n],
                                                        times[n] / predicted[n])
                                                    for n in predicted)})
+        if servers:  # how many of the spare ranks the model would have serve
+            rows[-1]["summation_servers_by_model"] = min(
+                range(servers + 1), key=lambda k: summation_service(ranks, k, nbytes, costs))
     checked = [row for row in rows if row["bytes"] >= CHECKED_FROM]
     by_node_report = {} if by_node is None else {
         "ranks_per_node": list(nodes), **{key: link.figures() for key, link in zip(
