@@ -49,6 +49,11 @@ class Allreduce(Reconciler):
         ``reducer``, from the state in ``base``."""
         self.comm, self.reducer, self.ranks = comm, reducer, comm.Get_size()
         self.flat[...] = self.base
+        self._to_params()
+
+    def _to_params(self):
+        """The reconciled vector back into the parameters (where they are not its
+        views), then the engine's hook."""
         if not self.live:
             for view, array in zip(self.layout.views(self.flat), self.params):
                 array[...] = view
@@ -78,10 +83,7 @@ class Allreduce(Reconciler):
         self.done += 1
         self.updates += int(counts_and_updates[:, 1].sum())
         self.pending = 0
-        if not self.live:
-            for view, array in zip(self.layout.views(self.flat), self.params):
-                array[...] = view
-        self.after()
+        self._to_params()
         return True
 
     def _allgather(self, changed, counts):
