@@ -164,18 +164,21 @@ class MPIBackend(HostBackend):
     def _run_pieces(self, loops, params, data, steps, epoch):
         """The epoch's pieces from the first not reconciled (on the ranks there are
         now); the local run's -1 when it was aborted."""
-        plans = piece_plans(self.planner, self.n, self.ranks, self.rank, self.pieces, epoch,
-                            self.seed, self.run_length)
-        for k in range(min(round(self.epoch_done * self.pieces), self.pieces), self.pieces):
-            applied = steps.over(k / self.pieces, (k + 1) / self.pieces).scaled(
-                step_factor(self.settings, self.ranks, self.exchange.done, self.pieces))
+        ranks, pieces = self.ranks, self.pieces
+        plans = piece_plans(self.planner, self.n, ranks, self.rank, pieces, epoch, self.seed,
+                            self.run_length)
+        for k in range(min(round(self.epoch_done * pieces), pieces), pieces):
+            applied = steps.over(k / pieces, (k + 1) / pieces).scaled(
+                step_factor(self.settings, ranks, self.exchange.done, pieces))
             done = self.local.run_epoch(loops, plans[k], params, data, applied, epoch)
             if done < 0:
                 return done
             self.exchange.pending = done
             self._collective(self.exchange.reconcile, redo=True)
             self.steps_applied.append((done, applied.mean))
-            self.epoch_done = (k + 1) / self.pieces
+            self.epoch_done = (k + 1) / pieces
+            if self.ranks != ranks:  # this rank lagged in a lost rank's reconcile and took
+                raise _PieceLost    # its result: the rest on the survivors' plan, as theirs
         self.epoch_done = 1.0
         return 0
 
