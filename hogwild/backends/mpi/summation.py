@@ -45,10 +45,9 @@ class SummationService:
         edges[-1] = count
         return edges
 
-    def chunks(self, count, itemsize):
-        """[(owner, start, stop)] of every chunk of a vector of ``count`` elements,
+    def chunks(self, edges, itemsize):
+        """[(owner, start, stop)] of every chunk of the parts ``edges`` (bounds),
         chunk by chunk across the owners (every owner gets its first chunk first)."""
-        edges = self.bounds(count)
         step = max(1, SUMMATION_CHUNK // itemsize)
         largest = int(np.diff(edges).max())
         return [(owner, start, min(start + step, int(edges[owner + 1])))
@@ -61,7 +60,7 @@ class SummationService:
             edges = self.bounds(count)
             mine = int(edges[self.rank + 1] - edges[self.rank])
             pulled = np.empty(count if self.rank < self.workers else mine, dtype)
-            self._buffers[key] = (self.chunks(count, np.dtype(dtype).itemsize), int(
+            self._buffers[key] = (self.chunks(edges, np.dtype(dtype).itemsize), int(
                 edges[self.rank]), np.empty((self.workers, mine), dtype), pulled)
         return self._buffers[key]
 
