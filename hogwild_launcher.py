@@ -3,7 +3,11 @@ importing hogwild takes a second (numba): a Ctrl-C then, before the command's ow
 handling is in place, would end in a KeyboardInterrupt traceback. An import that
 a Ctrl-C interrupts may also fail otherwise (numpy turns it into an ImportError,
 "PyCapsule_Import could not import module datetime"), and one may swallow it: a
-Ctrl-C seen during the imports ends the command whatever became of it."""
+Ctrl-C seen during the imports ends the command whatever became of it. It ends
+with os._exit: a KeyboardInterrupt inside an extension's PyRun_String (Cython
+modules run one as they load) leaves a flag by which CPython, at a normal exit,
+kills itself with SIGINT after printing, where the command promises exit 130."""
+import os
 import signal
 import sys
 
@@ -23,9 +27,11 @@ def main():
             raise
     finally:
         signal.signal(signal.SIGINT, previous)
+    if interrupted:
+        print("hogwild: interrupted", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(130)
     try:
-        if interrupted:
-            raise KeyboardInterrupt
         return command()  # which handles its own Ctrl-C once it has parsed the command
     except KeyboardInterrupt:
         print("hogwild: interrupted", file=sys.stderr)

@@ -2,14 +2,18 @@
 (stop_after_epoch); during start-up a Ctrl-C ends it at once, and must not be lost
 (interrupts_kept).
 
-numba's compiler calls back into Python through ctypes (llvmlite's object cache),
-and an exception raised inside such a callback is printed ("Exception ignored on
-calling ctypes callback function") and dropped: a Ctrl-C that lands while a kernel
-compiles or loads would be lost, and the run would train to its end. While
-start-up runs, SIGINT still raises KeyboardInterrupt at once, and is also
-remembered, so that one swallowed on the way is raised again where start-up ends.
+numba compiles through llvmlite, whose Python code is not safe against an
+exception raised between two of its lines: a half-made wrapper's __del__ fails
+("Exception ignored ... has no attribute '_owned'"), an LLVM object handed over may
+be freed twice (a Ctrl-C 0.8 s after launch once ended in SIGSEGV), and LLVM calls
+llvmlite's object-cache hooks through ctypes, where an exception is printed
+("Exception ignored on calling ctypes callback function") and dropped, so the run
+would train to its end. While start-up runs, SIGINT raises KeyboardInterrupt at
+once, or, inside llvmlite, as its outermost frame returns; it is also remembered,
+so that one swallowed on the way is raised where start-up ends.
 """
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -20,8 +24,38 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _remembered = []  # SIGINTs delivered while interrupts_kept's handler was in place
 
 
+def _llvmlite_package():
+    llvmlite = sys.modules.get("llvmlite")
+    return None if llvmlite is None else os.path.dirname(llvmlite.__file__) + os.sep
+
+
+def _in_llvmlite(frame, package):
+    """Whether ``frame`` or one of its callers runs llvmlite's Python code."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(package):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _raise_leaving_llvmlite(frame, event, arg):
+    """A profile function (this thread's): KeyboardInterrupt as the outermost
+    llvmlite frame returns, raised in its caller."""
+    if event != "return":
+        return
+    package = _llvmlite_package()
+    if frame.f_code.co_filename.startswith(package) and not _in_llvmlite(frame.f_back,
+                                                                         package):
+        sys.setprofile(None)
+        raise KeyboardInterrupt
+
+
 def _raise_and_remember(signum, frame):
     _remembered.append(signum)
+    package = _llvmlite_package()
+    if package is not None and _in_llvmlite(frame, package):
+        sys.setprofile(_raise_leaving_llvmlite)
+        return
     raise KeyboardInterrupt
 
 
@@ -57,6 +91,8 @@ def interrupts_kept():
         if outermost:
             signal.signal(signal.SIGINT, previous)
             _remembered.clear()
+            if sys.getprofile() is _raise_leaving_llvmlite:
+                sys.setprofile(None)
 
 
 class StopRequest:

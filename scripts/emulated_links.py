@@ -191,8 +191,10 @@ def main(argv=None):
                    "allreduce-probe", "--max-size", args.max_size, "--budget", args.budget,
                    "--summation-servers", str(spare), "--label", label]
         for option in ("out", "markdown", "plot"):
-            if getattr(args, option):
-                command += [f"--{option}", str(Path(getattr(args, option)).resolve())]
+            value = getattr(args, option)
+            if value:  # paths made absolute for the probe's folder; --plot none stays none
+                command += [f"--{option}", value if value == "none" and option == "plot"
+                            else str(Path(value).resolve())]
         return subprocess.run(command, cwd=Path(__file__).resolve().parent.parent).returncode
 
 

@@ -48,3 +48,59 @@ def test_a_ctrl_c_that_reached_its_catcher_is_not_raised_twice():
                 _interrupted()
     # reached here: the block ended without raising it again
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_ctrl_c_inside_llvmlites_object_cache_hook_waits_for_it_to_return(monkeypatch):
+    """A Ctrl-C while LLVM handed a compiled object to numba's cache (through
+    llvmlite's ctypes hook) printed "Exception ignored on calling ctypes callback
+    function" with a traceback, and the object was not cached ("no compiled object
+    yet"): the hook now finishes, and the Ctrl-C is raised as llvmlite returns."""
+    import llvmlite.binding as llvm
+
+    ignored = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda raised: ignored.append(raised.exc_type))
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    module = llvm.parse_assembly("define i32 @one() {\n  ret i32 1\n}\n")
+    engine = llvm.create_mcjit_compiler(module, llvm.Target.from_default_triple()
+                                        .create_target_machine())
+    cached = []
+
+    def notify(module, object_code):
+        signal.raise_signal(signal.SIGINT)  # Python's handler has run when this returns
+        cached.append(len(object_code))
+
+    engine.set_object_cache(notify, lambda module: None)
+    after = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_kept():
+            engine.finalize_object()
+            after.append("finalize_object returned")
+    assert cached and cached[0] > 0 and after == [] and ignored == []
+    assert sys.getprofile() is None
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_ctrl_c_inside_an_imports_pyrun_string_still_exits_130(tmp_path):
+    """A Ctrl-C 0.25 s after launch, while a Cython module ran its PyRun_String on
+    import, printed "hogwild: interrupted" and then the process died by SIGINT (exit
+    -2): CPython remembers a KeyboardInterrupt raised in PyRun_String and kills
+    itself at exit. The launcher's exit after an interrupted import is now 130."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    fake = tmp_path / "hogwild"  # a hogwild.cli whose import is interrupted in PyRun_String
+    (fake / "cli").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "cli" / "__init__.py").write_text(
+        "import ctypes\n"
+        "ctypes.pythonapi.PyRun_SimpleString(\n"
+        "    b'import signal; signal.raise_signal(signal.SIGINT)')\n"
+        "def main():\n    return 0\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(tmp_path), str(Path(__file__).resolve().parent.parent)])}
+    done = subprocess.run([sys.executable, "-m", "hogwild_launcher"], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path, env=env)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.splitlines()[-1] == "hogwild: interrupted", done.stderr

@@ -90,6 +90,7 @@ def worker_main(pipe, setup, me):
     """Attach the run's arrays, load the loops, then run epochs on command. A
     parent gone (its pipe closed) ends the child quietly."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # born blocked: processes.py
     try:
         setup = pickle.loads(setup)
         _die_with_parent(setup["parent"])

@@ -20,10 +20,10 @@ pieces of its own share (pieces of about CHUNK_SAMPLES updates) with an error
 naming the worker and the signal. Every segment is deleted when the backend
 closes, however the run ended; once every child has attached a segment its file
 is unlinked (hogwild.backends.shared_memory), so nothing large outlives a killed
-parent. Children ignore SIGINT: Ctrl-C is the parent's (see hogwild.engine.fit).
-Children die with their parent: the kernel kills them when it dies
-(PR_SET_PDEATHSIG on Linux; elsewhere a thread watches the parent's pid), so no
-orphan spins on a core after the parent was killed.
+parent. Children ignore SIGINT from birth: Ctrl-C is the parent's (see
+hogwild.engine.fit). Children die with their parent: the kernel kills them when it
+dies (PR_SET_PDEATHSIG on Linux; elsewhere a thread watches the parent's pid), so
+no orphan spins on a core after the parent was killed.
 
 Replication ("worker", "hot"; hogwild.backends.replicas): the workers' copies are
 shared segments too, made by the parent's Replicas in order; each child builds the
@@ -33,6 +33,7 @@ slice of the merges as the threads do, at barriers in the run's gate segment.
 import contextlib
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.resource_tracker as resource_tracker
 import os
 import pickle
 import signal
@@ -62,22 +63,31 @@ def _dumps_functions(loops):
 
 
 @contextlib.contextmanager
-def _born_ignoring_sigint():
-    """Children started inside ignore SIGINT from their first instruction (an
-    ignored signal stays ignored across exec, and Python then installs no handler),
-    so that a Ctrl-C while they import numpy and numba is the parent's alone, not a
-    KeyboardInterrupt traceback in each child. The parent holds a SIGINT of that
-    moment pending (a blocked signal is not discarded) and takes it after."""
+def _born_with_sigint_blocked():
+    """Children started inside hold SIGINT blocked from their first instruction (a
+    signal mask survives fork and exec) until worker_main ignores it, so that a
+    Ctrl-C while they import numpy and numba is the parent's alone, not a
+    KeyboardInterrupt traceback in each child. The parent's own disposition is never
+    SIG_IGN here: another of its threads (numba's, multiprocessing's) may be handed
+    a process-wide SIGINT, and would discard it. A Ctrl-C of this moment is kept
+    and raised once the block ends, so that no child is left half started.
+    multiprocessing's resource tracker is started first: its start unblocks SIGINT
+    on its way out."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    resource_tracker.ensure_running()
+    kept = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: kept.append(signum))
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # runs the handler
         signal.signal(signal.SIGINT, previous)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        if kept:
+            signal.raise_signal(signal.SIGINT)
+
 
 class ProcessesBackend(HostBackend):
     name = "processes"
@@ -156,10 +166,10 @@ class ProcessesBackend(HostBackend):
             parent_end, child_end = context.Pipe()
             process = context.Process(target=worker_main, args=(child_end, setup, w),
                                       name=f"hogwild-worker-{w}", daemon=True)
-            with _born_ignoring_sigint():
+            with _born_with_sigint_blocked():
                 process.start()
-            child_end.close()
-            self._processes[w], self._pipes[w] = process, parent_end
+                child_end.close()
+                self._processes[w], self._pipes[w] = process, parent_end
         self._collect(set(self._processes), None)
         self._segments.unlink_files()  # every child has mapped every segment
         self.startup_seconds = time.perf_counter() - start
