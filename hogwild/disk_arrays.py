@@ -161,9 +161,19 @@ def extremes(array):
     return low, high
 
 
+def mapped_file(array):
+    """The file that ``array`` (or the array it views) is memory-mapped from, or None."""
+    while isinstance(array, np.ndarray):
+        if isinstance(array, np.memmap) and array.filename:
+            return array.filename
+        array = array.base
+    return None
+
+
 def occurrences(ids, n):
     """How many times each of 0..n-1 occurs in ``ids`` (an id outside is a
-    HogwildError), a piece at a time in compiled code: np.bincount would first copy int32 ids
+    HogwildError, naming the file of a memory-mapped ``ids``), a piece at a time in
+    compiled code: np.bincount would first copy int32 ids
     to int64, 8 bytes an id.
 
     Each thread counts a part of ``ids`` into counts of its own, summed at the end
@@ -171,6 +181,8 @@ def occurrences(ids, n):
     its whole default run); parts hold at least 4 ids per count, so that their
     int32 counts add at most a quarter of the ids' own bytes."""
     bounds = part_bounds(ids.size, 4 * max(n, 1))
+    mapped = mapped_file(ids)  # a cache entry's, checked when made: a bad id is an edit
+    where = f"{mapped}: " if mapped else ""
     kind = np.int32 if np.diff(bounds).max() < 2**31 else np.int64
 
     def count_part(part):
@@ -179,8 +191,8 @@ def occurrences(ids, n):
         for piece in pieces(ids[bounds[part]:bounds[part + 1]]):
             bad = _count(piece, counts)
             if bad >= 0:
-                raise HogwildError(f"id {int(piece[bad])} at position {at + bad:,} is not "
-                                   f"in 0..{n - 1:,}")
+                raise HogwildError(f"{where}id {int(piece[bad])} at position {at + bad:,} is "
+                                   f"not in 0..{n - 1:,}")
             at += piece.shape[0]
         return counts
 

@@ -81,23 +81,31 @@ def test_a_ctrl_c_inside_llvmlites_object_cache_hook_waits_for_it_to_return(monk
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_a_ctrl_c_inside_an_imports_pyrun_string_still_exits_130(tmp_path):
-    """A Ctrl-C 0.25 s after launch, while a Cython module ran its PyRun_String on
+_INTERRUPTED_PYRUN = ("import ctypes\n"
+                      "ctypes.pythonapi.PyRun_SimpleString(\n"
+                      "    b'import signal; signal.raise_signal(signal.SIGINT)')\n")
+
+
+@pytest.mark.parametrize("fake_cli", [
+    _INTERRUPTED_PYRUN + "def main():\n    return 0\n",  # during the launcher's imports
+    "import sys\ndef main():\n" + "".join(f"    {line}\n" for line in (
+        _INTERRUPTED_PYRUN + "print('hogwild: interrupted', file=sys.stderr)\n"
+        "return 130").splitlines()),  # in an import of the command's, which said so
+], ids=["launcher-import", "command-import"])
+def test_a_ctrl_c_inside_an_imports_pyrun_string_still_exits_130(tmp_path, fake_cli):
+    """A Ctrl-C 0.25 s after launch, while a compiled module ran its PyRun_String on
     import, printed "hogwild: interrupted" and then the process died by SIGINT (exit
     -2): CPython remembers a KeyboardInterrupt raised in PyRun_String and kills
-    itself at exit. The launcher's exit after an interrupted import is now 130."""
+    itself at exit. So did a Ctrl-C at start-up of `hogwild run mc` (fault
+    injection, 1 of 5), in an import of the command's. Both now exit 130."""
     import os
     import subprocess
     from pathlib import Path
 
-    fake = tmp_path / "hogwild"  # a hogwild.cli whose import is interrupted in PyRun_String
+    fake = tmp_path / "hogwild"  # a hogwild.cli interrupted in PyRun_String
     (fake / "cli").mkdir(parents=True)
     (fake / "__init__.py").write_text("")
-    (fake / "cli" / "__init__.py").write_text(
-        "import ctypes\n"
-        "ctypes.pythonapi.PyRun_SimpleString(\n"
-        "    b'import signal; signal.raise_signal(signal.SIGINT)')\n"
-        "def main():\n    return 0\n")
+    (fake / "cli" / "__init__.py").write_text(fake_cli)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(tmp_path), str(Path(__file__).resolve().parent.parent)])}
     done = subprocess.run([sys.executable, "-m", "hogwild_launcher"], capture_output=True,

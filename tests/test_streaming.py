@@ -465,9 +465,11 @@ def test_early_stopping_on_ratings_whose_file_shrank_is_an_error_not_sigbus(tmp_
 
 def test_an_id_edited_before_the_objective_is_built_is_an_error_not_a_write(tmp_path):
     """The SVM counts its features' rows before any run (compiled code): an id edited
-    in the cache since its checksum was read wrote past the counts (SIGSEGV)."""
+    in the cache since its checksum was read wrote past the counts (SIGSEGV). The
+    error names the file (fault injection's edit-mid-run once met it unnamed)."""
     X, labels = click_rows(tmp_path)
     edit_in_place(tmp_path / "clicks" / "train_indices.npy", 5, 10**9)
     with pytest.raises(HogwildError) as error:
         svm(X, labels)
-    assert str(error.value) == "id 1000000000 at position 5 is not in 0..599"
+    assert str(error.value) == (f"{tmp_path / 'clicks' / 'train_indices.npy'}: id 1000000000 "
+                                "at position 5 is not in 0..599")
