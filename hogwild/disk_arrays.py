@@ -173,8 +173,7 @@ def mapped_file(array):
 def occurrences(ids, n):
     """How many times each of 0..n-1 occurs in ``ids`` (an id outside is a
     HogwildError, naming the file of a memory-mapped ``ids``), a piece at a time in
-    compiled code: np.bincount would first copy int32 ids
-    to int64, 8 bytes an id.
+    compiled code: np.bincount would first copy int32 ids to int64, 8 bytes an id.
 
     Each thread counts a part of ``ids`` into counts of its own, summed at the end
     (0.25 s of one thread for the 2e7 ids of a million-row click log, a tenth of
