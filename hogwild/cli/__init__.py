@@ -58,10 +58,6 @@ def main(argv=None):
         status = _dispatch(args, argv)
     if status and not getattr(args, "stopped_together", False):
         abort_job(status)  # else the other ranks would wait for this one for ever
-    if "mpi4py" in sys.modules:
-        from hogwild.backends.mpi import exit_if_ranks_were_lost
-
-        exit_if_ranks_were_lost(status)  # (MPI_Finalize might wait for the lost ranks)
     return status
 
 

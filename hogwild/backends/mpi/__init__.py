@@ -64,9 +64,8 @@ starts MPI on import: import_mpi does, when a run or a command needs it.
 """
 from hogwild.backends.mpi.backend import MPIBackend
 from hogwild.backends.mpi.hierarchy import HierarchicalReducer, Nodes
-from hogwild.backends.mpi.job import (STARTED_FOLDER_VARIABLE, agree, exit_if_ranks_were_lost,
-                                      import_mpi, in_mpi_job, job_chief, job_local_size,
-                                      job_rank, job_size)
+from hogwild.backends.mpi.job import (STARTED_FOLDER_VARIABLE, agree, import_mpi, in_mpi_job,
+                                      job_chief, job_local_size, job_rank, job_size)
 from hogwild.backends.mpi.launcher import remove_stale_sessions
 from hogwild.backends.mpi.probe import SitOut, measure_link, probe_sizes, time_algorithms
 from hogwild.backends.mpi.settings import AllreduceSettings, step_factor
@@ -74,7 +73,6 @@ from hogwild.backends.mpi.summation import SummationService
 from hogwild.backends.mpi.survival import rank_lost
 
 __all__ = ["STARTED_FOLDER_VARIABLE", "AllreduceSettings", "HierarchicalReducer", "MPIBackend",
-           "Nodes", "SitOut", "SummationService", "agree", "exit_if_ranks_were_lost",
-           "import_mpi", "in_mpi_job",
-           "job_chief", "job_local_size", "job_rank", "job_size", "measure_link", "probe_sizes",
-           "rank_lost", "remove_stale_sessions", "step_factor", "time_algorithms"]
+           "Nodes", "SitOut", "SummationService", "agree", "import_mpi",
+           "in_mpi_job", "job_chief", "job_local_size", "job_rank", "job_size", "measure_link",
+           "probe_sizes", "rank_lost", "remove_stale_sessions", "step_factor", "time_algorithms"]

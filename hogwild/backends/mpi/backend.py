@@ -9,8 +9,7 @@ from hogwild.backends.base import HostBackend
 from hogwild.backends.host import aligned_copy
 from hogwild.backends.mpi.exchange import Allreduce
 from hogwild.backends.mpi.hierarchy import HierarchicalReducer, Nodes
-from hogwild.backends.mpi.job import agree, import_mpi, job_local_size, run_fields, \
-    survivors_chief
+from hogwild.backends.mpi.job import agree, import_mpi, job_local_size, run_fields, survived
 from hogwild.backends.mpi.probe import measure_link
 from hogwild.backends.mpi.settings import LOCAL_SCHEDULERS, step_factor
 from hogwild.backends.mpi.survival import rank_lost, shrink, world_ranks
@@ -266,7 +265,7 @@ class MPIBackend(HostBackend):
         self.rank, self.ranks = survivors.Get_rank(), survivors.Get_size()
         self.nodes = self.links_by_node = self.leaders_algorithm = None  # as they were
         self.reports = self.rank == 0
-        survivors_chief(self.reports)
+        survived(MPI, survivors, self.reports)
         exchange.done, exchange.updates, exchange.pending = done, updates, 0
         exchange.use(survivors, reducer)
         self._split()

@@ -2,6 +2,8 @@
 and the job's size (known before MPI starts), starting MPI (import_mpi), ending
 the whole job on an uncaught exception, removing the names of Open MPI's
 shared-memory segments, and the ranks' agreement on what they run."""
+import atexit
+import ctypes
 import dataclasses
 import os
 import sys
@@ -17,6 +19,7 @@ LOCAL_SIZE_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LO
 SEGMENT_PREFIX = "sm_segment."  # Open MPI's shared-memory transport, one file per rank
 SEGMENT_FOLDER_VARIABLE = "OMPI_MCA_btl_sm_backing_directory"  # where it makes them
 STARTED_FOLDER_VARIABLE = "HOGWILD_STARTED_FOLDER"  # where each rank marks MPI_Init done
+OPEN_MPI_LIBRARY = "libmpi.so.40"  # its soname since Open MPI 3
 
 
 def in_mpi_job():
@@ -35,36 +38,47 @@ def job_size():
     return _launcher_number(SIZE_VARIABLES, 1)
 
 
-_CHIEF = {}  # whether this process became the chief after ranks were lost (see job_chief)
+_SURVIVORS = {}  # after ranks were lost: whether this process is the chief, and the
+# survivors' communicator (see survived)
 
 
 def job_chief():
     """Whether this process is the job's chief, who reports and writes: rank 0, or
     once ranks were lost (hogwild.backends.mpi.survival), the lowest survivor."""
-    return _CHIEF.get("chief", job_rank() == 0)
+    return _SURVIVORS.get("chief", job_rank() == 0)
 
 
-def survivors_chief(chief):
-    """Record whether this process is the chief among the survivors of a lost rank.
-    A new chief whose stdout the command line silenced (as a rank other than 0's)
-    gets it back: it reports from now on."""
-    _CHIEF["chief"] = chief
+def survived(MPI, survivors, chief):
+    """Record that ranks of this job were lost and this process goes on among
+    ``survivors``, as their chief or not. A new chief whose stdout the command
+    line silenced (as a rank other than 0's) gets it back: it reports from now on.
+    At exit the survivors meet in a barrier of their own, and MPI_Finalize then
+    skips its fence over the whole job, which can wait for the dead ranks for ever
+    (PMIx counts them: open-mpi/ompi#11404; here about one run in 10 under load)."""
+    if not _SURVIVORS:
+        atexit.register(_finalize_among_survivors, MPI)  # (before mpi4py's MPI_Finalize)
+    _SURVIVORS.update(chief=chief, comm=survivors)
     if chief and getattr(sys.stdout, "name", None) == os.devnull:
         silenced, sys.stdout = sys.stdout, sys.__stdout__
         silenced.close()
 
 
-def exit_if_ranks_were_lost(status):
-    """End this process at once with ``status`` where ranks of its job were lost
-    and it survived them: MPI_Finalize can then wait for the dead ranks for ever
-    (PMIx's fence at finalize counts them: open-mpi/ompi#11404; here about one
-    run in 40), and under ULFM mpirun takes survivors that skip it as a job that
-    ended well. Nothing where no rank was lost."""
-    if "chief" not in _CHIEF:
-        return
+def _finalize_among_survivors(MPI):
+    """The survivors' barrier, then Open MPI's ``async_mpi_finalize`` (an MCA
+    parameter read at MPI_Init only, hence set in the library): no fence in
+    MPI_Finalize. The barrier keeps what the fence is for (no rank leaves while
+    another still needs its messages); a rank lost meanwhile is no reason to wait."""
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(int(status or 0))
+    try:
+        _SURVIVORS["comm"].Barrier()
+    except MPI.Exception:
+        pass
+    try:
+        library = ctypes.CDLL(OPEN_MPI_LIBRARY, mode=os.RTLD_NOLOAD)  # (the one loaded)
+        ctypes.c_bool.in_dll(library, "ompi_async_mpi_finalize").value = True
+    except (OSError, ValueError):  # not Open MPI 3 to 5 (whose ULFM alone survives a loss)
+        pass
 
 
 def job_local_size():
