@@ -5,7 +5,8 @@ Rank 0 prints one JSON object; every rank must reach the end (or the job fails).
                 options in argv[3]; a list there gives each rank its own value); prints
                 a SHA-256 of every rank's parameters, the objective and the report
     reference   the same SVM, then the synchronous averaging it should equal,
-                computed here without MPI's help; prints both digests
+                computed here without MPI's help (over the ranks that train: the
+                summation servers take no samples); prints both digests and the report
     contract    an objective of tests/reconcile_cases.py (argv[2]) with fit options
                 (argv[3]); prints rank 0's parameters and the recorded steps
     summation   BytePS's summation service with 0, 1 and 2 of the job's ranks serving,
@@ -71,7 +72,7 @@ def reference_case(settings):
     base + (sum of the ranks' changes) * (1 / ranks), in float32."""
     result = run(settings)
     problem = objective()
-    ranks, seed = COMM.size, 7
+    ranks, seed = COMM.size - settings.get("summation_servers", 0), 7
 
     loops = compile_loops(problem.update, problem.loss, problem.fastmath)
     layout = FlatLayout(problem.params, "mpi")
@@ -97,7 +98,8 @@ def reference_case(settings):
     engine.close()
     if COMM.rank == 0:
         print(json.dumps({"mpi": digest(result.params),
-                          "reference": digest(layout.views(state))}))
+                          "reference": digest(layout.views(state)),
+                          "distributed": result.distributed}))
 
 
 def contract_case(name, options):

@@ -151,6 +151,29 @@ def test_the_command_line_runs_a_two_rank_job_within_half_a_point_of_one_process
         and saved.settings["ranks"] == 2
 
 
+def test_the_command_line_trains_beside_a_summation_server_and_refuses_too_many():
+    """``--ranks 3 --summation-servers 1``: two ranks train, the third adds; the test
+    error is within 0.5 points of two ranks alone, and the summary says who did
+    what. Servers that would outnumber the ranks that train are one line, before
+    mpirun starts."""
+    common = ["run", "svm", "--epochs", "4", "--seed", "0", "--json"]
+    runs = {}
+    for extra in (["--ranks", "2"], ["--ranks", "3", "--summation-servers", "1"]):
+        done = subprocess.run(HOGWILD + common + extra, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs[extra[1]] = json.loads(done.stdout)
+    served = runs["3"]["distributed"]
+    assert (served["summation_servers"], served["ranks_that_train"]) == (1, 2)
+    assert served["algorithm"] == "summation_service" and runs["3"]["workers"] == 2
+    assert abs(runs["3"]["test_error"] - runs["2"]["test_error"]) <= 0.005
+    done = subprocess.run(HOGWILD + ["run", "svm", "--ranks", "4", "--summation-servers",
+                                     "3"], capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stderr) == (2, (
+        "hogwild: error: 3 summation servers in a job of 4 ranks: the servers add the "
+        "changes of at least 2 ranks that train\n"))
+
+
 def test_early_stopping_stops_every_rank_after_the_same_epoch_keeping_the_best():
     """Each rank scores the held-out rows on its averaged copy and the ranks agree
     on stopping (a rank that stopped alone would leave the others in an allreduce)."""
@@ -300,6 +323,52 @@ def test_the_summation_service_gives_every_worker_the_exact_sum():
     assert outcome.pop("1 servers, parts of 1000") == [0, 200, 400, 600, 1000]
     assert outcome.pop("2 servers, parts of 1000") == [0, 0, 0, 500, 1000]
     assert len(outcome) == 18 and all(outcome.values()), outcome
+
+
+def test_summation_servers_train_as_synchronous_sgd_by_hand_bitwise():
+    """Two ranks train and a third only adds (BytePS's summation service): the run
+    is bitwise synchronous averaging over the two computed without MPI, and the
+    report names the service and its server."""
+    result = job("reference", 3, {"sync_every": 400, "exchange": "dense",
+                                  "summation_servers": 1})
+    assert result["mpi"] == result["reference"]
+    report = result["distributed"]
+    assert (report["algorithm"], report["summation_servers"], report["ranks_that_train"],
+            report["ranks"]) == ("summation_service", 1, 2, 3)
+    assert report["dense"]["syncs"] == report["syncs"] > 0
+    assert report["predicted_sync_seconds"] == report["predicted_seconds"]["summation_service"]
+
+
+def test_a_lost_summation_server_or_trainer_is_survived():
+    """Under ULFM, the summation server killed in epoch 1 costs no update: the two
+    ranks that train redo the piece and go on with a flat allreduce, ending
+    bitwise where the undisturbed run ends (the sums of two are the same bits).
+    A rank that trains, killed, leaves one rank that trains and the server, which
+    then adds zeros in a flat allreduce (and so holds the parameters too); the run
+    still finishes, one line says so."""
+    settings = {"sync_every": 100, "exchange": "dense", "summation_servers": 1}
+    done, survivors = _losing(settings, 2)
+    assert sorted(survivors) == [0, 1]
+    undisturbed = job("params", 3, settings)
+    assert {line["digest"] for line in survivors.values()} == {undisturbed["digests"][0]}
+    assert survivors[0]["updates"] == [3000, 3000, 3000]
+    report = survivors[0]["distributed"]
+    assert (report["ranks"], report["ranks_at_start"]) == (2, 3)
+    (lost,) = report["lost_ranks"]
+    assert (lost["rank"], lost["summation_server"], lost["after_syncs"]) == (2, True, 11)
+    (line,) = err_lines(done.stderr, "hogwild: summation server")
+    assert line.startswith("hogwild: summation server 2 was lost in epoch 1 (after 11 "
+                           "syncs); the ranks' ") and line.endswith(" allreduce adds the changes")
+    done, survivors = _losing(settings, 1)
+    assert sorted(survivors) == [0, 2]
+    assert survivors[0]["digest"] == survivors[2]["digest"]  # the server's kept since
+    report = survivors[0]["distributed"]
+    assert (report["ranks"], report["summation_servers"], report["ranks_that_train"]) == (2, 1, 1)
+    assert err_lines(done.stderr, "hogwild: rank") == [
+        "hogwild: rank 1 was lost in epoch 1 (after 11 syncs); 1 rank goes on with its "
+        "samples, its unfinished piece's updates (at most 100) lost"]
+    assert abs(survivors[0]["objective"] - undisturbed["objective"]) \
+        < 0.02 * undisturbed["objective"]
 
 
 def test_an_allreduce_probe_of_absurd_size_is_one_error_on_every_rank():
@@ -452,17 +521,11 @@ def test_the_survivors_of_a_rank_killed_mid_epoch_agree_and_finish_the_run():
     parameters are bitwise the same whichever rank died."""
     settings = {"sync_every": 100, "algorithm": "ring"}  # (auto's pick, by a measured
     # link, would change the sums' rounding from run to run)
-
-    def losing(rank):
-        done = mpirun(3, [sys.executable, JOBS, "lose", json.dumps(settings),
-                          json.dumps({"lose_rank": rank, "lose_at": 12})], fault_tolerant=True)
-        assert done.returncode == 0, done.stderr[-3000:]
-        return done, {line["rank"]: line for line in map(json.loads, done.stdout.splitlines())}
-    done, survivors = losing(2)
+    done, survivors = _losing(settings, 2)
     assert sorted(survivors) == [0, 1]
     assert survivors[0]["digest"] == survivors[1]["digest"]
     # the survivors' run does not depend on which rank died: rank 0 (the chief) alike
-    _, without_chief = losing(0)
+    _, without_chief = _losing(settings, 0)
     assert sorted(without_chief) == [1, 2]
     assert {line["digest"] for line in without_chief.values()} == {survivors[0]["digest"]}
     report = survivors[0]["distributed"]
@@ -477,6 +540,15 @@ def test_the_survivors_of_a_rank_killed_mid_epoch_agree_and_finish_the_run():
         "samples, its unfinished piece's updates (at most 100) lost"]
     whole = job("params", 3, settings)
     assert abs(survivors[0]["objective"] - whole["objective"]) < 0.01 * whole["objective"]
+
+
+def _losing(settings, rank):
+    """The lose job on 3 ranks under ULFM, ``rank`` killing itself before its 12th
+    reconcile: (mpirun's outcome, {rank: the JSON line} of the survivors)."""
+    done = mpirun(3, [sys.executable, JOBS, "lose", json.dumps(settings),
+                      json.dumps({"lose_rank": rank, "lose_at": 12})], fault_tolerant=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done, {line["rank"]: line for line in map(json.loads, done.stdout.splitlines())}
 
 
 def err_lines(stderr, start):
@@ -644,6 +716,10 @@ def test_settings_are_checked_when_the_config_is_built():
         ({"warmup_epochs": 2, "step_scaling": "none"}, "warmup_epochs ramps the step up to "
                                                        "the linear scaling rule's; it needs "
                                                        "step_scaling='linear'"),
+        ({"summation_servers": -1}, "summation_servers must be an integer >= 0, got -1"),
+        ({"summation_servers": 1, "algorithm": "ring"},
+         "summation servers sum the changes themselves; allreduce algorithm 'ring' would "
+         "not run: leave it 'auto'"),
     ]:
         with pytest.raises(HogwildError) as error:
             TrainingConfig(backend="mpi", distributed=fields)

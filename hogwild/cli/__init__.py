@@ -32,7 +32,8 @@ from hogwild.cli.options import check_numbers, build_parser
 from hogwild.cli.probe import run_probe
 from hogwild.cli.ranks import abort_job, launch
 from hogwild.cli.run import run_cuts, run_implicit, run_mc, run_svm
-from hogwild.backends.mpi import agree, import_mpi, in_mpi_job, job_rank, job_size, rank_lost
+from hogwild.backends.mpi import agree, check_summation_servers, import_mpi, in_mpi_job, \
+    job_rank, job_size, rank_lost
 from hogwild.errors import HogwildError, Interrupted
 from hogwild.interrupts import interrupts_kept
 from hogwild.paths import not_regular
@@ -120,6 +121,7 @@ def _runs_here(args):
     if ranks is not None and not in_mpi_job():
         if getattr(args, "backend", "mpi") not in ("threads", "mpi"):
             raise HogwildError(f"--ranks runs backend mpi; got --backend {args.backend}")
+        check_summation_servers(getattr(args, "summation_servers", None) or 0, ranks)
         return False
     if ranks is not None and ranks != job_size():
         raise HogwildError(f"--ranks {ranks}: this MPI job has {job_size()} ranks")

@@ -241,6 +241,11 @@ def _add_training_options(parser, problem):
                             "segmented_ring, rabenseifner, or hierarchical (a reduce inside "
                             "each machine, the machines' leaders' allreduce over the network, "
                             "a broadcast inside each machine)")
+    group.add_argument("--summation-servers", type=integer, default=None, metavar="K",
+                       help="with --backend mpi: the job's last K ranks take no samples and "
+                            "only add up the others' changes at each sync (BytePS's summation "
+                            "service: for spare machines, whose links then carry part of the "
+                            "traffic; at most as many as the ranks that train; default 0)")
     group.add_argument("--exchange",
                        help="with --backend mpi: dense (allreduce every coordinate), sparse "
                             "(allgather the changed ones) or auto (whichever moves fewer "
@@ -283,7 +288,7 @@ BACKEND_OPTIONS = {
     "ray": {"ray_address": None, "nodes": 2, "staleness": "0", "staleness_aware": False,
             "clock_every": None},
     "mpi": {"sync_every": None, "allreduce": "auto", "exchange": "auto",
-            "step_scaling": "linear", "warmup_epochs": 0.0},
+            "step_scaling": "linear", "warmup_epochs": 0.0, "summation_servers": 0},
 }
 
 
@@ -301,7 +306,8 @@ def _distributed(args, backend=None):
     if backend == "mpi":
         return {"sync_every": option["sync_every"], "algorithm": option["allreduce"],
                 "exchange": option["exchange"], "step_scaling": option["step_scaling"],
-                "warmup_epochs": option["warmup_epochs"]}
+                "warmup_epochs": option["warmup_epochs"],
+                "summation_servers": option["summation_servers"]}
     if backend != "ray":
         return None
     return {"nodes": option["nodes"], "staleness": _staleness(option["staleness"]),

@@ -149,7 +149,10 @@ def workers_text(scheduler, workers, distributed):
         return f"{scheduler} x {workers} workers"
     dense, sparse = distributed["dense"]["syncs"], distributed["sparse"]["syncs"]
     ways = []
-    if dense or not sparse:
+    servers = distributed.get("summation_servers", 0)
+    if servers and (dense or not sparse):
+        ways.append("the summation service" + (f" x {dense}" if sparse else ""))
+    elif dense or not sparse:
         ways.append(f"allreduce {distributed['algorithm']}" + (
             " (the model's choice)" if distributed["algorithm_by"] == "model" else "")
             + (f" x {dense}" if sparse else ""))
@@ -159,7 +162,9 @@ def workers_text(scheduler, workers, distributed):
     lost = distributed.get("lost_ranks", [])
     survived = (f" ({len(lost)} of {distributed['ranks_at_start']} lost: " + ", ".join(
         f"rank {r['rank']} in epoch {r['epoch']}" for r in lost) + ")") if lost else ""
-    return (f"{scheduler} x {distributed['ranks']} ranks{survived} x {threads} "
+    ranks = (f"{distributed['ranks_that_train']} ranks and {servers} summation server"
+             f"{'s' if servers > 1 else ''}" if servers else f"{distributed['ranks']} ranks")
+    return (f"{scheduler} x {ranks}{survived} x {threads} "
             f"thread{'s' if threads != 1 else ''}, changes averaged every "
             f"{f'{every} updates' if every else 'epoch'} by {' and '.join(ways)}")
 

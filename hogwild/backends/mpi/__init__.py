@@ -68,11 +68,13 @@ from hogwild.backends.mpi.job import (STARTED_FOLDER_VARIABLE, agree, import_mpi
                                       job_chief, job_local_size, job_rank, job_size)
 from hogwild.backends.mpi.launcher import remove_stale_sessions
 from hogwild.backends.mpi.probe import SitOut, measure_link, probe_sizes, time_algorithms
-from hogwild.backends.mpi.settings import AllreduceSettings, step_factor
+from hogwild.backends.mpi.settings import AllreduceSettings, check_summation_servers, \
+    step_factor
 from hogwild.backends.mpi.summation import SummationService
 from hogwild.backends.mpi.survival import rank_lost
 
 __all__ = ["STARTED_FOLDER_VARIABLE", "AllreduceSettings", "HierarchicalReducer", "MPIBackend",
-           "Nodes", "SitOut", "SummationService", "agree", "import_mpi",
-           "in_mpi_job", "job_chief", "job_local_size", "job_rank", "job_size", "measure_link",
-           "probe_sizes", "rank_lost", "remove_stale_sessions", "step_factor", "time_algorithms"]
+           "Nodes", "SitOut", "SummationService", "agree", "check_summation_servers",
+           "import_mpi", "in_mpi_job", "job_chief", "job_local_size", "job_rank", "job_size",
+           "measure_link", "probe_sizes", "rank_lost", "remove_stale_sessions", "step_factor",
+           "time_algorithms"]

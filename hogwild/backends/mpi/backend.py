@@ -11,12 +11,15 @@ from hogwild.backends.mpi.exchange import Allreduce
 from hogwild.backends.mpi.hierarchy import HierarchicalReducer, Nodes
 from hogwild.backends.mpi.job import agree, import_mpi, job_local_size, run_fields, survived
 from hogwild.backends.mpi.probe import measure_link
-from hogwild.backends.mpi.settings import LOCAL_SCHEDULERS, step_factor
-from hogwild.backends.mpi.survival import rank_lost, shrink, world_ranks
+from hogwild.backends.mpi.settings import LOCAL_SCHEDULERS, check_summation_servers, \
+    step_factor
+from hogwild.backends.mpi.summation import SummationService
+from hogwild.backends.mpi.survival import lost_line, rank_lost, shrink, world_ranks
 from hogwild.backends.mpi.tuning import tuned_communicator
 from hogwild.backends.sharding import FlatLayout, node_samples, piece_plans, pieces_per_epoch, \
     run_seed
 from hogwild.backends.threads import ThreadsBackend
+from hogwild.cluster_costs import summation_service
 from hogwild.collectives import LinkCosts, choose
 from hogwild.errors import HogwildError
 from hogwild.limits import usable_cores
@@ -31,7 +34,9 @@ class _PieceLost(Exception):
 class MPIBackend(HostBackend):
     """One rank's side of a synchronous data-parallel run: its share of the samples
     on the threads backend, an Allreduce after each piece. Under ULFM it survives
-    lost ranks (_survive)."""
+    lost ranks (_survive). With summation servers, the job's last ranks take no
+    samples: they run the same pieces with nothing to train, and add up a part of
+    the others' changes at each sync (hogwild.backends.mpi.summation)."""
 
     name = "mpi"
     schedulers = LOCAL_SCHEDULERS
@@ -56,6 +61,9 @@ class MPIBackend(HostBackend):
         self.rank, self.ranks = self.comm.Get_rank(), self.comm.Get_size()
         self.reports = self.rank == 0
         self.settings, self.workers, self.epochs = config.distributed, workers, config.epochs
+        self.servers = self.settings.summation_servers
+        check_summation_servers(self.servers, self.ranks)
+        self.first_server = self.trainers  # the world rank of the first summation server
         self.seed = run_seed(config.seed)
         self.run_length = config.shuffle_block
         self.scheduler = get_scheduler(config.scheduler)
@@ -72,6 +80,16 @@ class MPIBackend(HostBackend):
         self.epoch, self.epoch_done = 0, 1.0  # the epoch and its fraction reconciled
         self.began = time.perf_counter()
 
+    @property
+    def trainers(self):
+        """The ranks that take samples: all but the summation servers."""
+        return self.ranks - self.servers
+
+    @property
+    def serves(self):
+        """Whether this rank is a summation server (no samples; it only adds)."""
+        return self.rank >= self.trainers
+
     def agree(self, config, objective):
         """Every rank's run settings equal rank 0's (run_fields): the first collective
         of a fit, so that ranks that differ fail together instead of waiting."""
@@ -81,15 +99,17 @@ class MPIBackend(HostBackend):
         settings = config.distributed
         return {"backend": "mpi", "ranks": self.ranks, "sync_every": settings.sync_every,
                 "step_scaling": settings.step_scaling,
-                "warmup_epochs": settings.warmup_epochs}
+                "warmup_epochs": settings.warmup_epochs,
+                "summation_servers": self.servers}
 
     def worker_count(self, planned):
-        return self.ranks * planned
+        return self.trainers * planned
 
     def share(self, params, data, n_samples):
-        if self.ranks > n_samples:
-            raise HogwildError(f"{self.ranks} ranks for {n_samples} samples: at most one "
-                               "rank per sample")
+        if self.trainers > n_samples:
+            training = " that train" if self.servers else ""
+            raise HogwildError(f"{self.trainers} ranks{training} for {n_samples} samples: at "
+                               "most one rank per sample")
         self.n, self.data = n_samples, data
         layout = FlatLayout(params, "mpi")
         self._split()
@@ -97,15 +117,20 @@ class MPIBackend(HostBackend):
         self.comm.Bcast(flat, root=0)  # every rank starts from rank 0's parameters
         params, data = self.local.share(layout.views(flat), data, n_samples)
         self.exchange = Allreduce(self.MPI, self.comm, flat, params, layout,
-                                  self.settings.exchange, self.local.reload)
+                                  self.settings.exchange, self.local.reload, self.servers)
         return params, data
 
     def _split(self):
         """This rank's share of the samples, its planner and the pieces of an epoch,
-        for the ranks there are (again after a rank was lost)."""
-        self.first, self.last = node_samples(self.n, self.ranks, self.rank)
-        self.planner = self.scheduler.planner(self.last - self.first, self.workers)
-        self.pieces = pieces_per_epoch(self.n, self.ranks, self.settings.sync_every)
+        for the ranks there are (again after a rank was lost); a summation server's
+        share is empty."""
+        if self.serves:
+            self.first = self.last = self.n
+            self.planner = None
+        else:
+            self.first, self.last = node_samples(self.n, self.trainers, self.rank)
+            self.planner = self.scheduler.planner(self.last - self.first, self.workers)
+        self.pieces = pieces_per_epoch(self.n, self.trainers, self.settings.sync_every)
 
     def replicated(self):
         return self.local.replicated()
@@ -122,6 +147,14 @@ class MPIBackend(HostBackend):
             self.nodes = Nodes.of(self.MPI, self.comm)
             self.costs = measure_link(self.MPI, self.comm, partner=self.nodes.partner)
         self.choice, self.predictions = choose(self.ranks, size, self.costs)
+        if self.servers:
+            self.predictions["summation_service"] = summation_service(
+                self.trainers, self.servers, size, self.costs)
+            self.algorithm = self.choice = "summation_service"
+            self.nodes.free(self.MPI)
+            self.exchange.reducer = SummationService(self.MPI, self.comm, self.servers)
+            self.startup_seconds = time.perf_counter() - began
+            return
         if self.ranks > 1:
             if len(self.nodes.sizes) > 1 or self.settings.algorithm == "hierarchical":
                 self.links_by_node = self.nodes.links(self.MPI, self.comm)
@@ -164,12 +197,14 @@ class MPIBackend(HostBackend):
         """The epoch's pieces from the first not reconciled (on the ranks there are
         now); the local run's -1 when it was aborted."""
         ranks, pieces = self.ranks, self.pieces
-        plans = piece_plans(self.planner, self.n, ranks, self.rank, pieces, epoch, self.seed,
-                            self.run_length)
+        plans = None if self.serves else piece_plans(
+            self.planner, self.n, self.trainers, self.rank, pieces, epoch, self.seed,
+            self.run_length)
         for k in range(min(round(self.epoch_done * pieces), pieces), pieces):
             applied = steps.over(k / pieces, (k + 1) / pieces).scaled(
-                step_factor(self.settings, ranks, self.exchange.done, pieces))
-            done = self.local.run_epoch(loops, plans[k], params, data, applied, epoch)
+                step_factor(self.settings, self.trainers, self.exchange.done, pieces))
+            done = 0 if plans is None else self.local.run_epoch(loops, plans[k], params, data,
+                                                                applied, epoch)
             if done < 0:
                 return done
             self.exchange.pending = done
@@ -231,14 +266,15 @@ class MPIBackend(HostBackend):
 
     def _survive(self):
         """Go on without the ranks that died: shrink to the survivors, then take the
-        state of the most advanced one (the one that completed most collectives,
-        the lowest such), who sends its reconciled parameters, sync and update
-        counts, epoch and last result; a collective can complete on some ranks and
-        fail on others, never more than one apart. The shares, pieces and the
-        allreduce's communicator are made again for the survivors; the lowest
-        survivor becomes the chief (it reports and writes checkpoints). Returns
-        (the last result) where this rank lagged behind, else None. A rank lost
-        meanwhile: again."""
+        state of the most advanced rank that trains (the one that completed most
+        collectives, the lowest such), who sends its reconciled parameters, sync and
+        update counts, epoch and last result; a collective can complete on some
+        ranks and fail on others, never more than one apart (a summation server,
+        whose parameters are not kept, may be ahead: it goes back). The shares,
+        pieces and the allreduce's communicator are made again for the survivors;
+        the lowest survivor becomes the chief (it reports and writes checkpoints).
+        Returns (the last result) where this rank lagged behind, else None. A rank
+        lost meanwhile: again."""
         MPI, exchange, before = self.MPI, self.exchange, self.world
         while True:
             try:
@@ -246,40 +282,53 @@ class MPIBackend(HostBackend):
                                    else (exchange.reducer,))
                 self.comm = exchange.reducer = survivors
                 self.world = world_ranks(MPI, survivors)
-                positions = survivors.allgather(self.completed)
+                servers = sum(rank >= self.first_server for rank in self.world)
+                if servers == len(self.world):
+                    raise HogwildError("every rank that trained was lost; the summation "
+                                       "servers cannot go on alone")
+                positions = survivors.allgather(self.completed)[:len(self.world) - servers]
                 source = positions.index(max(positions))
                 survivors.Bcast(exchange.base, root=source)
                 done, updates, epoch, result = survivors.bcast(
                     (exchange.done, exchange.updates, self.epoch, self.last_result), root=source)
-                reducer = self._flat_reducer(survivors)
+                self.rank, self.ranks = survivors.Get_rank(), survivors.Get_size()
+                self.servers = servers
+                reducer = self._survivors_reducer(survivors)
                 break
             except MPI.Exception as error:
                 if not rank_lost(MPI, error):
                     raise
-        unfinished = math.ceil(self.n / len(before) / self.pieces)  # (before _split)
+        trained = sum(rank < self.first_server for rank in before)
+        unfinished = math.ceil(self.n / trained / self.pieces)  # (before _split)
         lost = [{"rank": rank, "epoch": epoch + 1, "after_syncs": done,
+                 **({"summation_server": True} if rank >= self.first_server else {}),
                  "seconds": round(time.perf_counter() - self.began, 3),
                  "unfinished_piece_samples": unfinished}
                 for rank in before if rank not in self.world]
         self.lost += lost
-        self.rank, self.ranks = survivors.Get_rank(), survivors.Get_size()
         self.nodes = self.links_by_node = self.leaders_algorithm = None  # as they were
         self.reports = self.rank == 0
         survived(MPI, survivors, self.reports)
         exchange.done, exchange.updates, exchange.pending = done, updates, 0
-        exchange.use(survivors, reducer)
+        exchange.use(survivors, reducer, self.servers)
         self._split()
         for record in lost if self.reports else ():
-            print(f"hogwild: rank {record['rank']} was lost in epoch {record['epoch']} (after "
-                  f"{done:,} syncs); {self.ranks} rank{'s go' if self.ranks > 1 else ' goes'} "
-                  f"on with its samples, its unfinished piece's updates (at most "
-                  f"{unfinished:,}) lost", file=sys.stderr, flush=True)
-        return (result,) if self.completed < max(positions) else None
+            print(lost_line(record, done, self.trainers, reducer, self.algorithm),
+                  file=sys.stderr, flush=True)
+        if self.completed < max(positions):
+            return (result,)
+        self.completed = max(positions)  # a summation server that was ahead goes back
+        return None
 
-    def _flat_reducer(self, comm):
-        """The communicator of the survivors' allreduce: the algorithm asked for,
-        else (auto, or a hierarchical one: the nodes changed) the model's flat
-        choice on the link measured at the start."""
+    def _survivors_reducer(self, comm):
+        """The reducer of the survivors' allreduce: the summation service of the
+        servers left (at most as many as the ranks that train; the others add
+        zeros as if they trained), else the algorithm asked for, else (auto, or a
+        hierarchical one: the nodes changed) the model's flat choice on the link
+        measured at the start."""
+        if self.servers and self.trainers >= 2:
+            self.algorithm = "summation_service"
+            return SummationService(self.MPI, comm, min(self.servers, self.trainers))
         if self.settings.algorithm not in ("auto", "hierarchical"):
             self.algorithm = self.settings.algorithm
         else:
@@ -302,6 +351,8 @@ class MPIBackend(HostBackend):
         measured = self._collective(exchange.measured_seconds)
         return {
             "ranks": self.ranks, "rank": self.rank, "threads_per_rank": self.workers,
+            **({"summation_servers": self.servers, "ranks_that_train": self.trainers}
+               if self.servers else {}),
             **({"ranks_at_start": self.ranks_at_start, "lost_ranks": self.lost}
                if self.lost else {}),
             "sync_every": self.settings.sync_every, "syncs_per_epoch": self.pieces,
@@ -313,7 +364,8 @@ class MPIBackend(HostBackend):
             "message_bytes": int(exchange.flat.nbytes),
             "link": self.costs.figures(),
             "algorithm": self.algorithm,
-            "algorithm_by": "model" if self.settings.algorithm == "auto" else "user",
+            "algorithm_by": "model" if self.settings.algorithm == "auto" and not self.servers
+            else "user",
             "algorithm_forced": self.forced, "model_choice": self.choice,
             "predicted_seconds": self.predictions,
             "predicted_sync_seconds": self.predictions.get(self.algorithm),

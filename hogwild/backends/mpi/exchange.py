@@ -5,7 +5,9 @@ communicator, or, where fewer bytes move that way, an allgather of the changed
 coordinates (indices and values) that every rank adds up in rank order. The
 updates each rank ran since the last reconcile travel with the count of its
 changed coordinates, so every rank knows the job's total (``updates``) with no
-message of its own, and the survivors of a lost rank can agree on it."""
+message of its own, and the survivors of a lost rank can agree on it. Summation
+servers (the last ranks of the communicator, which take no samples) change
+nothing and only help to add: the mean is over the ranks that train."""
 import time
 
 import numpy as np
@@ -20,11 +22,12 @@ class Allreduce(Reconciler):
     AllreduceSettings' ("auto", "dense" or "sparse"). ``reducer`` (the
     communicator whose allreduce runs the chosen algorithm) is set after the
     link probe; ``after`` is called once the parameters changed (the local
-    engine's replicas reload them)."""
+    engine's replicas reload them). ``servers``: how many of comm's last ranks are
+    summation servers (their own parameters are not kept up to date)."""
 
-    def __init__(self, MPI, comm, flat, params, layout, exchange, after):
+    def __init__(self, MPI, comm, flat, params, layout, exchange, after, servers=0):
         self.MPI, self.comm, self.reducer = MPI, comm, comm
-        self.ranks = comm.Get_size()
+        self.ranks, self.servers = comm.Get_size(), servers
         self.flat, self.params, self.layout = flat, params, layout
         self.live = all(np.shares_memory(p, flat) for p in params)
         self.exchange, self.after = exchange, after
@@ -44,10 +47,16 @@ class Allreduce(Reconciler):
                               np.zeros(0, self.index_dtype), self.flat[:0],
                               self.flat.dtype.type(1.0))
 
-    def use(self, comm, reducer):
-        """Go on with the ranks of ``comm`` (the survivors of a lost rank) and
-        ``reducer``, from the state in ``base``."""
+    @property
+    def trainers(self):
+        """The ranks whose changes are averaged: all but the summation servers."""
+        return self.ranks - self.servers
+
+    def use(self, comm, reducer, servers):
+        """Go on with the ranks of ``comm`` (the survivors of a lost rank), the last
+        ``servers`` of them serving, and ``reducer``, from the state in ``base``."""
         self.comm, self.reducer, self.ranks = comm, reducer, comm.Get_size()
+        self.servers = servers
         self.flat[...] = self.base
         self._to_params()
 
@@ -96,7 +105,7 @@ class Allreduce(Reconciler):
         self.comm.Allgatherv(mine, [values, counts])
         seconds = time.perf_counter() - start
         apply_mean_of_changes(self.flat, self.base, self.scratch, indices, values,
-                              self.flat.dtype.type(1.0 / self.ranks))
+                              self.flat.dtype.type(1.0 / self.trainers))
         return indices.nbytes + values.nbytes, seconds
 
     def _allreduce(self):
@@ -104,7 +113,7 @@ class Allreduce(Reconciler):
         start = time.perf_counter()
         self.reducer.Allreduce(self.MPI.IN_PLACE, self.delta, op=self.MPI.SUM)
         seconds = time.perf_counter() - start
-        self.delta *= self.flat.dtype.type(1.0 / self.ranks)
+        self.delta *= self.flat.dtype.type(1.0 / self.trainers)
         np.add(self.base, self.delta, out=self.flat)
         self.base[...] = self.flat
         return self.flat.nbytes, seconds

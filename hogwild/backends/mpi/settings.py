@@ -24,6 +24,8 @@ class AllreduceSettings:
     exchange: str = "auto"            # dense allreduce, sparse allgather, or the smaller
     step_scaling: str = "linear"      # the step times the ranks (Goyal et al.), or "none"
     warmup_epochs: float = 0.0        # with "linear": reach it linearly over these epochs
+    summation_servers: int = 0        # the job's last ranks that take no samples and only
+    #                                   add (BytePS's summation service); 0: none
 
     def checked(self):
         """These settings validated, or a HogwildError naming the field."""
@@ -32,6 +34,10 @@ class AllreduceSettings:
         choose(ALGORITHM_CHOICES, self.algorithm, "allreduce algorithm")
         choose(EXCHANGES, self.exchange, "exchange")
         choose(STEP_SCALINGS, self.step_scaling, "step_scaling")
+        check_int("summation_servers", self.summation_servers, 0)
+        if self.summation_servers and self.algorithm != "auto":
+            raise HogwildError(f"summation servers sum the changes themselves; allreduce "
+                               f"algorithm {self.algorithm!r} would not run: leave it 'auto'")
         warmup = self.warmup_epochs
         if not (isinstance(warmup, (int, float)) and not isinstance(warmup, bool)
                 and 0 <= warmup <= MAX_EPOCHS):
@@ -41,6 +47,19 @@ class AllreduceSettings:
             raise HogwildError("warmup_epochs ramps the step up to the linear scaling rule's; "
                                "it needs step_scaling='linear'")
         return self
+
+
+def check_summation_servers(servers, ranks):
+    """``servers`` summation servers in a job of ``ranks`` ranks, or a HogwildError:
+    they add the changes of at least 2 ranks that train, and are at most as many."""
+    trainers = ranks - servers
+    if servers and trainers < 2:
+        raise HogwildError(f"{servers} summation server{'s' * (servers > 1)} in a job of "
+                           f"{ranks} ranks: the servers add the changes of at least 2 ranks "
+                           "that train")
+    if servers > trainers:
+        raise HogwildError(f"{servers} summation servers for {trainers} ranks that train: at "
+                           "most as many servers as those (BytePS's traffic falls no further)")
 
 
 def step_factor(settings, ranks, syncs_done, syncs_per_epoch):

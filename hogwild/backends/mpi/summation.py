@@ -21,7 +21,8 @@ _PUSH, _PULL = 31, 32  # message tags (chunks match in order: MPI does not overt
 
 class SummationService:
     """The reducer an exchange or the allreduce probe calls on every rank of
-    ``comm`` (``Allreduce(IN_PLACE, buffer, op)``, ``Barrier()``): on a worker it
+    ``comm`` (``Allreduce(IN_PLACE, buffer, op)``, ``Barrier()``, ``Revoke()``,
+    ``Free()``, as a communicator's): on a worker it
     sums the workers' ``buffer`` in place; on a server it takes part in summing a
     vector of ``buffer``'s length (its contents unused). ``servers`` ranks at the
     end of ``comm`` serve, at most as many as workers (BytePS gains nothing
@@ -92,6 +93,10 @@ class SummationService:
 
     def Barrier(self):
         self.comm.Barrier()
+
+    def Revoke(self):
+        """Revoke the communicator it sums on (a lost rank: hogwild.backends.mpi.survival)."""
+        self.comm.Revoke()
 
     def Free(self):
         self._buffers.clear()

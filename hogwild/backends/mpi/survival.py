@@ -38,3 +38,20 @@ def world_ranks(MPI, comm):
     finally:
         group.Free()
         world.Free()
+
+
+def lost_line(record, syncs, trainers, reducer, algorithm):
+    """The chief's line on a lost rank (``record``: one of MPIBackend.lost): a
+    summation server's costs no update, and says who adds now (``reducer``, the
+    survivors' allreduce: a SummationService or a communicator running
+    ``algorithm``); a rank that trained leaves its samples to the ``trainers``."""
+    if record.get("summation_server"):
+        servers = getattr(reducer, "servers", 0)
+        adders = (f"{servers} summation server{'s add' if servers > 1 else ' adds'}" if servers
+                  else f"the ranks' {algorithm} allreduce adds")
+        return (f"hogwild: summation server {record['rank']} was lost in epoch "
+                f"{record['epoch']} (after {syncs:,} syncs); {adders} the changes")
+    return (f"hogwild: rank {record['rank']} was lost in epoch {record['epoch']} (after "
+            f"{syncs:,} syncs); {trainers} rank{'s go' if trainers > 1 else ' goes'} on with "
+            f"its samples, its unfinished piece's updates (at most "
+            f"{record['unfinished_piece_samples']:,}) lost")
