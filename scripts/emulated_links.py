@@ -34,6 +34,7 @@ QUEUE = "100ms"  # a link's queue, at its rate: 10 ms lost packets when several 
 # to one at once (the summation servers), and TCP's 200 ms retransmission timeout
 # stalled the transfer; beyond the tbf bucket, no other queueing discipline (no
 # netem, fq_codel or prio) is in this kernel
+EAGER = str(8 << 20)  # bytes: Open MPI's TCP messages up to this size need no rendezvous
 
 
 def sh(*command, check=True):
@@ -184,6 +185,13 @@ def main(argv=None):
                    "oob_tcp_if_include", f"{SUBNET}.0/24", "--mca", "pml", "ob1", "--mca",
                    "btl", "tcp,self" + (",sm" if args.ranks_per_node > 1 else ""),
                    "--mca", "btl_tcp_if_include", f"{SUBNET}.0/24",
+                   # an exchange (data both ways at once) took twice its time in some runs:
+                   # a rendezvous message's acknowledgement waited behind the data going
+                   # the other way on the pair's one connection; messages up to EAGER go
+                   # without one, larger ones have two connections
+                   "--mca", "btl_tcp_links", "2", "--mca", "btl_tcp_eager_limit", EAGER,
+                   "--mca", "btl_tcp_rndv_eager_limit", EAGER,
+                   "--mca", "btl_tcp_max_send_size", EAGER,
                    *(["--mca", "mpi_yield_when_idle", "1"]
                      if args.ranks + spare > os.cpu_count() else []),
                    *(["-x", "PYTHONPATH"] if "PYTHONPATH" in os.environ else []),
