@@ -15,6 +15,8 @@ allreduce-probe`` there and tears everything down, however it ends.
         --plot docs/allreduce_1gbit.png
     sudo python scripts/emulated_links.py --ranks 4 --ranks-per-node 2 --rate 100mbit
         # 2 nodes of 2 ranks: the probe measures the hierarchical allreduce too
+    sudo python scripts/emulated_links.py --ranks 4 --rate 100mbit --straggler-rate 25mbit
+        # the last node on a slower link
 
 Root only (namespaces and traffic control); elsewhere it prints why it cannot run
 and exits with status 77 ("skipped").
@@ -66,10 +68,11 @@ def has_netem():
 
 class Links:
     """N namespaces hw-0..hw-N-1 on one bridge (in namespace hw-hub), and this
-    namespace on it too (mpirun's daemons call home over it)."""
+    namespace on it too (mpirun's daemons call home over it); ``rates``: each
+    namespace's link rate."""
 
-    def __init__(self, ranks, rate, delay, netem):
-        self.ranks, self.rate, self.delay, self.netem = ranks, rate, delay, netem
+    def __init__(self, rates, delay, netem):
+        self.ranks, self.rates, self.delay, self.netem = len(rates), rates, delay, netem
 
     def __enter__(self):
         try:
@@ -81,8 +84,9 @@ class Links:
                 sh("ip", "netns", "add", name)
                 self._join(f"hw{rank}", name, f"{SUBNET}.{rank + 1}")
                 sh("ip", "-n", name, "link", "set", "lo", "up")
-                self._shape(name, f"hw{rank}", delay=True)  # the rank's way out
-                self._shape("hw-hub", f"hw{rank}-br", delay=False)  # its way in
+                rate = self.rates[rank]
+                self._shape(name, f"hw{rank}", rate, delay=True)  # the rank's way out
+                self._shape("hw-hub", f"hw{rank}-br", rate, delay=False)  # its way in
             self._join("hwroot", None, f"{SUBNET}.254")
         except BaseException:
             self.__exit__()
@@ -100,7 +104,7 @@ class Links:
         sh(*where, "addr", "add", f"{address}/24", "dev", device)
         sh(*where, "link", "set", device, "up")
 
-    def _shape(self, namespace, device, delay):
+    def _shape(self, namespace, device, rate, delay):
         """The traffic leaving ``device``: the rate, and the delay where ``delay``
         and the kernel has netem; else rate alone (tbf, with a bucket of 20 us at
         the rate, at least 16 KB: a larger one lets the first bytes of every message
@@ -109,10 +113,10 @@ class Links:
         full-duplex link to a switch is: several ranks sending to one at once
         share its incoming rate."""
         if self.netem and delay:
-            qdisc = ["netem", "delay", self.delay, "rate", self.rate, "limit", "100000"]
+            qdisc = ["netem", "delay", self.delay, "rate", rate, "limit", "100000"]
         else:
-            burst = max(16_000, rate_bits(self.rate) // 8 // 50_000)
-            qdisc = ["tbf", "rate", self.rate, "burst", str(burst), "latency", QUEUE]
+            burst = max(16_000, rate_bits(rate) // 8 // 50_000)
+            qdisc = ["tbf", "rate", rate, "burst", str(burst), "latency", QUEUE]
         sh("ip", "netns", "exec", namespace, "tc", "qdisc", "add", "dev", device, "root",
            *qdisc)
 
@@ -123,13 +127,13 @@ class Links:
         sh("ip", "netns", "del", "hw-hub", check=False)
 
 
-def rate_bits(text):
+def rate_bits(text, option="--rate"):
     """Bits per second of a tc rate such as 1gbit, 100mbit."""
     units = {"gbit": 10**9, "mbit": 10**6, "kbit": 10**3, "bit": 1}
     for unit, scale in units.items():
         if text.lower().endswith(unit):
             return int(float(text[:-len(unit)]) * scale)
-    raise SystemExit(f"--rate {text!r}: expected e.g. 10gbit, 1gbit, 100mbit")
+    raise SystemExit(f"{option} {text!r}: expected e.g. 10gbit, 1gbit, 100mbit")
 
 
 def main(argv=None):
@@ -141,6 +145,8 @@ def main(argv=None):
                         help="K more nodes of one rank each that only add (BytePS's summation "
                              "service, measured beside the others; default 0)")
     parser.add_argument("--rate", default="1gbit", help="each rank's link rate (tc units)")
+    parser.add_argument("--straggler-rate", metavar="RATE",
+                        help="the last node's link rate instead (a straggler link; tc units)")
     parser.add_argument("--delay", default="1ms",
                         help="each rank's added one-way delay (needs netem)")
     parser.add_argument("--max-size", default="256MiB")
@@ -167,8 +173,13 @@ def main(argv=None):
                          f"{args.ranks_per_node}")
     nodes = args.ranks // args.ranks_per_node
     spare = args.summation_servers
+    rates = [args.rate] * (nodes + spare)
+    if args.straggler_rate:
+        rate_bits(args.straggler_rate, "--straggler-rate")  # (checked)
+        rates[nodes - 1] = args.straggler_rate  # the last node that trains
+        label += f"; node {nodes - 1}'s link {args.straggler_rate}"
     with tempfile.TemporaryDirectory() as scratch, \
-            Links(nodes + spare, args.rate, args.delay, netem):
+            Links(rates, args.delay, netem):
         agent = Path(scratch) / "agent.sh"  # "ssh HOST COMMAND" into a namespace
         agent.write_text('#!/bin/sh\nhost="$1"; shift\n'
                          'exec ip netns exec "$host" unshare --uts sh -c "hostname $host; $*"\n')
