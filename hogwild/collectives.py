@@ -57,8 +57,8 @@ ranks send across at once, their flows share the node's link (the round moves
 that many times the bytes over it). Recursive doubling and rabenseifner fold the
 ranks beyond a power of two into their neighbours and number the rest afresh
 (_fold), which moves some rounds across nodes; "nonoverlapping" runs Open MPI's
-binomial tree (a rank's parent is the rank with its highest bit cleared) level by
-level (_tree_levels); a ring step has one pair crossing between each two nodes
+binomial reduce and broadcast, on two different trees, level by level
+(_reduce_levels, _broadcast_levels); a ring step has one pair crossing between each two nodes
 (the job's own ring step where it was measured: ``nodes=(per_node, between,
 whole)``). Checked against emulated nodes of 2 and 3 ranks in
 docs/allreduce_probe_2x2_100mbit.md and docs/allreduce_probe_2x3_100mbit.md.
@@ -115,6 +115,10 @@ class LinkCosts:
         """Seconds of a ring step: every rank sends n bytes right, receives n from the left."""
         return self.alpha + n * (self.beta if self.beta_ring is None else self.beta_ring)
 
+    def slowest_message(self, n):
+        """Seconds of the slowest rank's n-byte message: every rank's link alike."""
+        return self.message(n)
+
     def figures(self):
         """The link for a report."""
         return {"alpha_s": self.alpha, "beta_s_per_byte": self.beta,
@@ -130,13 +134,16 @@ class MeasuredLink:
     gamma. Between two sizes a cost is interpolated linearly; past the largest it
     grows at the slope between the two largest (what large transfers pay); below
     the smallest it is the smallest's. Times that fall with size (noise) are raised
-    to the largest time of a smaller size, so a cost never falls as n grows."""
+    to the largest time of a smaller size, so a cost never falls as n grows.
+    ``slowest``: the slowest rank's message to rank 0 over the measured one's (a
+    straggler's link; 1 where every rank's is alike)."""
 
     sizes: tuple
     message_seconds: tuple
     exchange_seconds: tuple
     ring_seconds: tuple
     gamma: float
+    slowest: float = 1.0
 
     def __post_init__(self):
         sizes = np.asarray(self.sizes, np.float64)
@@ -153,6 +160,9 @@ class MeasuredLink:
                 np.asarray(times, np.float64)).tolist()))
         object.__setattr__(self, "sizes", tuple(int(z) for z in self.sizes))
         _check_seconds("gamma", self.gamma)
+        if not (isinstance(self.slowest, (int, float)) and math.isfinite(self.slowest)
+                and self.slowest >= 1):
+            raise HogwildError(f"slowest must be a finite number >= 1, got {self.slowest!r}")
 
     def _cost(self, times, n):
         sizes = self.sizes
@@ -172,6 +182,10 @@ class MeasuredLink:
         """Seconds of a ring step: every rank sends n bytes right, receives n from the left."""
         return self._cost(self.ring_seconds, n)
 
+    def slowest_message(self, n):
+        """Seconds of the slowest rank's n-byte message (to rank 0)."""
+        return self.message(n) * self.slowest
+
     def affine(self):
         """LinkCosts summing this link up: each beta the slope of its pattern between
         the two largest sizes, alpha what is left of the smallest message's time."""
@@ -185,7 +199,7 @@ class MeasuredLink:
         return {**self.affine().figures(), "bytes": list(self.sizes),
                 "message_s": list(self.message_seconds),
                 "exchange_round_s": list(self.exchange_seconds),
-                "ring_step_s": list(self.ring_seconds)}
+                "ring_step_s": list(self.ring_seconds), "slowest_message_factor": self.slowest}
 
 
 def _check_seconds(name, value):
@@ -218,8 +232,9 @@ def predict(algorithm, ranks, nbytes, costs, segment=DEFAULT_SEGMENT, nodes=None
     if algorithm == "nonoverlapping":
         rounds = [(_tree_transfers(p, k), 1 << k) for k in range(math.ceil(math.log2(p)))]
         sums = len(rounds) * n * g
-        if 1 < link.per_node < p:  # nodes of several ranks: Open MPI's tree, level by level
-            return 2 * sum(link.tree_level(n, edges) for edges in _tree_levels(p)) + sums
+        if 1 < link.per_node < p:  # nodes of several ranks: Open MPI's trees, level by level
+            return sum(link.tree_level(n, edges) for edges in
+                       _reduce_levels(p) + _broadcast_levels(p)) + sums
         return 2 * sum(link.message(n, apart) if transfers == 1 else link.ring_step(n, apart)
                        for transfers, apart in rounds) + sums
     if algorithm in ("ring", "segmented_ring"):
@@ -308,11 +323,13 @@ class Across:
     def gather(self, p, n):
         """One phase of the linear algorithm: rank 0 receives (or sends) n bytes from
         (to) every other rank, its node's over the link inside, the others' over
-        the one between, both at once."""
+        the one between, both at once; no faster than the slowest rank's message
+        (a straggler's link, as the job's link measured it)."""
         far = p - self.per_node
         near = min(self.per_node, p) - 1
         return max(self.inside.message(near * n) if near else 0.0,
-                   self.between.message(far * n) if far > 0 else 0.0)
+                   self.between.message(far * n) if far > 0 else 0.0,
+                   (self.between if self.whole is None else self.whole).slowest_message(n))
 
 
 def _fold(p, q):
@@ -331,14 +348,26 @@ def _partners(kept, distance):
     return [(kept[v], kept[v ^ distance]) for v in range(len(kept))]
 
 
-def _tree_levels(p):
-    """Open MPI's binomial tree over p ranks rooted at 0 (ompi_coll_base_topo_build_
-    bmtree: a rank's parent is the rank with its highest bit cleared), as levels of
-    (child, parent) transfers, the deepest first: the order of a reduce (a
-    broadcast runs them back)."""
+def _broadcast_levels(p):
+    """Open MPI's binomial broadcast over p ranks from rank 0 (its bmtree: a rank's
+    parent is the rank with its highest bit cleared), as levels of (child, parent)
+    transfers, by depth from the root."""
     depth = max(r.bit_count() for r in range(p))
     return [[(r, r ^ (1 << (r.bit_length() - 1))) for r in range(1, p) if r.bit_count() == d]
-            for d in range(depth, 0, -1)]
+            for d in range(1, depth + 1)]
+
+
+def _reduce_levels(p):
+    """Open MPI's binomial reduce over p ranks to rank 0, which runs on its in-order
+    bmtree (a rank's parent is the rank with its lowest set bit cleared: ranks 0-3
+    make 0 <- 1, 0 <- 2, 2 <- 3), as levels of (child, parent) transfers: a rank
+    sends once its children have, the leaves first."""
+    height = [1] * p  # of each rank's subtree; children are above their parent
+    for r in range(p - 1, 0, -1):
+        parent = r & (r - 1)
+        height[parent] = max(height[parent], height[r] + 1)
+    return [[(r, r & (r - 1)) for r in range(1, p) if height[r] == h]
+            for h in range(1, max(height[1:], default=0) + 1)]
 
 
 def _tree_transfers(p, k):

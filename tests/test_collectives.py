@@ -1,5 +1,5 @@
 """The allreduce cost model (hogwild.collectives) against its closed forms."""
-from dataclasses import astuple
+from dataclasses import astuple, replace
 
 import pytest
 
@@ -92,6 +92,26 @@ def test_a_measured_link_prices_each_step_at_its_own_size():
     assert dip.message_seconds == (3e-6, 3e-6, 5e-6)
 
 
+def test_a_straggler_link_prices_the_linear_gather_at_its_own_rate():
+    """One rank's link 5x slower than the partner's the probe timed (slowest=5): the
+    linear algorithm's gather on 4 ranks waits for that rank's message, 5 message
+    times, more than the 3 the others' messages take into rank 0 at once; the
+    algorithms priced by rounds that every rank runs are not changed (their
+    measured rounds already waited for the slowest rank)."""
+    sizes = [1 << k for k in range(10, 23, 2)]
+    even, straggler = measured(LINK, sizes), replace(measured(LINK, sizes), slowest=5.0)
+    n = 1 << 20
+    assert predict("basic_linear", 4, n, straggler) == pytest.approx(
+        2 * 5 * LINK.message(n) + 3 * n * LINK.gamma)
+    assert predict("basic_linear", 4, n, even) == pytest.approx(
+        2 * LINK.message(3 * n) + 3 * n * LINK.gamma)
+    assert predict("basic_linear", 8, n, replace(even, slowest=5.0)) == \
+        predict("basic_linear", 8, n, even)  # 7 messages into rank 0 take longer
+    for name in set(ALGORITHMS) - {"basic_linear"}:
+        assert predict(name, 4, n, straggler) == predict(name, 4, n, even), name
+    assert straggler.figures()["slowest_message_factor"] == 5.0
+
+
 @pytest.mark.parametrize("call,message", [
     (lambda: predict("tree", 4, 10, LINK), "unknown allreduce algorithm 'tree'; choose one "
      "of: basic_linear, nonoverlapping, recursive_doubling, ring, segmented_ring, "
@@ -106,6 +126,8 @@ def test_a_measured_link_prices_each_step_at_its_own_size():
      "have one time per size (2), got 1"),
     (lambda: MeasuredLink([8, 16], [1e-6, float("nan")], [1e-6] * 2, [1e-6] * 2, 0.0),
      "message_seconds must be a finite number >= 0 (seconds), got nan"),
+    (lambda: MeasuredLink([8, 16], [1e-6] * 2, [1e-6] * 2, [1e-6] * 2, 0.0, slowest=0.5),
+     "slowest must be a finite number >= 1, got 0.5"),
 ])
 def test_bad_input_is_named(call, message):
     with pytest.raises(HogwildError) as error:
@@ -149,10 +171,13 @@ def test_on_several_nodes_the_rounds_between_them_run_at_the_slower_link():
     assert predict("rabenseifner", 4, n, inside, nodes=nodes) == pytest.approx(
         2 * inside.exchange_round(n / 2) + 2 * between.exchange_round(2 * n / 4)
         + 3 * n / 4 * g)
-    # Open MPI's binomial tree (a rank's parent: its highest bit cleared) is 0 <- 1,
-    # 0 <- 2, 1 <- 3: 3 -> 1 crosses, then 2 -> 0 does, in the reduce and the broadcast
+    # Open MPI's binomial reduce runs on its in-order tree (a rank's parent: its
+    # lowest set bit cleared), 0 <- 1, 0 <- 2, 2 <- 3: 1 -> 0 and 3 -> 2 inside the
+    # nodes at once, then 2 -> 0 crosses; its broadcast on the other binomial tree (a
+    # rank's parent: its highest bit cleared), 0 -> 1, 0 -> 2, 1 -> 3: 0 -> 2 crosses,
+    # then 1 -> 3 does (measured on emulated nodes: 0.75x the four crossings' price)
     assert predict("nonoverlapping", 4, n, inside, nodes=nodes) == pytest.approx(
-        4 * between.message(n) + 2 * n * g)
+        inside.ring_step(n) + 3 * between.message(n) + 2 * n * g)
     assert predict("ring", 4, n, inside, nodes=nodes) == pytest.approx(
         6 * between.ring_step(n / 4) + 3 * n / 4 * g)  # one pair a step crosses
     # 6 ranks, 3 a node: recursive doubling folds 0 into 1 (inside) and 2 into 3

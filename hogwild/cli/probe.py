@@ -245,7 +245,9 @@ def markdown(report):
              f"{1 / max(link['beta_exchange_s_per_byte'], 1e-30) / 1e9:.2f} GB/s in pairwise "
              f"exchanges, {1 / max(link['beta_ring_s_per_byte'], 1e-30) / 1e9:.2f} GB/s in "
              "ring steps, reduction "
-             f"{1 / max(link['gamma_s_per_byte'], 1e-30) / 1e9:.2f} GB/s.", ""]
+             f"{1 / max(link['gamma_s_per_byte'], 1e-30) / 1e9:.2f} GB/s; the slowest rank's "
+             f"message to rank 0: {link.get('slowest_message_factor', 1.0):.2f}x the "
+             "probe partner's.", ""]
     if "ranks_per_node" in report:
         inside = report.get("link_inside_node")
         between = report["link_between_nodes"]

@@ -13,6 +13,7 @@ from hogwild.errors import HogwildError
 PROBE_SIZES = tuple(1 << k for k in range(10, 23, 2))  # bytes of the start-up probe, 1 KiB-4 MiB
 PROBE_REPEATS = 9  # repeats per size up to 1 MiB (3 above); the median counts
 RING_STEPS = 3  # ring steps back to back in a repeat of the link probe
+STRAGGLER_BYTES = 1 << 18  # each rank's message to rank 0, timed to find a slow link
 
 
 def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS, partner=1):
@@ -24,7 +25,8 @@ def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS, partner=1)
     to r + 1 while receiving from r - 1 (up to RING_STEPS steps back to back, as a
     ring runs them). A repeat is timed from a barrier by its slowest rank, divided
     by its rounds or steps; the median repeat counts. gamma is the time per byte
-    of a float32 sum on rank 0. Every rank gets rank 0's figures."""
+    of a float32 sum on rank 0; slowest, the slowest rank's message to rank 0 over
+    ``partner``'s (slowest_factor). Every rank gets rank 0's figures."""
     rank, ranks = comm.Get_rank(), comm.Get_size()
     power = 1 << (ranks.bit_length() - 1)  # ranks past the largest power of two wait
     rounds = power.bit_length() - 1
@@ -66,6 +68,7 @@ def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS, partner=1)
                 pattern(buffer, incoming)
                 rounds.append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX))
             times[name].append(float(np.median(rounds[1:])) / per)
+    slowest = slowest_factor(comm, partner, repeats=min(repeats, 3))
     costs = None
     if rank == 0:
         a = np.ones(1 << 18, np.float32)  # 1 MiB
@@ -77,8 +80,34 @@ def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS, partner=1)
             sums.append(time.perf_counter() - start)
         costs = MeasuredLink(tuple(sizes), tuple(times["ping_pong"]),
                              tuple(times["exchange"]), tuple(times["ring"]),
-                             min(sums) / a.nbytes)
+                             min(sums) / a.nbytes, slowest)
     return comm.bcast(costs, root=0)
+
+
+def slowest_factor(comm, partner, repeats, size=STRAGGLER_BYTES):
+    """On rank 0: the slowest rank's message of ``size`` bytes to rank 0 over
+    ``partner``'s (at least 1), each rank's the median of ``repeats`` timed from a
+    barrier, one rank at a time: a straggler's link, which the ping-pong with one
+    partner misses and the linear algorithm's gather waits for. None elsewhere."""
+    rank, ranks = comm.Get_rank(), comm.Get_size()
+    if ranks <= 2:  # the partner is the only other rank
+        return 1.0 if rank == 0 else None
+    buffer = np.zeros(size, np.uint8)
+    seconds = {}
+    for source in range(1, ranks):
+        times = []
+        for _ in range(repeats + 1):  # the first warms up
+            comm.Barrier()
+            start = time.perf_counter()
+            if rank == source:
+                comm.Send(buffer, dest=0, tag=10)
+            elif rank == 0:
+                comm.Recv(buffer, source=source, tag=10)
+            times.append(time.perf_counter() - start)
+        seconds[source] = float(np.median(times[1:]))
+    if rank != 0:
+        return None
+    return max(1.0, max(seconds.values()) / max(seconds[partner], 1e-9))
 
 
 def probe_sizes(smallest=1 << 10, largest=1 << 28, factor=4):
