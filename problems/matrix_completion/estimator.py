@@ -5,6 +5,7 @@ import threading
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 from hogwild.backends import get_backend
 from hogwild.datasets.cache import release_pages
@@ -16,10 +17,12 @@ from hogwild.limits import available_memory, check_workers, parse_size
 from hogwild.model_file import check_shapes, read_model, write_model
 from hogwild.objective import Metric
 from hogwild.phases import phase
+from hogwild.problems.matrix_completion.fold_in import (columns_replaced, fold_rows,
+                                                        ridge_rows, rows_replaced, rows_set)
 from hogwild.problems.matrix_completion.ids import (IdIndex, check_values, ratings_arrays,
                                                     relabelled, warn_unseen)
 from hogwild.problems.matrix_completion.kernels import group_by_user, predict_into
-from hogwild.problems.matrix_completion.ranking import top_n
+from hogwild.problems.matrix_completion.ranking import top_n, top_n_rows
 from hogwild.problems.matrix_completion.layouts import layout_key, load_layout, store_layout
 from hogwild.problems.matrix_completion.models import (ADAPTIVE_BIAS_REG, ADAPTIVE_INIT,
                                                        ADAPTIVE_MIN_RATINGS_PER_ROW,
@@ -384,6 +387,90 @@ class MatrixFactorization(Params):
             self.user_bias_ = np.zeros(params[0].shape[0], np.float32)
             self.item_bias_ = np.zeros(params[1].shape[0], np.float32)
 
+    # -- fold-in: new or changed users and items, the other side frozen -------------
+
+    def fold_in(self, ratings):
+        """Users' factors and biases from their ratings without retraining, the
+        items frozen: for each user in ``ratings`` (any form fit takes) the
+        minimiser of the training objective over their ratings, an exact ridge
+        solve (hogwild.problems.matrix_completion.fold_in). A user id the model
+        does not know is added; a known one's row, and the items it rated, are
+        replaced. Ratings of items the model does not know are left out, with a
+        warning. predict() and recommend() then serve them. Returns self."""
+        self._fold(ratings, "user")
+        return self
+
+    def fold_in_items(self, ratings):
+        """Items' factors and biases from their ratings without retraining, the
+        users frozen (see fold_in, sides swapped). Returns self."""
+        self._fold(ratings, "item")
+        return self
+
+    def _fold(self, ratings, side):
+        self._check_fitted()
+        other = "item" if side == "user" else "user"
+        raw = dict(zip(("user", "item", "value"), ratings_arrays(ratings)))
+        if not len(raw["user"]) == len(raw["item"]) == len(raw["value"]):
+            raise HogwildError(f"users, items and values must have the same length, got "
+                               f"{len(raw['user'])}, {len(raw['item'])} and "
+                               f"{len(raw['value'])}")
+        values = check_values(raw["value"]).astype(np.float64)
+        frozen = getattr(self, f"_{other}_index").find(np.asarray(raw[other]))
+        known = frozen >= 0
+        if not known.any():
+            raise HogwildError(f"no rating has an {other} the model knows: nothing to fold in")
+        if not known.all():
+            warnings.warn(f"{int((~known).sum())} of {known.size} ratings have an {other} the "
+                          f"model does not know; left out of the fold-in", stacklevel=3)
+        rows, row_of = IdIndex.build(np.asarray(raw[side])[known])
+        ids = getattr(self, f"{side}_ids_")
+        if ids.dtype.kind != rows.ids.dtype.kind and \
+                {ids.dtype.kind, rows.ids.dtype.kind} != {"i", "u"}:
+            raise HogwildError(f"{side} ids must be of the model's kind ({ids.dtype}), got "
+                               f"{rows.ids.dtype}")
+        found = getattr(self, f"_{side}_index").find(rows.ids)
+        new = found < 0
+        targets = found.copy()
+        targets[new] = ids.size + np.arange(int(new.sum()))
+        order = np.argsort(row_of, kind="stable")  # each row's ratings together
+        others, values = frozen[known][order].astype(np.int32), values[known][order]
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(row_of, minlength=len(rows)))])
+        form = rating_model(self.model)
+        values -= form.offset(self.global_mean_)
+        factors, biases = np.zeros((len(rows), self.rank)), np.zeros(len(rows))
+        F, offsets = getattr(self, f"{other}_factors_"), \
+            getattr(self, f"{other}_bias_").astype(np.float64)
+        fold_rows(lambda share: ridge_rows(F, offsets, indptr, others, values, share,
+                                           float(self.reg_), float(self.bias_reg_), form.biased,
+                                           form.biased, factors, biases), len(rows), self.workers)
+        n_items = self.item_factors_.shape[0]  # before items are added
+        for name, value in (("factors", factors), ("bias", biases)):
+            setattr(self, f"{side}_{name}_", rows_set(getattr(self, f"{side}_{name}_"), targets,
+                                                       value.astype(np.float32)))
+        setattr(self, f"{side}_ids_", np.concatenate([ids, rows.ids[new]]))
+        setattr(self, f"_{side}_index", IdIndex(getattr(self, f"{side}_ids_")))
+        self._fold_seen(side, n_items, targets, indptr, others, row_of[order])
+
+    def _fold_seen(self, side, n_items, targets, indptr, others, row_of):
+        """The items each user rated and the counts per item after a fold-in of rows
+        ``targets`` (``others`` the frozen side of their ratings, grouped by row)."""
+        items_now = self.item_factors_.shape[0]
+        if self._seen is None:  # ratings streamed from disk: no lists; counts grow
+            counts = np.zeros(items_now, np.int64)
+            counts[:n_items] = self.item_counts_
+            if side == "item":
+                counts[targets] = 0
+            self.item_counts_ = counts + np.bincount(
+                others if side == "user" else targets[row_of], minlength=items_now)
+            return
+        if side == "user":
+            self._seen = rows_replaced(*self._seen, n_items, targets, indptr, others)
+        else:
+            by_user = sp.csr_matrix((np.ones(others.size, np.int8), (others, row_of)),
+                                    shape=(self.user_factors_.shape[0], targets.size))
+            self._seen = columns_replaced(*self._seen, n_items, targets, by_user)
+        self.item_counts_ = np.bincount(self._seen[1], minlength=items_now).astype(np.int64)
+
     # -- prediction --------------------------------------------------------------------
 
     def _check_fitted(self):
@@ -459,6 +546,49 @@ class MatrixFactorization(Params):
             scores[grouped[indptr[u]:indptr[u + 1]]] = -np.inf
         best, best_scores = top_n(scores, n)
         return self.item_ids_[best], best_scores
+
+    def recommend_all(self, users=None, n=10, exclude_seen=True, unknown="fallback"):
+        """(item ids [len(users), n], scores float32 [len(users), n]): recommend()
+        for many users (external ids; None: every user, in user_ids_' order) at
+        once, best first, compiled and on ``workers`` threads (None: every core),
+        one score per item per thread in memory. Users never seen in training get
+        the cold start's items (with one warning) or, with unknown="error", a
+        HogwildError; so does a user with fewer than n items left to rank."""
+        self._check_fitted()
+        n = check_int("n", n, 1)
+        choose(("fallback", "error"), unknown, "unknown-id policy")
+        if exclude_seen and self._seen is None:
+            raise HogwildError("this model was trained on ratings streamed from disk and "
+                               "keeps no list of the items each user rated; pass "
+                               "exclude_seen=False")
+        given = self.user_ids_ if users is None else np.atleast_1d(np.asarray(users))
+        rows = np.arange(self.user_ids_.size) if users is None else self._user_index.find(given)
+        unseen = rows < 0
+        if unseen.any():
+            if unknown == "error":
+                first = given[np.argmax(unseen)]
+                first = first.item() if isinstance(first, np.generic) else first
+                raise HogwildError(f"user id {first!r} was never seen in training")
+            warnings.warn(f"{int(unseen.sum())} of {rows.size} users were never seen in "
+                          "training; recommending them the items an unseen user is "
+                          "predicted to rate highest", stacklevel=2)
+        items, scores = top_n_rows(self.user_factors_, self.item_factors_, self.item_bias_,
+                                   np.where(unseen, 0, rows), n,
+                                   self._seen if exclude_seen else None, self.workers)
+        short = (items[:, -1] < 0) & ~unseen
+        if short.any() or n > self.item_ids_.size:
+            first = given[np.argmax(short)] if short.any() else given[0]
+            first = first.item() if isinstance(first, np.generic) else first
+            raise HogwildError(f"user id {first!r} has fewer than n={n} items to rank; pass "
+                               "a smaller n" + (" or exclude_seen=False" if exclude_seen
+                                                else ""))
+        scores += (self.user_bias_[rows] + np.float32(
+            rating_model(self.model).offset(self.global_mean_)))[:, None]
+        if unseen.any():
+            fallback = self.global_mean_ + self.item_bias_.astype(np.float64)
+            best = np.lexsort((-self.item_counts_, -fallback))[:n]
+            items[unseen], scores[unseen] = best, fallback[best]
+        return self.item_ids_[items], scores
 
     # -- persistence -------------------------------------------------------------------
 

@@ -38,10 +38,15 @@ from hogwild.kernels.draws import below, sample_hash
 from hogwild.model_file import check_shapes, read_model, write_model
 from hogwild.objective import Metric, Objective
 from hogwild.phases import phase
+from hogwild.problems.matrix_completion.fold_in import (check_targets, columns_replaced,
+                                                        fold_rows, implicit_item_rows,
+                                                        implicit_user_rows, pass_steps,
+                                                        rows_replaced, rows_set)
 from hogwild.problems.matrix_completion.models import check_rank
 from hogwild.problems.matrix_completion.ranking import (interaction_lists, lower_bound,
-                                                        ranking_metrics, top_n)
+                                                        ranking_metrics, top_n, top_n_rows)
 from hogwild.random_init import normal_array
+from hogwild.steps import StepSchedule
 
 LOSSES = ("warp", "bpr")
 # Each loss's defaults at rank 32: chosen on MovieLens 100K (ratings >= 4, a per-user
@@ -279,8 +284,8 @@ class ImplicitFactorization(Params):
     user_factors_, item_factors_ : numpy.ndarray of float32
     item_bias_ : numpy.ndarray of float32
     item_counts_ : numpy.ndarray of int64
-        Training interactions per item (a user without any is recommended the
-        most popular).
+        Interactions per item, trained on or folded in (a user without any is
+        recommended the most popular).
     step_, decay_, reg_, init_scale_ : float
         The values used (None resolved for the loss).
     adaptive_ : bool
@@ -382,12 +387,94 @@ class ImplicitFactorization(Params):
         if not hasattr(self, "user_factors_"):
             raise not_fitted(self, "fit(interactions)")
 
-    def _item(self, item):
-        if isinstance(item, bool) or not isinstance(item, (int, np.integer)) or \
-                not 0 <= item < self.item_factors_.shape[0]:
-            raise HogwildError(f"item must be an item index from 0 to "
-                               f"{self.item_factors_.shape[0] - 1}, got {item!r}")
-        return int(item)
+    # -- fold-in: new or changed users and items, the other side frozen -------------
+
+    def fold_in(self, interactions, users=None):
+        """Users' factors from their interactions without retraining, the items
+        frozen: each row of ``interactions`` (scipy.sparse, one column per item of
+        the model) is a user, whose factors take the training's steps against the
+        item factors, one pass per epoch (hogwild.problems.matrix_completion.
+        fold_in). ``users``: None adds them as new users; else the indices of known
+        users whose factors and items these rows replace. Returns the users'
+        indices; recommend() serves them, their items left out."""
+        self._check_fitted()
+        n_users, n_items = self.user_factors_.shape[0], self.item_factors_.shape[0]
+        indptr, items = self._fold_lists(interactions, n_items, "item")
+        n = indptr.size - 1
+        targets = np.arange(n_users, n_users + n) if users is None \
+            else self._fold_targets(users, n_users, n, "users")
+        factors = np.zeros((n, self.rank), np.float32)
+        V, b, steps, reg = self.item_factors_, self.item_bias_, self._fold_steps(), \
+            np.float32(self.reg_)
+        fold_rows(lambda rows: implicit_user_rows(
+            V, b, indptr, items, rows, factors, self.loss == "warp", self.adaptive_, steps, reg,
+            self.max_sampled), n, self.workers)
+        self.user_factors_ = rows_set(self.user_factors_, targets, factors)
+        self._seen = rows_replaced(*self._seen, n_items, targets, indptr, items)
+        self.item_counts_ = np.bincount(self._seen[1], minlength=n_items).astype(np.int64)
+        return targets
+
+    def fold_in_items(self, interactions, items=None):
+        """Items' factors and biases from the users who interacted with them,
+        without retraining, the users frozen: each column of ``interactions``
+        (scipy.sparse, one row per user of the model) is an item (see fold_in).
+        ``items``: None adds them as new items; else the indices of known items
+        these columns replace. Returns the items' indices."""
+        self._check_fitted()
+        n_users, n_items = self.user_factors_.shape[0], self.item_factors_.shape[0]
+        columns = interactions.T if sp.issparse(interactions) else interactions
+        indptr, users = self._fold_lists(columns, n_users, "user")
+        n = indptr.size - 1
+        targets = np.arange(n_items, n_items + n) if items is None \
+            else self._fold_targets(items, n_items, n, "items")
+        factors, biases = np.zeros((n, self.rank), np.float32), np.zeros(n, np.float32)
+        item_of_row = np.where(targets < n_items, targets, -1)
+        U, V, b, steps = self.user_factors_, self.item_factors_, self.item_bias_, \
+            self._fold_steps()
+        seen_indptr, seen_items = self._seen
+        fold_rows(lambda rows: implicit_item_rows(
+            U, V, b, seen_indptr, seen_items, indptr, users, rows, item_of_row, factors,
+            biases, self.loss == "warp", self.adaptive_, steps, np.float32(self.reg_),
+            self.max_sampled), n, self.workers)
+        self.item_factors_ = rows_set(self.item_factors_, targets, factors)
+        self.item_bias_ = rows_set(self.item_bias_, targets, biases)
+        self._seen = columns_replaced(seen_indptr, seen_items, n_items, targets,
+                                      sp.csr_matrix(interactions))
+        self.item_counts_ = np.bincount(self._seen[1], minlength=self.item_factors_.shape[0]
+                                        ).astype(np.int64)
+        return targets
+
+    def _fold_lists(self, rows, width, column):
+        """(indptr, sorted columns) of the rows to fold in, a matrix ``width`` wide."""
+        if not sp.issparse(rows) or rows.ndim != 2:
+            raise HogwildError(f"interactions must be a scipy.sparse matrix, got "
+                               f"{type(rows).__name__}")
+        if rows.shape[1] != width:
+            raise HogwildError(f"interactions have {rows.shape[1]} {column}s; the model has "
+                               f"{width}")
+        return interaction_lists(rows, rows.shape[0], width, "interactions")
+
+    @staticmethod
+    def _fold_targets(given, count, n, what):
+        targets = check_targets(given, count, what)
+        if targets.size != n:
+            raise HogwildError(f"{what} gives {targets.size} indices for the {n} {what} of "
+                               "interactions")
+        return targets
+
+    def _fold_steps(self):
+        """One step per pass: the training's schedule over its epochs."""
+        return pass_steps(StepSchedule(self.step_schedule, self.step_, self.decay_),
+                          self.epochs)
+
+    def _index(self, index, side):
+        count = getattr(self, f"{side}_factors_").shape[0]
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or \
+                not 0 <= index < count:
+            article = "an" if side == "item" else "a"
+            raise HogwildError(f"{side} must be {article} {side} index from 0 to {count - 1}, "
+                               f"got {index!r}")
+        return int(index)
 
     def recommend(self, user, n=10, exclude_seen=True):
         """(items, scores): the n highest-scoring items for ``user`` (a row index),
@@ -411,16 +498,49 @@ class ImplicitFactorization(Params):
                 scores[seen_items[indptr[user]:indptr[user + 1]]] = -np.inf
         return top_n(scores, n)
 
+    def recommend_all(self, users=None, n=10, exclude_seen=True):
+        """(items int64[len(users), n], scores float32[len(users), n]): recommend()
+        for many users at once, best first, compiled and on ``workers`` threads
+        (None: every core), one score per item per thread in memory. ``users``:
+        row indices (None: every user). A row with fewer than n items left ends
+        in -1 and -inf. Users with no training interactions (or past the users
+        trained on) get the most popular items, with one warning."""
+        self._check_fitted()
+        n = check_int("n", n, 1)
+        n_users = self.user_factors_.shape[0]
+        users = np.arange(n_users) if users is None else np.atleast_1d(np.asarray(users))
+        if users.dtype.kind not in "iu" or users.ndim != 1:
+            raise HogwildError(f"users must be a list of user indices, got {users.dtype} of "
+                               f"shape {users.shape}")
+        if (users < 0).any():
+            raise HogwildError(f"users must be user indices >= 0, got {users[users < 0][0]}")
+        indptr, _ = self._seen
+        known = users < n_users
+        cold = ~known
+        cold[known] = indptr[users[known] + 1] == indptr[users[known]]
+        items, scores = top_n_rows(self.user_factors_, self.item_factors_, self.item_bias_,
+                                   np.where(cold, 0, users), n,
+                                   self._seen if exclude_seen else None, self.workers)
+        if cold.any():
+            warnings.warn(f"{int(cold.sum())} of {users.size} users have no training "
+                          "interactions; recommending them the most popular items",
+                          stacklevel=2)
+            popular, counts = top_n(self.item_counts_.astype(np.float64), n)
+            items[cold], scores[cold] = -1, -np.inf
+            items[cold, :popular.size], scores[cold, :popular.size] = popular, counts
+        return items, scores
+
     def similar_items(self, item, n=10):
         """(items, cosine similarities): the n items whose factors are closest in
         angle to ``item``'s (an item index), the item itself left out."""
         self._check_fitted()
-        item, n = self._item(item), check_int("n", n, 1)
-        V = self.item_factors_.astype(np.float64)
-        norms = np.linalg.norm(V, axis=1)
-        scores = V @ V[item] / np.maximum(norms * norms[item], np.finfo(np.float64).tiny)
-        scores[item] = -np.inf
-        return top_n(scores, n)
+        return _nearest(self.item_factors_, self._index(item, "item"), check_int("n", n, 1))
+
+    def similar_users(self, user, n=10):
+        """(users, cosine similarities): the n users whose factors are closest in
+        angle to ``user``'s (a user index), the user left out."""
+        self._check_fitted()
+        return _nearest(self.user_factors_, self._index(user, "user"), check_int("n", n, 1))
 
     def score(self, test, k=10):
         """precision@k of held-out interactions (users x items), the training
@@ -460,6 +580,16 @@ class ImplicitFactorization(Params):
             return model
         return read_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
                           "implicit-feedback model", build)
+
+
+def _nearest(factors, row, n):
+    """(rows, cosine similarities): the n rows of ``factors`` closest in angle to
+    row ``row``, itself left out."""
+    F = factors.astype(np.float64)
+    norms = np.linalg.norm(F, axis=1)
+    scores = F @ F[row] / np.maximum(norms * norms[row], np.finfo(np.float64).tiny)
+    scores[row] = -np.inf
+    return top_n(scores, n)
 
 
 def _check_shapes(model):

@@ -34,6 +34,22 @@ def lower_bound(values, low, high, value):
     return low
 
 
+@njit(nogil=True, inline="always")
+def _offer(top_items, top_scores, filled, item, value):
+    """Offer ``item`` of score ``value`` to the best ``filled`` so far, kept sorted
+    (best first; ties: the earlier offer) in arrays of k = top_items.size; returns
+    how many are filled now."""
+    k = top_items.size
+    if filled == k and value <= top_scores[k - 1]:
+        return filled
+    at = min(filled, k - 1)
+    while at > 0 and top_scores[at - 1] < value:
+        top_scores[at], top_items[at] = top_scores[at - 1], top_items[at - 1]
+        at -= 1
+    top_scores[at], top_items[at] = value, item
+    return min(filled + 1, k)
+
+
 @njit(nogil=True, cache=True, fastmath=True)
 def _scores(U, V, bias, u, s):
     """s[i] = U[u] . V[i] + bias[i] (float32 products, as the kernels score)."""
@@ -85,14 +101,7 @@ def _rank_users(U, V, bias, users, train_indptr, train_items, test_indptr, test_
                 while low + ties < n_test and held[low + ties] == value:
                     ties += 1
                 right += (n_test - low - ties) + 0.5 * ties
-            if filled == k and value <= top_scores[k - 1]:
-                continue
-            at = min(filled, k - 1)
-            while at > 0 and top_scores[at - 1] < value:
-                top_scores[at], top_items[at] = top_scores[at - 1], top_items[at - 1]
-                at -= 1
-            top_scores[at], top_items[at] = value, i
-            filled = min(filled + 1, k)
+            filled = _offer(top_items, top_scores, filled, i, value)
         for r in range(filled):
             if held_out[top_items[r]]:
                 hits += 1
@@ -107,6 +116,58 @@ def _rank_users(U, V, bias, users, train_indptr, train_items, test_indptr, test_
         sums[4] += 1
         for p in range(test_indptr[u], test_indptr[u + 1]):
             held_out[test_items[p]] = False
+
+
+@njit(nogil=True, cache=True)
+def _top_rows(U, V, bias, users, rows, seen_indptr, seen_items, out_items, out_scores):
+    """For each r in ``rows``: out_items[r] and out_scores[r], the highest-scoring
+    items of user users[r], best first (ties: the lower item), the user's seen
+    items (seen_indptr empty: none) left out; -1 and -inf past the candidates.
+    One pass over the items per user, kept sorted by insertion."""
+    n_items = V.shape[0]
+    s = np.empty(n_items, np.float32)
+    for r in rows:
+        u = users[r]
+        _scores(U, V, bias, u, s)
+        if seen_indptr.size:
+            for p in range(seen_indptr[u], seen_indptr[u + 1]):
+                s[seen_items[p]] = -np.inf
+        best_items, best = out_items[r], out_scores[r]
+        filled = 0
+        for i in range(n_items):
+            value = s[i]
+            if value > -np.inf:
+                filled = _offer(best_items, best, filled, i, value)
+        best_items[filled:] = -1
+        best[filled:] = -np.inf
+
+
+def top_n_rows(user_factors, item_factors, item_bias, users, n, seen=None, workers=None):
+    """(items int64[len(users), n], scores float32[len(users), n]): each user's n
+    highest scores U_u . V_i + bias_i, best first, the items of ``seen`` (indptr,
+    items) left out; rows padded with -1 and -inf where fewer items remain. Compiled,
+    the users in shares on ``workers`` threads (None: every usable core), memory
+    one score per item per thread."""
+    users = np.ascontiguousarray(users, np.int64)
+    out_items = np.empty((users.size, n), np.int64)
+    out_scores = np.empty((users.size, n), np.float32)
+    indptr, seen_items = seen if seen is not None else (np.zeros(0, np.int64),
+                                                        np.zeros(0, np.int32))
+    U = np.ascontiguousarray(user_factors, np.float32)
+    V = np.ascontiguousarray(item_factors, np.float32)
+    bias = np.ascontiguousarray(item_bias, np.float32)
+    workers = usable_cores() if workers is None else workers
+    shares = np.array_split(np.arange(users.size), max(1, min(workers, users.size)))
+
+    def top(rows):
+        _top_rows(U, V, bias, users, rows, indptr, seen_items, out_items, out_scores)
+
+    if len(shares) == 1:
+        top(shares[0])
+    else:
+        with ThreadPoolExecutor(len(shares)) as pool:
+            list(pool.map(top, shares))
+    return out_items, out_scores
 
 
 def top_n(scores, n):

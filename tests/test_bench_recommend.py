@@ -1,0 +1,16 @@
+"""scripts/bench_recommend.py --quick writes a complete, well-formed report (no timing
+thresholds: speed goals are checked by reading the full run, not by tests)."""
+
+
+def test_quick_run_reports_fold_in_recommend_all_and_the_catalogue(quick_benchmark):
+    _, report, table = quick_benchmark("bench_recommend")
+    assert report["quick"] is True and report["machine"]["usable_cores"] >= 1
+    assert set(report["fold_in"]) == {"implicit-warp", "implicit-bpr", "explicit-biased"}
+    for name, section in report["fold_in"].items():
+        assert set(section["seconds"]) == {"1", "2"} and section["users"] == 1000, name
+        assert all(seconds > 0 for seconds in section["seconds"].values()), name
+    warp = report["fold_in"]["implicit-warp"]
+    assert 0 < warp["precision@10_folded"] <= 1 and 0 < warp["precision@10_full"] <= 1
+    assert report["recommend_all"]["users"] == 1500
+    assert report["catalogue"]["users"] == report["catalogue"]["timed_users"] == 2000
+    assert "- fold-in implicit-warp: 1000 users in" in table and "- catalogue:" in table
