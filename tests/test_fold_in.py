@@ -124,6 +124,11 @@ def _only(matrix, columns):
      "users must be a list of user indices, got int64 of shape (1, 2)"),
     (lambda m: m.fold_in_items(sp.csr_matrix((3, 2))), "interactions have 3 users; the model "
                                                        "has 400"),
+    # values a model file holds, edited
+    (lambda m: (setattr(m, "reg_", "0.1"), m.fold_in(sp.csr_matrix((1, 300)))),
+     "reg_ must be a finite number >= 0, got '0.1'"),
+    (lambda m: (setattr(m, "adaptive_", "yes"), m.fold_in(sp.csr_matrix((1, 300)))),
+     "adaptive_ must be True or False, got 'yes'"),
 ])
 def test_bad_fold_ins_are_named(call, message):
     train, _ = planted(seed=2)
@@ -197,8 +202,12 @@ def test_explicit_fold_in_predicts_held_out_ratings_as_the_full_model(tmp_path):
     recommended, _ = model.recommend(user, n=50)
     assert not rated & set(recommended.tolist())
     model.save(tmp_path / "mf.npz")
-    assert np.array_equal(MatrixFactorization.load(tmp_path / "mf.npz").recommend(user)[0],
-                          model.recommend(user)[0])
+    loaded = MatrixFactorization.load(tmp_path / "mf.npz")
+    assert np.array_equal(loaded.recommend(user)[0], model.recommend(user)[0])
+    some = train.subset(train.users == out[1])
+    model.fold_in(some)
+    loaded.fold_in(some)  # a saved model folds in as the one in memory
+    assert np.array_equal(loaded.user_factors_, model.user_factors_)
 
 
 def test_explicit_fold_in_names_what_it_cannot_use():

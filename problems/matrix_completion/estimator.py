@@ -408,6 +408,9 @@ class MatrixFactorization(Params):
 
     def _fold(self, ratings, side):
         self._check_fitted()
+        if not hasattr(self, "reg_"):
+            raise HogwildError("this model was saved by a version of hogwild that kept no "
+                               "regularisation (reg_): fit it again to fold in")
         other = "item" if side == "user" else "user"
         raw = dict(zip(("user", "item", "value"), ratings_arrays(ratings)))
         if not len(raw["user"]) == len(raw["item"]) == len(raw["value"]):
@@ -440,9 +443,11 @@ class MatrixFactorization(Params):
         factors, biases = np.zeros((len(rows), self.rank)), np.zeros(len(rows))
         F, offsets = getattr(self, f"{other}_factors_"), \
             getattr(self, f"{other}_bias_").astype(np.float64)
-        fold_rows(lambda share: ridge_rows(F, offsets, indptr, others, values, share,
-                                           float(self.reg_), float(self.bias_reg_), form.biased,
-                                           form.biased, factors, biases), len(rows), self.workers)
+        reg, bias_reg = check_nonnegative("reg_", self.reg_), \
+            check_nonnegative("bias_reg_", self.bias_reg_)  # a model file's, maybe edited
+        fold_rows(lambda share: ridge_rows(F, offsets, indptr, others, values, share, reg,
+                                           bias_reg, form.biased, form.biased, factors, biases),
+                  len(rows), self.workers)
         n_items = self.item_factors_.shape[0]  # before items are added
         for name, value in (("factors", factors), ("bias", biases)):
             setattr(self, f"{side}_{name}_", rows_set(getattr(self, f"{side}_{name}_"), targets,
@@ -601,7 +606,10 @@ class MatrixFactorization(Params):
         write_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
                     {"params": self.get_params(), "global_mean": self.global_mean_,
                      "rating_range": self.rating_range_, "workers": self.workers_,
-                     "step": self.step_},
+                     "step": self.step_, "resolved": {
+                         "reg": self.reg_, "bias_reg": self.bias_reg_,
+                         "init_scale": self.init_scale_, "adaptive": self.adaptive_,
+                         "rating_scale": self.rating_scale_}},
                     {"user_factors": self.user_factors_, "item_factors": self.item_factors_,
                      "user_bias": self.user_bias_, "item_bias": self.item_bias_,
                      "user_ids": _savable_ids(self.user_ids_, "user"),
@@ -634,6 +642,9 @@ class MatrixFactorization(Params):
             model.rating_range_ = (float(low), float(high))
             model.workers_ = meta["workers"]
             model.step_ = meta["step"]
+            # files written before fold-in kept no resolved values: fold_in refuses them
+            for name, value in meta.get("resolved", {}).items():
+                setattr(model, name + "_", value)
             model.history_ = []
             model._user_index = IdIndex(model.user_ids_)
             model._item_index = IdIndex(model.item_ids_)

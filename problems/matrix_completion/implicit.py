@@ -404,10 +404,10 @@ class ImplicitFactorization(Params):
         targets = np.arange(n_users, n_users + n) if users is None \
             else self._fold_targets(users, n_users, n, "users")
         factors = np.zeros((n, self.rank), np.float32)
-        V, b, steps, reg = self.item_factors_, self.item_bias_, self._fold_steps(), \
-            np.float32(self.reg_)
+        V, b, (steps, reg, adaptive) = self.item_factors_, self.item_bias_, \
+            self._fold_settings()
         fold_rows(lambda rows: implicit_user_rows(
-            V, b, indptr, items, rows, factors, self.loss == "warp", self.adaptive_, steps, reg,
+            V, b, indptr, items, rows, factors, self.loss == "warp", adaptive, steps, reg,
             self.max_sampled), n, self.workers)
         self.user_factors_ = rows_set(self.user_factors_, targets, factors)
         self._seen = rows_replaced(*self._seen, n_items, targets, indptr, items)
@@ -429,13 +429,13 @@ class ImplicitFactorization(Params):
             else self._fold_targets(items, n_items, n, "items")
         factors, biases = np.zeros((n, self.rank), np.float32), np.zeros(n, np.float32)
         item_of_row = np.where(targets < n_items, targets, -1)
-        U, V, b, steps = self.user_factors_, self.item_factors_, self.item_bias_, \
-            self._fold_steps()
+        U, V, b = self.user_factors_, self.item_factors_, self.item_bias_
+        steps, reg, adaptive = self._fold_settings()
         seen_indptr, seen_items = self._seen
         fold_rows(lambda rows: implicit_item_rows(
             U, V, b, seen_indptr, seen_items, indptr, users, rows, item_of_row, factors,
-            biases, self.loss == "warp", self.adaptive_, steps, np.float32(self.reg_),
-            self.max_sampled), n, self.workers)
+            biases, self.loss == "warp", adaptive, steps, reg, self.max_sampled), n,
+            self.workers)
         self.item_factors_ = rows_set(self.item_factors_, targets, factors)
         self.item_bias_ = rows_set(self.item_bias_, targets, biases)
         self._seen = columns_replaced(seen_indptr, seen_items, n_items, targets,
@@ -462,10 +462,14 @@ class ImplicitFactorization(Params):
                                "interactions")
         return targets
 
-    def _fold_steps(self):
-        """One step per pass: the training's schedule over its epochs."""
-        return pass_steps(StepSchedule(self.step_schedule, self.step_, self.decay_),
-                          self.epochs)
+    def _fold_settings(self):
+        """(one step per pass: the training's schedule over its epochs, reg,
+        adaptive), checked: a model file's values may have been edited."""
+        if not isinstance(self.adaptive_, (bool, np.bool_)):
+            raise HogwildError(f"adaptive_ must be True or False, got {self.adaptive_!r}")
+        return (pass_steps(StepSchedule(self.step_schedule, self.step_, self.decay_),
+                           check_int("epochs", self.epochs, 1)),
+                np.float32(check_nonnegative("reg_", self.reg_)), bool(self.adaptive_))
 
     def _index(self, index, side):
         count = getattr(self, f"{side}_factors_").shape[0]
