@@ -104,9 +104,7 @@ def implicit_user_rows(V, b, indptr, items, rows, U, warp, adaptive, steps, reg,
                         if _holds(indptr, items, r, drawn):
                             continue
                         if _score(U, V, b, r, drawn) > positive - np.float32(1.0):
-                            c = np.float32(min(math.log(max(1.0, float((n_items - 1) // draw))),
-                                               MAX_WARP_WEIGHT))
-                            j = drawn
+                            c, j = _warp_weight(draw, n_items), drawn
                             break
                 else:
                     drawn = below(sample_hash(p, epoch, FOLD_IN_SALT), n_items)
@@ -130,14 +128,53 @@ def implicit_user_rows(V, b, indptr, items, rows, U, warp, adaptive, steps, reg,
                         U[r, f] = U[r, f] * keep + rate * (V[i, f] - V[j, f])
 
 
+@njit(nogil=True, inline="always")
+def _item_step(out, out_bias, r, U, u, c, s, reg, adaptive, sums, scratch):
+    """Ascend c x (item r's score for user u) (c < 0 for a negative), the row shrunk
+    by s reg, as the training steps an item's row; returns the row's AdaGrad sum."""
+    k = out.shape[1]
+    if adaptive:
+        bias_step = c - reg * out_bias[r]
+        squares = bias_step * bias_step
+        for f in range(k):
+            scratch[f] = c * U[u, f] - reg * out[r, f]
+            squares += scratch[f] * scratch[f]
+        sums += squares / np.float32(k + 1)
+        rate = s / np.float32(math.sqrt(sums))
+        for f in range(k):
+            out[r, f] += rate * scratch[f]
+        out_bias[r] += rate * bias_step
+    else:
+        keep, rate = np.float32(1.0) - s * reg, s * c
+        for f in range(k):
+            out[r, f] = out[r, f] * keep + rate * U[u, f]
+        out_bias[r] = out_bias[r] * keep + rate
+    return sums
+
+
+@njit(nogil=True, inline="always")
+def _warp_weight(draw, n_items):
+    return np.float32(min(math.log(max(1.0, float((n_items - 1) // draw))), MAX_WARP_WEIGHT))
+
+
 @njit(nogil=True, cache=True, fastmath=True)
 def implicit_item_rows(U, V, b, seen_indptr, seen_items, indptr, users, rows, item_of_row,
-                       out, out_bias, warp, adaptive, steps, reg, max_sampled):
+                       out, out_bias, warp, adaptive, steps, reg, max_sampled, negatives):
     """out[r], out_bias[r] for each r in ``rows``: the factors and bias of an item
-    whose users are users[indptr[r]:indptr[r + 1]], against frozen user factors U
-    and the item factors V and biases b of the others (negative draws; each
-    user's training items, seen_indptr/seen_items, are not drawn, nor the item
-    itself, item_of_row[r], -1 for a new one)."""
+    whose users are users[indptr[r]:indptr[r + 1]] (sorted), against frozen user
+    factors U and the other items' factors V and biases b; each user's training
+    items (seen_indptr/seen_items) are not drawn, nor the item itself,
+    item_of_row[r] (-1 for a new one).
+
+    Training moves an item's row both ways: up on its own pairs, and down where
+    it is another user's negative draw. A pass takes both, interleaved: each of
+    the item's pairs once, and ``negatives`` times a random training pair
+    (u', i') of another user that drew the item, at a uniform place among WARP's
+    max_sampled draws (stepping only if no earlier draw violated, as training
+    stops at the first) or as BPR's one draw. ``negatives`` = pairs x draws a
+    pair / items: how often an item is drawn in a training epoch. Without the
+    downward steps a folded-in item's bias only grows, until it tops every
+    user's ranking."""
     n_items, k = V.shape
     order, scratch = _scratch(indptr, rows, k)
     for r in rows:
@@ -145,47 +182,64 @@ def implicit_item_rows(U, V, b, seen_indptr, seen_items, indptr, users, rows, it
         out[r, :] = 0.0
         out_bias[r] = 0.0
         sums = _unshuffled(order, hi - lo)
+        total = hi - lo + negatives
         for epoch in range(steps.size):
             s = np.float32(steps[epoch])
             _shuffle(order, hi - lo, epoch, FOLD_IN_SALT)
-            for t in range(hi - lo):
-                p = order[t]
-                u = users[lo + p]
-                positive = out_bias[r]
-                for f in range(k):
-                    positive += U[u, f] * out[r, f]
-                c, j = np.float32(0.0), -1
-                for draw in range(1, (max_sampled if warp else 1) + 1):
-                    drawn = below(sample_hash(p, epoch, FOLD_IN_SALT + np.uint64(draw)),
-                                  n_items)
-                    if drawn == item_of_row[r] or _holds(seen_indptr, seen_items, u, drawn):
-                        continue
-                    negative = _score(U, V, b, u, drawn)
-                    if not warp:
-                        c, j = np.float32(1.0 / (1.0 + math.exp(positive - negative))), drawn
-                    elif negative > positive - np.float32(1.0):
-                        c = np.float32(min(math.log(max(1.0, float((n_items - 1) // draw))),
-                                           MAX_WARP_WEIGHT))
-                        j = drawn
-                        break
-                if j < 0:
+            done = 0
+            for t in range(total):
+                own = (t + 1) * (hi - lo) // total > t * (hi - lo) // total
+                if own:  # the item's own pair: up against a draw
+                    p = order[done]
+                    done += 1
+                    u = users[lo + p]
+                    positive = out_bias[r]
+                    for f in range(k):
+                        positive += U[u, f] * out[r, f]
+                    c = np.float32(0.0)
+                    for draw in range(1, (max_sampled if warp else 1) + 1):
+                        drawn = below(sample_hash(p, epoch, FOLD_IN_SALT + np.uint64(draw)),
+                                      n_items)
+                        if drawn == item_of_row[r] or _holds(seen_indptr, seen_items, u, drawn):
+                            continue
+                        negative = _score(U, V, b, u, drawn)
+                        if not warp:
+                            c = np.float32(1.0 / (1.0 + math.exp(positive - negative)))
+                        elif negative > positive - np.float32(1.0):
+                            c = _warp_weight(draw, n_items)
+                            break
+                    if c > 0:
+                        sums = _item_step(out, out_bias, r, U, u, c, s, reg, adaptive, sums,
+                                          scratch)
                     continue
-                rate, keep = s * c, np.float32(1.0) - s * reg
-                if adaptive:
-                    bias_step = c - reg * out_bias[r]
-                    squares = bias_step * bias_step
-                    for f in range(k):
-                        scratch[f] = c * U[u, f] - reg * out[r, f]
-                        squares += scratch[f] * scratch[f]
-                    sums += squares / np.float32(k + 1)
-                    rate = s / np.float32(math.sqrt(sums))
-                    for f in range(k):
-                        out[r, f] += rate * scratch[f]
-                    out_bias[r] += rate * bias_step
+                # another user's pair drawing the item: down
+                bits = sample_hash(t, epoch, ~FOLD_IN_SALT)
+                q = below(bits, seen_items.size)
+                u = lower_bound(seen_indptr, 0, seen_indptr.size, q + 1) - 1
+                at = lower_bound(users, lo, hi, u)
+                if at < hi and users[at] == u:
+                    continue  # the user's own item: never their negative
+                positive = _score(U, V, b, u, seen_items[q])
+                score = out_bias[r]
+                for f in range(k):
+                    score += U[u, f] * out[r, f]
+                if not warp:
+                    c = np.float32(-1.0 / (1.0 + math.exp(positive - score)))
                 else:
-                    for f in range(k):
-                        out[r, f] = out[r, f] * keep + rate * U[u, f]
-                    out_bias[r] = out_bias[r] * keep + rate
+                    place = 1 + below(sample_hash(t, epoch, FOLD_IN_SALT), max_sampled)
+                    earlier = False
+                    for draw in range(1, place):
+                        drawn = below(sample_hash(t, epoch, ~FOLD_IN_SALT + np.uint64(draw)),
+                                      n_items)
+                        if drawn != item_of_row[r] and \
+                                not _holds(seen_indptr, seen_items, u, drawn) and \
+                                _score(U, V, b, u, drawn) > positive - np.float32(1.0):
+                            earlier = True
+                            break
+                    if earlier or score <= positive - np.float32(1.0):
+                        continue
+                    c = -_warp_weight(place, n_items)
+                sums = _item_step(out, out_bias, r, U, u, c, s, reg, adaptive, sums, scratch)
 
 
 @njit(nogil=True, cache=True)
@@ -246,6 +300,12 @@ def fold_rows(kernel, n_rows, workers=None):
         return
     with ThreadPoolExecutor(len(shares)) as pool:
         list(pool.map(kernel, shares))
+
+
+def negative_draws(pairs, n_items, warp, max_sampled):
+    """How often a training epoch draws an item as a negative: pairs x draws a pair
+    (WARP: up to max_sampled) / items."""
+    return int(round(pairs * (max_sampled if warp else 1) / max(n_items, 1)))
 
 
 def pass_steps(schedule, passes):

@@ -40,7 +40,8 @@ from hogwild.objective import Metric, Objective
 from hogwild.phases import phase
 from hogwild.problems.matrix_completion.fold_in import (check_targets, columns_replaced,
                                                         fold_rows, implicit_item_rows,
-                                                        implicit_user_rows, pass_steps,
+                                                        implicit_user_rows, negative_draws,
+                                                        pass_steps,
                                                         rows_replaced, rows_set)
 from hogwild.problems.matrix_completion.models import check_rank
 from hogwild.problems.matrix_completion.ranking import (interaction_lists, lower_bound,
@@ -210,22 +211,24 @@ def implicit_kernels(rank, loss, adaptive=False):
 
 def implicit_objective(users, items, seen, n_items, *, rank=32, loss="warp", reg=0.0,
                        max_sampled=10, init_scale=0.1, seed=None, held_out=None,
-                       adaptive=False):
+                       adaptive=False, params=None):
     """The Objective of observed pairs (users[k], items[k]) as dense indices, in the
     order given; ``seen`` = (indptr, items) of each user's training items, sorted
-    (ranking.interaction_lists). Factors start N(0, init_scale^2), biases 0.
-    ``held_out``: (users, items) of pairs kept out of training, its validation."""
+    (ranking.interaction_lists). Factors start N(0, init_scale^2), biases 0, or
+    from ``params`` (a model's, to train further: partial_fit). ``held_out``:
+    (users, items) of pairs kept out of training, its validation."""
     rank = check_rank(rank)
     users = np.ascontiguousarray(users, np.int32)
     items = np.ascontiguousarray(items, np.int32)
     n_users = seen[0].size - 1
     user_seed, item_seed, salt_seed = (seed if isinstance(seed, np.random.SeedSequence)
                                        else np.random.SeedSequence(seed)).spawn(3)
-    params = (normal_array((n_users, rank), init_scale, user_seed),
-              normal_array((n_items, rank), init_scale, item_seed),
-              np.zeros(n_items, np.float32))
-    if adaptive:  # each row's sum of squared gradients, from 1 (its first step: step)
-        params += (np.ones(n_users, np.float32), np.ones(n_items, np.float32))
+    if params is None:
+        params = (normal_array((n_users, rank), init_scale, user_seed),
+                  normal_array((n_items, rank), init_scale, item_seed),
+                  np.zeros(n_items, np.float32))
+        if adaptive:  # each row's sum of squared gradients, from 1 (its first step: step)
+            params += (np.ones(n_users, np.float32), np.ones(n_items, np.float32))
     salt = salt_seed.generate_state(1, np.uint64)
     data = (users, items, seen[0], seen[1], np.array([reg, max_sampled], np.float32), salt)
     update, sample_loss, held_out_rank_loss = implicit_kernels(rank, loss, adaptive)
@@ -434,8 +437,9 @@ class ImplicitFactorization(Params):
         seen_indptr, seen_items = self._seen
         fold_rows(lambda rows: implicit_item_rows(
             U, V, b, seen_indptr, seen_items, indptr, users, rows, item_of_row, factors,
-            biases, self.loss == "warp", adaptive, steps, reg, self.max_sampled), n,
-            self.workers)
+            biases, self.loss == "warp", adaptive, steps, reg, self.max_sampled,
+            negative_draws(seen_items.size, n_items, self.loss == "warp", self.max_sampled)),
+            n, self.workers)
         self.item_factors_ = rows_set(self.item_factors_, targets, factors)
         self.item_bias_ = rows_set(self.item_bias_, targets, biases)
         self._seen = columns_replaced(seen_indptr, seen_items, n_items, targets,
