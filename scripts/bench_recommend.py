@@ -8,6 +8,12 @@ user, by time, with the quality the fold-in keeps.
   to fold in the 1,000 (median over rounds), and on their held-out items the
   precision@10 (test RMSE) of the folded-in users against the same users in a
   model trained on everyone (the same seed).
+- partial_fit: the training interactions in two halves (a tenth of the users and a
+  twentieth of the items only in the second: hogwild.bench.workloads.
+  growth_halves); a model of the first half, then partial_fit on the second,
+  against retraining on both at once, at one worker: the seconds of each
+  (partial_fit's alone; the first half's fit not counted) and the precision@10
+  each reaches, per loss.
 - recommend_all: top 10 for every MovieLens 1M user (6,040), seen items left
   out, at 1 and 2 workers, for the WARP model (the explicit model's is the same
   kernel).
@@ -18,7 +24,7 @@ user, by time, with the quality the fold-in keeps.
 Rounds interleave the worker counts; figures are medians. Prints one JSON
 document (also --out; --markdown writes its tables).
 
-    python scripts/bench_recommend.py               # about 3 minutes here
+    python scripts/bench_recommend.py               # about 5 minutes here
     python scripts/bench_recommend.py --quick       # a smoke run on planted data
     python scripts/bench_recommend.py --users 1000000 --items 100000   # the full catalogue
 """
@@ -29,6 +35,7 @@ import warnings
 
 import numpy as np
 
+from hogwild.bench.workloads import growth_halves
 from hogwild.bench.machine import (benchmark_arguments, machine_lines, publish,
                                    report_header)
 from hogwild.datasets.ratings import Ratings, interactions_from_ratings, split_ratings
@@ -114,6 +121,27 @@ def fold_in_explicit(ratings, folded_ids, rounds, seed):
             "test_rmse_full": figures["full"], "test_rmse_folded": figures["folded"]}
 
 
+def partial_fit(data, loss, rounds, seed):
+    first, second, users, items, old_users, old_items = growth_halves(data.train, seed)
+    test = data.test.tocsr()[users][:, items]
+    seconds, precision = {"retrain": [], "partial_fit": []}, {"retrain": [], "partial_fit": []}
+    for round_ in range(rounds):
+        options = {"loss": loss, "random_state": seed + round_, "workers": 1}
+        spent, whole = timed(lambda: ImplicitFactorization(**options).fit(first + second))
+        seconds["retrain"].append(spent)
+        precision["retrain"].append(whole.evaluate(test)["precision@10"])
+        model = ImplicitFactorization(**options).fit(first[:old_users][:, :old_items])
+        seconds["partial_fit"].append(timed(lambda: model.partial_fit(second))[0])
+        precision["partial_fit"].append(model.evaluate(test)["precision@10"])
+    return {"first_pairs": int(first.nnz), "second_pairs": int(second.nnz),
+            "new_users": int(first.shape[0] - old_users),
+            "new_items": int(first.shape[1] - old_items),
+            "seconds": {name: statistics.median(s) for name, s in seconds.items()},
+            "precision@10": {name: statistics.median(p) for name, p in precision.items()},
+            "seconds_partial_fit_over_retrain": statistics.median(seconds["partial_fit"])
+            / statistics.median(seconds["retrain"])}
+
+
 def recommend_all(data, rounds, seed):
     model = ImplicitFactorization(random_state=seed).fit(data.train)
     model.set_params(workers=1)
@@ -150,6 +178,13 @@ def markdown(report):
         lines.append(f"- fold-in {name}: {section['users']} users in "
                      + ", ".join(f"{s:.3f} s at {w} worker{'s' if w != '1' else ''}"
                                  for w, s in section["seconds"].items()) + f"; {quality}")
+    for loss, grown in report["partial_fit"].items():
+        lines.append(f"- partial_fit {loss}: second half ({grown['second_pairs']} pairs, "
+                     f"{grown['new_users']} new users, {grown['new_items']} new items) in "
+                     f"{grown['seconds']['partial_fit']:.2f} s against retraining's "
+                     f"{grown['seconds']['retrain']:.2f} s; precision@10 "
+                     f"{grown['precision@10']['partial_fit']:.4f} against "
+                     f"{grown['precision@10']['retrain']:.4f}")
     ranked = report["recommend_all"]
     lines.append(f"- recommend_all: top {TOP} for {ranked['users']} users x {ranked['items']} "
                  "items in " + ", ".join(f"{s:.3f} s at {w} worker{'s' if w != '1' else ''}"
@@ -190,6 +225,8 @@ def main(argv=None):
         print(f"fold-in implicit-{loss} done", file=sys.stderr, flush=True)
     report["fold_in"]["explicit-biased"] = fold_in_explicit(ratings, data.user_ids[folded],
                                                             rounds, args.seed)
+    report["partial_fit"] = {loss: partial_fit(data, loss, rounds, args.seed)
+                             for loss in ("warp", "bpr")}
     report["recommend_all"] = recommend_all(data, rounds, args.seed)
     report["catalogue"] = catalogue(args.users, args.items,
                                     min(args.timed_users, args.users), args.seed)

@@ -11,6 +11,12 @@ def test_quick_run_reports_fold_in_recommend_all_and_the_catalogue(quick_benchma
         assert all(seconds > 0 for seconds in section["seconds"].values()), name
     warp = report["fold_in"]["implicit-warp"]
     assert 0 < warp["precision@10_folded"] <= 1 and 0 < warp["precision@10_full"] <= 1
+    for loss in ("warp", "bpr"):
+        grown = report["partial_fit"][loss]
+        assert grown["new_users"] > 0 and grown["new_items"] > 0, loss
+        assert grown["seconds"]["partial_fit"] > 0 and grown["seconds"]["retrain"] > 0, loss
+        assert 0 < grown["precision@10"]["partial_fit"] <= 1, loss
     assert report["recommend_all"]["users"] == 1500
     assert report["catalogue"]["users"] == report["catalogue"]["timed_users"] == 2000
     assert "- fold-in implicit-warp: 1000 users in" in table and "- catalogue:" in table
+    assert "- partial_fit warp: second half (" in table

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+import scipy.sparse as sp
 
 from hogwild.bench.peers import (liblinear_peer, sgd_classifier_peer, surprise_peer,
                                  torch_mc_peer, torch_svm_peer)
@@ -231,3 +232,24 @@ def peer_result(measured, metric, epochs):
             "updates_per_s": measured.get("updates_per_s", math.nan), "objective": math.nan,
             "metric": metric, "metric_value": measured[metric],
             "objective_per_epoch": [], "metric_per_epoch": [], "seconds_per_epoch": []}
+
+
+def growth_halves(interactions, seed=0):
+    """Interactions arriving in two halves, for partial_fit: (first, second, users,
+    items, old users, old items), a tenth of the users and a twentieth of the items
+    only in the second half and the other pairs split at random, both matrices
+    with their users and items reordered (``users``, ``items``: the original
+    indices in the new order) so that the new ones come after the first half's
+    (``old users``, ``old items`` of them)."""
+    coo = interactions.tocoo()
+    rng = np.random.default_rng(seed)
+    new_users, new_items = rng.random(coo.shape[0]) < 0.1, rng.random(coo.shape[1]) < 0.05
+    second = (rng.random(coo.nnz) < 0.5) | new_users[coo.row] | new_items[coo.col]
+    users = np.concatenate([np.flatnonzero(~new_users), np.flatnonzero(new_users)])
+    items = np.concatenate([np.flatnonzero(~new_items), np.flatnonzero(new_items)])
+
+    def part(mask):
+        return sp.csr_matrix((coo.data[mask], (coo.row[mask], coo.col[mask])),
+                             shape=coo.shape)[users][:, items]
+    return part(~second), part(second), users, items, int((~new_users).sum()), \
+        int((~new_items).sum())
