@@ -78,17 +78,18 @@ def _shuffle(order, n, key, salt):
 
 
 @njit(nogil=True, cache=True, fastmath=True)
-def implicit_user_rows(V, b, indptr, items, rows, U, warp, adaptive, steps, reg,
+def implicit_user_rows(V, b, indptr, items, rows, U, sums_out, warp, adaptive, steps, reg,
                        max_sampled):
     """U[r] for each r in ``rows``: the factors of a user whose (sorted) items are
     items[indptr[r]:indptr[r + 1]], against frozen item factors V and biases b; one
-    pass over the items per entry of ``steps`` (its step)."""
+    pass over the items per entry of ``steps`` (its step); sums_out[r], the row's
+    adaptive sum at the end (1 without adaptive rates)."""
     n_items, k = V.shape
     order, scratch = _scratch(indptr, rows, k)
     for r in rows:
         lo, hi = indptr[r], indptr[r + 1]
         U[r, :] = 0.0
-        sums = _unshuffled(order, hi - lo)
+        sums = sums_out[r] = _unshuffled(order, hi - lo)
         for epoch in range(steps.size):
             s = np.float32(steps[epoch])
             _shuffle(order, hi - lo, epoch, FOLD_IN_SALT)
@@ -120,6 +121,7 @@ def implicit_user_rows(V, b, indptr, items, rows, U, warp, adaptive, steps, reg,
                         scratch[f] = c * (V[i, f] - V[j, f]) - reg * U[r, f]
                         squares += scratch[f] * scratch[f]
                     sums += squares / np.float32(k)
+                    sums_out[r] = sums
                     rate = s / np.float32(math.sqrt(sums))
                     for f in range(k):
                         U[r, f] += rate * scratch[f]
@@ -159,8 +161,10 @@ def _warp_weight(draw, n_items):
 
 @njit(nogil=True, cache=True, fastmath=True)
 def implicit_item_rows(U, V, b, seen_indptr, seen_items, indptr, users, rows, item_of_row,
-                       out, out_bias, warp, adaptive, steps, reg, max_sampled, negatives):
-    """out[r], out_bias[r] for each r in ``rows``: the factors and bias of an item
+                       out, out_bias, sums_out, warp, adaptive, steps, reg, max_sampled,
+                       negatives):
+    """out[r], out_bias[r] and sums_out[r] (its adaptive sum at the end) for each r
+    in ``rows``: the factors and bias of an item
     whose users are users[indptr[r]:indptr[r + 1]] (sorted), against frozen user
     factors U and the other items' factors V and biases b; each user's training
     items (seen_indptr/seen_items) are not drawn, nor the item itself,
@@ -181,7 +185,7 @@ def implicit_item_rows(U, V, b, seen_indptr, seen_items, indptr, users, rows, it
         lo, hi = indptr[r], indptr[r + 1]
         out[r, :] = 0.0
         out_bias[r] = 0.0
-        sums = _unshuffled(order, hi - lo)
+        sums = sums_out[r] = _unshuffled(order, hi - lo)
         total = hi - lo + negatives
         for epoch in range(steps.size):
             s = np.float32(steps[epoch])
@@ -209,8 +213,8 @@ def implicit_item_rows(U, V, b, seen_indptr, seen_items, indptr, users, rows, it
                             c = _warp_weight(draw, n_items)
                             break
                     if c > 0:
-                        sums = _item_step(out, out_bias, r, U, u, c, s, reg, adaptive, sums,
-                                          scratch)
+                        sums = sums_out[r] = _item_step(out, out_bias, r, U, u, c, s, reg,
+                                                        adaptive, sums, scratch)
                     continue
                 # another user's pair drawing the item: down
                 bits = sample_hash(t, epoch, ~FOLD_IN_SALT)
@@ -239,7 +243,8 @@ def implicit_item_rows(U, V, b, seen_indptr, seen_items, indptr, users, rows, it
                     if earlier or score <= positive - np.float32(1.0):
                         continue
                     c = -_warp_weight(place, n_items)
-                sums = _item_step(out, out_bias, r, U, u, c, s, reg, adaptive, sums, scratch)
+                sums = sums_out[r] = _item_step(out, out_bias, r, U, u, c, s, reg, adaptive,
+                                                sums, scratch)
 
 
 @njit(nogil=True, cache=True)

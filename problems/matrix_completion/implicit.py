@@ -451,10 +451,10 @@ class ImplicitFactorization(Params):
         order = rng.permutation(users.size)
         adaptive = bool(self.adaptive_)
         sums = ()
-        if adaptive:  # each new row's sum starts at 1, as in fit
-            previous = self._sums or (np.ones(n_users, np.float32), np.ones(n_items, np.float32))
-            sums = (rows_set(previous[0], np.arange(n_users, rows), 1.0),
-                    rows_set(previous[1], np.arange(n_items, columns), 1.0))
+        if adaptive:  # the rows' sums (folded-in rows' included), 1 where none is kept
+            kept = self._sums or (np.ones(0, np.float32), np.ones(0, np.float32))
+            sums = tuple(rows_set(np.ones(size, np.float32), np.arange(known.size), known)
+                         for known, size in zip(kept, (rows, columns)))
         objective = implicit_objective(
             users[order], items[order], self._seen, columns, rank=self.rank, loss=self.loss,
             reg=check_nonnegative("reg_", self.reg_), max_sampled=self.max_sampled,
@@ -492,13 +492,15 @@ class ImplicitFactorization(Params):
         n = indptr.size - 1
         targets = np.arange(n_users, n_users + n) if users is None \
             else self._fold_targets(users, n_users, n, "users")
-        factors = np.zeros((n, self.rank), np.float32)
+        factors, sums = np.zeros((n, self.rank), np.float32), np.ones(n, np.float32)
         V, b, (steps, reg, adaptive) = self.item_factors_, self.item_bias_, \
             self._fold_settings()
         fold_rows(lambda rows: implicit_user_rows(
-            V, b, indptr, items, rows, factors, self.loss == "warp", adaptive, steps, reg,
+            V, b, indptr, items, rows, factors, sums, self.loss == "warp", adaptive, steps, reg,
             self.max_sampled), n, self.workers)
         self.user_factors_ = rows_set(self.user_factors_, targets, factors)
+        if self._sums:
+            self._sums = (rows_set(self._sums[0], targets, sums), self._sums[1])
         self._seen = rows_replaced(*self._seen, n_items, targets, indptr, items)
         self.item_counts_ = np.bincount(self._seen[1], minlength=n_items).astype(np.int64)
         return targets
@@ -517,17 +519,20 @@ class ImplicitFactorization(Params):
         targets = np.arange(n_items, n_items + n) if items is None \
             else self._fold_targets(items, n_items, n, "items")
         factors, biases = np.zeros((n, self.rank), np.float32), np.zeros(n, np.float32)
+        sums = np.ones(n, np.float32)
         item_of_row = np.where(targets < n_items, targets, -1)
         U, V, b = self.user_factors_, self.item_factors_, self.item_bias_
         steps, reg, adaptive = self._fold_settings()
         seen_indptr, seen_items = self._seen
         fold_rows(lambda rows: implicit_item_rows(
             U, V, b, seen_indptr, seen_items, indptr, users, rows, item_of_row, factors,
-            biases, self.loss == "warp", adaptive, steps, reg, self.max_sampled,
+            biases, sums, self.loss == "warp", adaptive, steps, reg, self.max_sampled,
             negative_draws(seen_items.size, n_items, self.loss == "warp", self.max_sampled)),
             n, self.workers)
         self.item_factors_ = rows_set(self.item_factors_, targets, factors)
         self.item_bias_ = rows_set(self.item_bias_, targets, biases)
+        if self._sums:
+            self._sums = (self._sums[0], rows_set(self._sums[1], targets, sums))
         self._seen = columns_replaced(seen_indptr, seen_items, n_items, targets,
                                       sp.csr_matrix(interactions))
         self.item_counts_ = np.bincount(self._seen[1], minlength=self.item_factors_.shape[0]
