@@ -33,7 +33,7 @@ from hogwild.cli.probe import run_probe
 from hogwild.cli.ranks import abort_job, launch
 from hogwild.cli.run import run_cuts, run_implicit, run_mc, run_svm
 from hogwild.backends.mpi import agree, check_summation_servers, import_mpi, in_mpi_job, \
-    job_rank, job_size, rank_lost
+    job_rank, job_size, meet_before_exit, rank_lost
 from hogwild.errors import HogwildError, Interrupted
 from hogwild.interrupts import interrupts_kept
 from hogwild.paths import not_regular
@@ -177,7 +177,9 @@ def _dispatch(args, argv=()):
             else:
                 run_svm(args)
     except HogwildError as exc:
-        print(f"hogwild: error: {_where()}{exc}", file=sys.stderr)
+        print(f"hogwild: error: {_where()}{exc}", file=sys.stderr, flush=True)
+        # every rank that fails alike says so and exits with the others, unaborted
+        args.stopped_together = in_mpi_job() and job_size() > 1 and meet_before_exit()
         return 2
     except MemoryError:
         print("hogwild: error: out of memory; use smaller data (or a machine with more "

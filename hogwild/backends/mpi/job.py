@@ -7,6 +7,7 @@ import ctypes
 import dataclasses
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -38,6 +39,8 @@ def job_size():
     return _launcher_number(SIZE_VARIABLES, 1)
 
 
+MEETING_SECONDS = 20  # how long a rank that failed waits for the others to fail too (a
+# rank whose error is its own ends the job this much later)
 _SURVIVORS = {}  # after ranks were lost: whether this process is the chief, and the
 # survivors' communicator (see survived)
 
@@ -150,6 +153,27 @@ def abort_on_uncaught(MPI):
               "the MPI job (MPI_Abort)", file=sys.stderr, flush=True)
         MPI.COMM_WORLD.Abort(1)
     sys.excepthook = abort
+
+
+def meet_before_exit(seconds=MEETING_SECONDS):
+    """After this rank said its error: wait (at most ``seconds``) until every rank of
+    the job gets here too, so that each says its own and all exit together, with
+    nothing to abort. Returns whether they all came. A launcher (mpirun) ends the
+    whole job when the first rank fails, and MPI_Abort from the first to fail
+    ended the others before their errors were out (a rank slower to start on a
+    loaded machine printed nothing). A rank whose error the others do not share
+    waits the ``seconds`` out, then returns False (the caller aborts the job)."""
+    try:
+        MPI = import_mpi()
+    except HogwildError:  # no mpi4py: nothing to meet with
+        return False
+    meeting = MPI.COMM_WORLD.Ibarrier()
+    deadline = time.monotonic() + seconds
+    while not meeting.Test():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def agree(comm, what, fields):
