@@ -95,3 +95,30 @@ def test_explicit_recommend_all_is_recommend_for_every_user(explicit_model):
 def test_explicit_recommend_all_names_what_it_cannot_give(explicit_model, call, message):
     with pytest.raises(HogwildError, match=message):
         call(explicit_model)
+
+
+@pytest.mark.parametrize("exclude_seen", [True, False])
+def test_approximate_top_k_finds_the_exact_items_and_never_a_seen_one(implicit_model,
+                                                                      exclude_seen):
+    """faiss's HNSW index on a 300-item catalogue: at least 95% of the exact top 10,
+    no seen item, scores the exact scores of the items it returns."""
+    pytest.importorskip("faiss", reason="faiss-cpu (hogwild[ann]) is not installed")
+    model = implicit_model
+    exact, _ = model.recommend_all(n=10, exclude_seen=exclude_seen)
+    items, scores = model.recommend_all(n=10, exclude_seen=exclude_seen, approximate=True)
+    found = np.mean([np.intersect1d(a, b).size / 10 for a, b in zip(items, exact)])
+    assert found >= 0.95, found
+    indptr, seen = model._seen
+    U, V, b = model.user_factors_, model.item_factors_, model.item_bias_
+    for user in range(0, items.shape[0], 11):
+        if exclude_seen:
+            assert not set(items[user]) & set(seen[indptr[user]:indptr[user + 1]].tolist())
+        assert np.allclose(scores[user], V[items[user]] @ U[user] + b[items[user]], atol=1e-4)
+
+
+def test_approximate_top_k_of_ratings_is_the_exact_one_on_a_small_catalogue(explicit_model):
+    pytest.importorskip("faiss", reason="faiss-cpu (hogwild[ann]) is not installed")
+    exact, scores = explicit_model.recommend_all(n=5)
+    approximate, approximate_scores = explicit_model.recommend_all(n=5, approximate=True)
+    assert np.array_equal(exact, approximate)
+    assert np.allclose(scores, approximate_scores, atol=1e-4)

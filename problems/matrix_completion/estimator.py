@@ -22,7 +22,8 @@ from hogwild.problems.matrix_completion.fold_in import (columns_replaced, fold_r
 from hogwild.problems.matrix_completion.ids import (IdIndex, check_values, ratings_arrays,
                                                     relabelled, warn_unseen)
 from hogwild.problems.matrix_completion.kernels import group_by_user, predict_into
-from hogwild.problems.matrix_completion.ranking import top_n, top_n_rows
+from hogwild.problems.matrix_completion.ranking import (approximate_top_n_rows, top_n,
+                                                        top_n_rows)
 from hogwild.problems.matrix_completion.layouts import layout_key, load_layout, store_layout
 from hogwild.problems.matrix_completion.models import (ADAPTIVE_BIAS_REG, ADAPTIVE_INIT,
                                                        ADAPTIVE_MIN_RATINGS_PER_ROW,
@@ -552,13 +553,16 @@ class MatrixFactorization(Params):
         best, best_scores = top_n(scores, n)
         return self.item_ids_[best], best_scores
 
-    def recommend_all(self, users=None, n=10, exclude_seen=True, unknown="fallback"):
+    def recommend_all(self, users=None, n=10, exclude_seen=True, unknown="fallback",
+                      approximate=False):
         """(item ids [len(users), n], scores float32 [len(users), n]): recommend()
         for many users (external ids; None: every user, in user_ids_' order) at
         once, best first, compiled and on ``workers`` threads (None: every core),
         one score per item per thread in memory. Users never seen in training get
         the cold start's items (with one warning) or, with unknown="error", a
-        HogwildError; so does a user with fewer than n items left to rank."""
+        HogwildError; so does a user with fewer than n items left to rank.
+        approximate: from faiss's HNSW index of the items (pip install
+        'hogwild[ann]'), for large catalogues (ranking.approximate_top_n_rows)."""
         self._check_fitted()
         n = check_int("n", n, 1)
         choose(("fallback", "error"), unknown, "unknown-id policy")
@@ -577,9 +581,10 @@ class MatrixFactorization(Params):
             warnings.warn(f"{int(unseen.sum())} of {rows.size} users were never seen in "
                           "training; recommending them the items an unseen user is "
                           "predicted to rate highest", stacklevel=2)
-        items, scores = top_n_rows(self.user_factors_, self.item_factors_, self.item_bias_,
-                                   np.where(unseen, 0, rows), n,
-                                   self._seen if exclude_seen else None, self.workers)
+        top = approximate_top_n_rows if approximate else top_n_rows
+        items, scores = top(self.user_factors_, self.item_factors_, self.item_bias_,
+                            np.where(unseen, 0, rows), n, self._seen if exclude_seen else None,
+                            self.workers)
         short = (items[:, -1] < 0) & ~unseen
         if short.any() or n > self.item_ids_.size:
             first = given[np.argmax(short)] if short.any() else given[0]

@@ -44,7 +44,8 @@ from hogwild.problems.matrix_completion.fold_in import (check_targets, columns_r
                                                         pass_steps,
                                                         rows_replaced, rows_set)
 from hogwild.problems.matrix_completion.models import check_rank
-from hogwild.problems.matrix_completion.ranking import (interaction_lists, lower_bound,
+from hogwild.problems.matrix_completion.ranking import (approximate_top_n_rows,
+                                                        interaction_lists, lower_bound,
                                                         ranking_metrics, top_n, top_n_rows)
 from hogwild.random_init import normal_array
 from hogwild.steps import StepSchedule
@@ -597,13 +598,15 @@ class ImplicitFactorization(Params):
                 scores[seen_items[indptr[user]:indptr[user + 1]]] = -np.inf
         return top_n(scores, n)
 
-    def recommend_all(self, users=None, n=10, exclude_seen=True):
+    def recommend_all(self, users=None, n=10, exclude_seen=True, approximate=False):
         """(items int64[len(users), n], scores float32[len(users), n]): recommend()
         for many users at once, best first, compiled and on ``workers`` threads
         (None: every core), one score per item per thread in memory. ``users``:
         row indices (None: every user). A row with fewer than n items left ends
         in -1 and -inf. Users with no training interactions (or past the users
-        trained on) get the most popular items, with one warning."""
+        trained on) get the most popular items, with one warning. approximate:
+        from faiss's HNSW index of the items (pip install 'hogwild[ann]'), for
+        large catalogues (ranking.approximate_top_n_rows)."""
         self._check_fitted()
         n = check_int("n", n, 1)
         n_users = self.user_factors_.shape[0]
@@ -617,9 +620,10 @@ class ImplicitFactorization(Params):
         known = users < n_users
         cold = ~known
         cold[known] = indptr[users[known] + 1] == indptr[users[known]]
-        items, scores = top_n_rows(self.user_factors_, self.item_factors_, self.item_bias_,
-                                   np.where(cold, 0, users), n,
-                                   self._seen if exclude_seen else None, self.workers)
+        top = approximate_top_n_rows if approximate else top_n_rows
+        items, scores = top(self.user_factors_, self.item_factors_, self.item_bias_,
+                            np.where(cold, 0, users), n, self._seen if exclude_seen else None,
+                            self.workers)
         if cold.any():
             warnings.warn(f"{int(cold.sum())} of {users.size} users have no training "
                           "interactions; recommending them the most popular items",

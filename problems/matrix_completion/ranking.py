@@ -19,6 +19,13 @@ from hogwild.errors import HogwildError, check_int
 from hogwild.limits import usable_cores
 
 MEASURES = ("precision", "recall", "ndcg", "auc")
+# approximate top-k (faiss's HNSW): neighbours per item in the graph, and how many
+# candidates a build and a search keep (faiss's defaults are 32, 40 and 16; a
+# search keeps at least as many as it returns)
+HNSW_NEIGHBOURS = 32
+HNSW_BUILD_BREADTH = 80
+HNSW_SEARCH_BREADTH = 64
+SEARCH_BLOCK = 65536  # users per search: memory of k candidates each
 
 
 @njit(nogil=True, inline="always")
@@ -167,6 +174,72 @@ def top_n_rows(user_factors, item_factors, item_bias, users, n, seen=None, worke
     else:
         with ThreadPoolExecutor(len(shares)) as pool:
             list(pool.map(top, shares))
+    return out_items, out_scores
+
+
+@njit(nogil=True, cache=True)
+def _unseen_top(candidates, scores, users, seen_indptr, seen_items, out_items, out_scores):
+    """out_items[r], out_scores[r]: the first of candidates[r] (best first, -1 for
+    none) that user users[r] has not seen (sorted seen lists; empty indptr: none),
+    padded with -1 and -inf."""
+    n = out_items.shape[1]
+    for r in range(candidates.shape[0]):
+        u, filled = users[r], 0
+        for c in range(candidates.shape[1]):
+            item = candidates[r, c]
+            if item < 0 or filled == n:
+                break
+            if seen_indptr.size:
+                at = lower_bound(seen_items, seen_indptr[u], seen_indptr[u + 1], item)
+                if at < seen_indptr[u + 1] and seen_items[at] == item:
+                    continue
+            out_items[r, filled], out_scores[r, filled] = item, scores[r, c]
+            filled += 1
+        out_items[r, filled:] = -1
+        out_scores[r, filled:] = -np.inf
+
+
+def approximate_top_n_rows(user_factors, item_factors, item_bias, users, n, seen=None,
+                           workers=None):
+    """top_n_rows from an approximate nearest-neighbour index (faiss's HNSW graph over
+    the items, inner product: the items as (V_i, b_i), a user as (U_u, 1)), for
+    catalogues where the exact pass over every item per user is too slow. Each
+    user asks for n plus their seen items' count (users in groups by that count,
+    rounded up to a power of two), so that n remain once those are dropped.
+    Needs faiss-cpu (pip install 'hogwild[ann]')."""
+    try:
+        import faiss
+    except ImportError:
+        raise HogwildError("approximate top-k needs faiss-cpu: pip install 'hogwild[ann]'") \
+            from None
+    users = np.ascontiguousarray(users, np.int64)
+    n_items = item_factors.shape[0]
+    indptr, seen_items = seen if seen is not None else (np.zeros(0, np.int64),
+                                                        np.zeros(0, np.int32))
+    if indptr.size:  # binary searches need each user's items sorted
+        seen_items = np.concatenate([np.sort(seen_items[a:b]) for a, b in
+                                     zip(indptr[:-1], indptr[1:])] or [seen_items])
+    faiss.omp_set_num_threads(usable_cores() if workers is None else workers)
+    points = np.hstack([item_factors, item_bias[:, None]]).astype(np.float32)
+    index = faiss.IndexHNSWFlat(points.shape[1], HNSW_NEIGHBOURS, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = HNSW_BUILD_BREADTH
+    index.add(points)
+    counts = np.diff(indptr)[users] if indptr.size else np.zeros(users.size, np.int64)
+    wanted = np.minimum(n + (1 << np.ceil(np.log2(counts + 1)).astype(np.int64)), n_items)
+    out_items = np.empty((users.size, n), np.int64)
+    out_scores = np.empty((users.size, n), np.float32)
+    for k in np.unique(wanted):
+        rows = np.flatnonzero(wanted == k)
+        index.hnsw.efSearch = max(HNSW_SEARCH_BREADTH, int(k))
+        for block in np.array_split(rows, max(1, rows.size // SEARCH_BLOCK)):
+            queries = np.hstack([user_factors[users[block]],
+                                 np.ones((block.size, 1))]).astype(np.float32)
+            scores, candidates = index.search(queries, int(k))
+            found_items = np.empty((block.size, n), np.int64)
+            found_scores = np.empty((block.size, n), np.float32)
+            _unseen_top(candidates, scores, users[block], indptr, seen_items, found_items,
+                        found_scores)
+            out_items[block], out_scores[block] = found_items, found_scores
     return out_items, out_scores
 
 
