@@ -202,9 +202,10 @@ def check_split(test_fraction, by):
         raise HogwildError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
 
 
-def held_out_per_group(groups, fraction, rng):
+def held_out_per_group(groups, fraction, rng, count=None):
     """A mask of the samples held out: round(fraction * count) of each group's
-    (e.g. a user's), drawn by ``rng``, always leaving the group one."""
+    (e.g. a user's), or ``count`` of each where given, drawn by ``rng``, always
+    leaving the group one."""
     n = len(groups)
     _, group_index, counts = np.unique(groups, return_inverse=True, return_counts=True)
     # rank of each sample within its group, in a random order
@@ -213,7 +214,8 @@ def held_out_per_group(groups, fraction, rng):
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     rank = np.empty(n, np.int64)
     rank[by_group] = np.arange(n) - np.repeat(starts, counts)
-    held_of_group = np.minimum(np.round(fraction * counts).astype(np.int64), counts - 1)
+    wanted = np.round(fraction * counts).astype(np.int64) if count is None else count
+    held_of_group = np.minimum(wanted, counts - 1)
     return rank < held_of_group[group_index]
 
 
@@ -264,10 +266,28 @@ def interactions_from_ratings(ratings, threshold=4.0, test_fraction=0.2, seed=0)
     with no interaction are dropped, and a pair rated more than once is one
     interaction (kept where it first appears), so that no pair is both trained on
     and held out."""
-    import scipy.sparse as sp
-
     if not np.isfinite(threshold):
         raise HogwildError(f"threshold must be a finite number, got {threshold!r}")
+    dense, user_ids, item_ids = _interactions(ratings, threshold)
+    return _split_interactions(*split_ratings(dense, test_fraction, seed, by="user"),
+                               user_ids, item_ids)
+
+
+def leave_one_out(ratings, seed=0):
+    """Implicit feedback as He et al. 2017 evaluate it (the NCF paper's protocol):
+    every rating is an interaction (whether the user rated the item), and one of
+    each user's is held out (a user with one keeps it in training). Drawn at random
+    by ``seed``: the paper holds out the latest, and the shared MovieLens 1M copy
+    has no timestamps. Rank each held-out item against sampled negatives
+    (hogwild.problems.matrix_completion.ranking.sampled_negatives)."""
+    dense, user_ids, item_ids = _interactions(ratings, float(np.min(ratings.values)))
+    held = held_out_per_group(dense.users, 0.0, np.random.default_rng(seed), count=1)
+    return _split_interactions(dense.subset(~held), dense.subset(held), user_ids, item_ids)
+
+
+def _interactions(ratings, threshold):
+    """(the ratings >= threshold as dense (user, item) pairs of ones, each pair once,
+    user ids, item ids)."""
     positive = ratings.subset(ratings.values >= threshold)
     if len(positive) == 0:
         raise HogwildError(f"no rating is >= {threshold:g}: no interactions "
@@ -278,8 +298,13 @@ def interactions_from_ratings(ratings, threshold=4.0, test_fraction=0.2, seed=0)
     _, first = np.unique(users.astype(np.int64) * item_ids.size + items, return_index=True)
     first.sort()
     users, items = users[first], items[first]
-    dense = Ratings(users, items, np.ones(users.size, np.float32), positive.source)
-    train, test = split_ratings(dense, test_fraction, seed, by="user")
+    return Ratings(users, items, np.ones(users.size, np.float32), positive.source), user_ids, \
+        item_ids
+
+
+def _split_interactions(train, test, user_ids, item_ids):
+    import scipy.sparse as sp
+
     shape = (user_ids.size, item_ids.size)
 
     def matrix(part):

@@ -243,6 +243,42 @@ def approximate_top_n_rows(user_factors, item_factors, item_bias, users, n, seen
     return out_items, out_scores
 
 
+def sampled_negatives(train, test, count=100, seed=0):
+    """He et al. 2017's candidates: (users, candidates int64[users, 1 + count]) for
+    each user with a held-out item in ``test`` (one per user, leave_one_out), that
+    item first, then ``count`` items the user has in neither set, drawn uniformly
+    without replacement by ``seed``; every model ranks the same candidates."""
+    train, test = sp.csr_matrix(train), sp.csr_matrix(test)
+    rng = np.random.default_rng(seed)
+    n_items = train.shape[1]
+    users = np.flatnonzero(np.diff(test.indptr))
+    candidates = np.empty((users.size, 1 + count), np.int64)
+    for row, user in enumerate(users):
+        known = np.union1d(train.indices[train.indptr[user]:train.indptr[user + 1]],
+                           test.indices[test.indptr[user]:test.indptr[user + 1]])
+        if n_items - known.size < count:
+            raise HogwildError(f"user {user} has {n_items - known.size} items to draw "
+                               f"{count} negatives from")
+        drawn = np.empty(0, np.int64)
+        while drawn.size < count:  # rejection: a user knows few of the items
+            more = rng.integers(0, n_items, 2 * count)
+            drawn = np.unique(np.concatenate([drawn, np.setdiff1d(more, known)]))
+        candidates[row, 0] = test.indices[test.indptr[user]]
+        candidates[row, 1:] = rng.permutation(drawn)[:count]
+    return users, candidates
+
+
+def hit_ratio_ndcg(scores, k=10):
+    """{"hr@k", "ndcg@k"} of scores[users, candidates] whose first column is each
+    user's held-out item: its rank among the candidates (ties ranked against it),
+    a hit when below k, NDCG 1 / log2(rank + 2) for a hit (He et al. 2017)."""
+    k = check_int("k", k, 1)
+    rank = (scores[:, 1:] >= scores[:, :1]).sum(axis=1)
+    hits = rank < k
+    return {f"hr@{k}": float(hits.mean()),
+            f"ndcg@{k}": float(np.where(hits, 1.0 / np.log2(rank + 2.0), 0.0).mean())}
+
+
 def top_n(scores, n):
     """(indices, scores) of the n highest finite scores, best first (ties: the lower
     index)."""
