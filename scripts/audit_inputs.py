@@ -622,6 +622,45 @@ def api_cases(files):
             ("load a FIFO", f"MF.load({str(files['fifo'])!r})")):
         add("MatrixFactorization", name, mf + call, "either" if "hashable" in name else "error")
 
+    serving = ("from hogwild.problems.matrix_completion import ImplicitFactorization as IF\n"
+               "from hogwild.problems.matrix_completion import MatrixFactorization as MF\n"
+               "from hogwild.problems.matrix_completion.ranking import sampled_negatives\n"
+               "import scipy.sparse as sp\n"
+               "X = sp.random(40, 30, density=0.2, random_state=0, format='csr')\n"
+               "m = IF(epochs=1, workers=1, random_state=0).fit(X)\n"
+               "mf = MF(rank=2, epochs=1, workers=1).fit(([0, 1, 2, 3], [0, 1, 0, 1], "
+               "[1.0, 2.0, 3.0, 4.0]))\n")
+    for name, call, expect in (
+            ("fold_in a dense array", "m.fold_in(X.toarray())", "error"),
+            ("fold_in of other items", "m.fold_in(sp.csr_matrix((2, 31)))", "error"),
+            ("fold_in users beyond", "m.fold_in(X[:2], users=[0, 40])", "error"),
+            ("fold_in users negative", "m.fold_in(X[:2], users=[-1, 0])", "error"),
+            ("fold_in users float", "m.fold_in(X[:2], users=[0.5, 1.0])", "error"),
+            ("fold_in users repeated", "m.fold_in(X[:2], users=[1, 1])", "error"),
+            ("fold_in 10^9 users", "m.fold_in(sp.csr_matrix((10**9, 30)))", "error"),
+            ("fold_in NaN values (stored entries that are not > 0: no interactions)",
+             "Y = X[:2].copy(); Y.data[:] = np.nan; m.fold_in(Y)", "ok"),
+            ("fold_in_items of other users", "m.fold_in_items(sp.csr_matrix((3, 2)))", "error"),
+            ("fold_in_items 10^9 items", "m.fold_in_items(sp.csr_matrix((40, 10**9)))",
+             "error"),
+            ("fold_in after reg_ edited", "m.reg_ = 'x'; m.fold_in(X[:2])", "error"),
+            ("partial_fit fewer users", "m.partial_fit(X[:10])", "error"),
+            ("partial_fit a list", "m.partial_fit([[1, 0]])", "error"),
+            ("partial_fit epochs 0", "m.partial_fit(X, epochs=0)", "error"),
+            ("partial_fit 10^10 items", "m.partial_fit(sp.csr_matrix((40, 10**10)))", "error"),
+            ("recommend_all n 0", "m.recommend_all(n=0)", "error"),
+            ("recommend_all users text", "m.recommend_all(users=['a'])", "error"),
+            ("recommend_all users 2-D", "m.recommend_all(users=[[0, 1]])", "error"),
+            ("similar_users beyond", "m.similar_users(40)", "error"),
+            ("MF fold_in NaN rating", "mf.fold_in(([9], [0], [np.nan]))", "error"),
+            ("MF fold_in unknown items only", "mf.fold_in(([9], [7], [1.0]))", "error"),
+            ("MF fold_in lengths differ", "mf.fold_in(([9, 9], [0], [1.0, 2.0]))", "error"),
+            ("MF fold_in ids of another kind", "mf.fold_in((['a'], [0], [1.0]))", "error"),
+            ("MF recommend_all n beyond the items", "mf.recommend_all(n=5)", "error"),
+            ("sampled_negatives more than the items",
+             "sampled_negatives(X, X, 100)", "error")):
+        add("recommender serving", name, serving + call, expect)
+
     cuts = "from hogwild.problems.graph_cuts import multiway_cut\n"
 
     def cut(u="[0, 1]", v="[1, 2]", w="[1., 1.]", terminals="{0: 0, 4: 1}", labels=2, n=5,

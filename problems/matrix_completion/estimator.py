@@ -17,7 +17,7 @@ from hogwild.limits import available_memory, check_workers, parse_size
 from hogwild.model_file import check_shapes, read_model, write_model
 from hogwild.objective import Metric
 from hogwild.phases import phase
-from hogwild.problems.matrix_completion.fold_in import (columns_replaced, fold_rows,
+from hogwild.problems.matrix_completion.fold_in import (check_room, columns_replaced, fold_rows,
                                                         ridge_rows, rows_replaced, rows_set)
 from hogwild.problems.matrix_completion.ids import (IdIndex, check_values, ratings_arrays,
                                                     relabelled, warn_unseen)
@@ -428,6 +428,7 @@ class MatrixFactorization(Params):
                           f"model does not know; left out of the fold-in", stacklevel=3)
         rows, row_of = IdIndex.build(np.asarray(raw[side])[known])
         ids = getattr(self, f"{side}_ids_")
+        check_room(len(rows) + ids.size, self.rank, f"{side}s")
         if ids.dtype.kind != rows.ids.dtype.kind and \
                 {ids.dtype.kind, rows.ids.dtype.kind} != {"i", "u"}:
             raise HogwildError(f"{side} ids must be of the model's kind ({ids.dtype}), got "

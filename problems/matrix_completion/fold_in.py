@@ -29,7 +29,7 @@ from numba import njit
 
 from hogwild.errors import HogwildError
 from hogwild.kernels.draws import below, sample_hash
-from hogwild.limits import usable_cores
+from hogwild.limits import available_memory, size_text, usable_cores
 from hogwild.problems.matrix_completion.ranking import lower_bound
 
 FOLD_IN_SALT = np.uint64(0x2545F4914F6CDD1D)  # the draws of implicit fold-ins
@@ -318,6 +318,16 @@ def pass_steps(schedule, passes):
     schedule that falls within an epoch: at its middle)."""
     middle = 0.5 if schedule.within_epoch else 0.0
     return np.array([schedule(epoch + middle) for epoch in range(passes)], np.float32)
+
+
+def check_room(rows, rank, what):
+    """A HogwildError where ``rows`` rows of ``rank`` factors (``what``: "users" or
+    "items") would not fit in the memory available: their factors, the grown
+    copies of the model's arrays, biases, adaptive sums and list pointers."""
+    needed, memory = 8 * rows * (rank + 4), available_memory()
+    if memory is not None and needed > memory:
+        raise HogwildError(f"memory {size_text(memory)} is less than {rows:,} {what} need "
+                           f"({size_text(needed)})")
 
 
 def rows_set(array, rows, values):

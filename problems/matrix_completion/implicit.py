@@ -38,7 +38,8 @@ from hogwild.kernels.draws import below, sample_hash
 from hogwild.model_file import check_shapes, read_model, write_model
 from hogwild.objective import Metric, Objective
 from hogwild.phases import phase
-from hogwild.problems.matrix_completion.fold_in import (check_targets, columns_replaced,
+from hogwild.problems.matrix_completion.fold_in import (check_room, check_targets,
+                                                        columns_replaced,
                                                         fold_rows, implicit_item_rows,
                                                         implicit_user_rows, negative_draws,
                                                         pass_steps,
@@ -428,6 +429,8 @@ class ImplicitFactorization(Params):
             raise HogwildError(f"interactions are {rows} x {columns}; the model has {n_users} "
                                f"users and {n_items} items: new users and items come after "
                                "the model's")
+        check_room(rows, self.rank, "users")
+        check_room(columns, self.rank, "items")
         passes = max(1, math.ceil(PARTIAL_FIT_EPOCHS * self.epochs)) if epochs is None \
             else check_int("epochs", epochs, 1)
         new = sp.csr_matrix(interactions)
@@ -548,6 +551,9 @@ class ImplicitFactorization(Params):
         if rows.shape[1] != width:
             raise HogwildError(f"interactions have {rows.shape[1]} {column}s; the model has "
                                f"{width}")
+        side = "item" if column == "user" else "user"
+        check_room(rows.shape[0] + getattr(self, f"{side}_factors_").shape[0], self.rank,
+                   f"{side}s")
         return interaction_lists(rows, rows.shape[0], width, "interactions")
 
     @staticmethod
