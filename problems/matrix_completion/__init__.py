@@ -29,7 +29,9 @@ rank-length loops, and fastmath lets it vectorise the dot product.
 
 Implicit feedback (which items each user interacted with, no ratings) is ranked
 rather than predicted: ImplicitFactorization (module implicit, WARP and BPR
-losses; module ranking, precision@k and the rest).
+losses; module ranking, precision@k and the rest); with user and item features
+(LightFM's hybrid model, for items and users unseen in training), by
+HybridFactorization (module hybrid).
 
 Modules: models (the two models, chosen once by name: RatingModel, mf_objective),
 kernels (compiled update, loss, warp forms, prediction loops), ids (input forms,
@@ -37,6 +39,7 @@ id mapping), estimator (MatrixFactorization, the test RMSE).
 """
 from hogwild.problems.matrix_completion.estimator import (MatrixFactorization, rmse,
                                                           rmse_metric)
+from hogwild.problems.matrix_completion.hybrid import HybridFactorization
 from hogwild.problems.matrix_completion.implicit import ImplicitFactorization
 from hogwild.problems.matrix_completion.ids import IdIndex, check_values, ratings_arrays
 from hogwild.problems.matrix_completion.models import (MAX_RANK, MODELS, WARP_RANK,
@@ -44,6 +47,7 @@ from hogwild.problems.matrix_completion.models import (MAX_RANK, MODELS, WARP_RA
                                                        factor_warp_update, mf_objective,
                                                        rating_model)
 
-__all__ = ["MatrixFactorization", "ImplicitFactorization", "mf_objective", "rmse",
-           "rmse_metric", "IdIndex", "check_values", "ratings_arrays", "MAX_RANK", "MODELS",
+__all__ = ["MatrixFactorization", "ImplicitFactorization", "HybridFactorization",
+           "mf_objective", "rmse", "rmse_metric", "IdIndex", "check_values", "ratings_arrays",
+           "MAX_RANK", "MODELS",
            "WARP_RANK", "RatingModel", "factor_kernels", "factor_warp_update", "rating_model"]

@@ -24,7 +24,6 @@ WARP's hinge alone (its regulariser acts on the steps it takes, as LightFM's, no
 on an objective).
 """
 import math
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,9 +44,9 @@ from hogwild.problems.matrix_completion.fold_in import (check_room, check_target
                                                         pass_steps,
                                                         rows_replaced, rows_set)
 from hogwild.problems.matrix_completion.models import check_rank
-from hogwild.problems.matrix_completion.ranking import (approximate_top_n_rows,
-                                                        interaction_lists, lower_bound,
-                                                        ranking_metrics, top_n, top_n_rows)
+from hogwild.problems.matrix_completion.ranking import (interaction_lists, lower_bound,
+                                                        ranking_metrics)
+from hogwild.problems.matrix_completion.serving import Recommender
 from hogwild.random_init import normal_array
 from hogwild.steps import StepSchedule
 
@@ -264,7 +263,7 @@ def implicit_objective(users, items, seen, n_items, *, rank=32, loss="warp", reg
            "decay": "None: 0.7 for WARP, 0.9 for BPR; 1 (constant) with adaptive rates.",
            "scheduler": "ImplicitFactorization runs 'hogwild' and 'serial' (each step "
                         "touches a random item: no conflict-free schedule exists)."})
-class ImplicitFactorization(Params):
+class ImplicitFactorization(Recommender, Params):
     """Matrix factorisation of implicit feedback (which items each user interacted
     with), ranking items per user; trained with Hogwild! SGD and negative sampling.
 
@@ -573,95 +572,6 @@ class ImplicitFactorization(Params):
                            check_int("epochs", self.epochs, 1)),
                 np.float32(check_nonnegative("reg_", self.reg_)), bool(self.adaptive_))
 
-    def _index(self, index, side):
-        count = getattr(self, f"{side}_factors_").shape[0]
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or \
-                not 0 <= index < count:
-            article = "an" if side == "item" else "a"
-            raise HogwildError(f"{side} must be {article} {side} index from 0 to {count - 1}, "
-                               f"got {index!r}")
-        return int(index)
-
-    def recommend(self, user, n=10, exclude_seen=True):
-        """(items, scores): the n highest-scoring items for ``user`` (a row index),
-        best first, the items they interacted with in training left out unless
-        exclude_seen=False. A user with no training interactions, or an index past
-        the users trained on (cold start), is given the most popular items, with a
-        warning."""
-        self._check_fitted()
-        n = check_int("n", n, 1)
-        if isinstance(user, bool) or not isinstance(user, (int, np.integer)) or user < 0:
-            raise HogwildError(f"user must be a user index >= 0, got {user!r}")
-        indptr, seen_items = self._seen
-        if user >= self.user_factors_.shape[0] or indptr[user + 1] == indptr[user]:
-            warnings.warn(f"user {user} has no training interactions; recommending the most "
-                          "popular items", stacklevel=2)
-            scores = self.item_counts_.astype(np.float64)
-        else:
-            scores = (self.item_factors_ @ self.user_factors_[user]
-                      + self.item_bias_).astype(np.float64)
-            if exclude_seen:
-                scores[seen_items[indptr[user]:indptr[user + 1]]] = -np.inf
-        return top_n(scores, n)
-
-    def recommend_all(self, users=None, n=10, exclude_seen=True, approximate=False):
-        """(items int64[len(users), n], scores float32[len(users), n]): recommend()
-        for many users at once, best first, compiled and on ``workers`` threads
-        (None: every core), one score per item per thread in memory. ``users``:
-        row indices (None: every user). A row with fewer than n items left ends
-        in -1 and -inf. Users with no training interactions (or past the users
-        trained on) get the most popular items, with one warning. approximate:
-        from faiss's HNSW index of the items (pip install 'hogwild[ann]'), for
-        large catalogues (ranking.approximate_top_n_rows)."""
-        self._check_fitted()
-        n = check_int("n", n, 1)
-        n_users = self.user_factors_.shape[0]
-        users = np.arange(n_users) if users is None else np.atleast_1d(np.asarray(users))
-        if users.dtype.kind not in "iu" or users.ndim != 1:
-            raise HogwildError(f"users must be a list of user indices, got {users.dtype} of "
-                               f"shape {users.shape}")
-        if (users < 0).any():
-            raise HogwildError(f"users must be user indices >= 0, got {users[users < 0][0]}")
-        indptr, _ = self._seen
-        known = users < n_users
-        cold = ~known
-        cold[known] = indptr[users[known] + 1] == indptr[users[known]]
-        top = approximate_top_n_rows if approximate else top_n_rows
-        items, scores = top(self.user_factors_, self.item_factors_, self.item_bias_,
-                            np.where(cold, 0, users), n, self._seen if exclude_seen else None,
-                            self.workers)
-        if cold.any():
-            warnings.warn(f"{int(cold.sum())} of {users.size} users have no training "
-                          "interactions; recommending them the most popular items",
-                          stacklevel=2)
-            popular, counts = top_n(self.item_counts_.astype(np.float64), n)
-            items[cold], scores[cold] = -1, -np.inf
-            items[cold, :popular.size], scores[cold, :popular.size] = popular, counts
-        return items, scores
-
-    def similar_items(self, item, n=10):
-        """(items, cosine similarities): the n items whose factors are closest in
-        angle to ``item``'s (an item index), the item itself left out."""
-        self._check_fitted()
-        return _nearest(self.item_factors_, self._index(item, "item"), check_int("n", n, 1))
-
-    def similar_users(self, user, n=10):
-        """(users, cosine similarities): the n users whose factors are closest in
-        angle to ``user``'s (a user index), the user left out."""
-        self._check_fitted()
-        return _nearest(self.user_factors_, self._index(user, "user"), check_int("n", n, 1))
-
-    def score(self, test, k=10):
-        """precision@k of held-out interactions (users x items), the training
-        interactions left out of each ranking; see ranking_metrics for the rest."""
-        return self.evaluate(test, k)[f"precision@{k}"]
-
-    def evaluate(self, test, k=10):
-        """ranking_metrics of held-out interactions, the training ones left out."""
-        self._check_fitted()
-        return ranking_metrics(self.user_factors_, self.item_factors_, self.item_bias_, test,
-                               self._seen, k)
-
     def save(self, path):
         """Write the fitted model to an .npz file (hogwild.model_file)."""
         self._check_fitted()
@@ -694,16 +604,6 @@ class ImplicitFactorization(Params):
             return model
         return read_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
                           "implicit-feedback model", build)
-
-
-def _nearest(factors, row, n):
-    """(rows, cosine similarities): the n rows of ``factors`` closest in angle to
-    row ``row``, itself left out."""
-    F = factors.astype(np.float64)
-    norms = np.linalg.norm(F, axis=1)
-    scores = F @ F[row] / np.maximum(norms * norms[row], np.finfo(np.float64).tiny)
-    scores[row] = -np.inf
-    return top_n(scores, n)
 
 
 def _check_shapes(model):
