@@ -661,6 +661,39 @@ def api_cases(files):
              "sampled_negatives(X, X, 100)", "error")):
         add("recommender serving", name, serving + call, expect)
 
+    hybrid = ("from hogwild.problems.matrix_completion import HybridFactorization as HF\n"
+              "import scipy.sparse as sp\n"
+              "X = sp.random(40, 30, density=0.2, random_state=0, format='csr')\n"
+              "F = sp.random(30, 5, density=0.3, random_state=1, format='csr')\n")
+    fitted = "m = HF(epochs=1, workers=1, random_state=0).fit(X, item_features=F)\n"
+    for name, call, expect in (
+            ("item features of other rows", "HF(epochs=1).fit(X, item_features=F[:3])",
+             "error"),
+            ("item features infinite", "G = F.copy(); G.data[0] = np.inf\n"
+                                       "HF(epochs=1).fit(X, item_features=G)", "error"),
+            ("user features text", "HF(epochs=1).fit(X, user_features=[['a']] * 40)", "error"),
+            ("user features 3-D", "HF(epochs=1).fit(X, user_features=np.ones((40, 2, 2)))",
+             "error"),
+            ("item features 10^12 columns",
+             "HF(epochs=1).fit(X, item_features=sp.csr_matrix((30, 10**12)))", "error"),
+            ("interactions 10^10 x 30", "HF(epochs=1).fit(sp.coo_matrix((10**10, 30)))",
+             "error"),
+            ("no identity, no features", "HF(user_identity=False, epochs=1).fit(X)", "error"),
+            ("identity 1", "HF(item_identity=1, epochs=1).fit(X)", "error"),
+            ("squared loss NaN rating", "Y = X.copy(); Y.data[0] = np.nan\n"
+                                        "HF(loss='squared', epochs=1).fit(Y)", "error"),
+            ("add_items other features", fitted + "m.add_items(np.ones((2, 4)))", "error"),
+            ("add_items NaN", fitted + "m.add_items(np.full((2, 5), np.nan))", "error"),
+            ("add_items 10^10 rows", fitted + "m.add_items(sp.coo_matrix((10**10, 5)))",
+             "error"),
+            ("add_users without user features (none fitted: zero of them)",
+             fitted + "m.add_users(np.ones((2, 0)))", "ok"),
+            ("predict floats", fitted + "m.predict([0.5], [1])", "error"),
+            ("recommend a user beyond (popular items, a warning)", fitted + "m.recommend(99)",
+             "ok"),
+            ("load a random file", f"HF.load({str(files['random.npz'])!r})", "error")):
+        add("HybridFactorization", name, hybrid + call, expect)
+
     cuts = "from hogwild.problems.graph_cuts import multiway_cut\n"
 
     def cut(u="[0, 1]", v="[1, 2]", w="[1., 1.]", terminals="{0: 0, 4: 1}", labels=2, n=5,

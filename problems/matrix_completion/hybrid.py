@@ -42,6 +42,7 @@ from hogwild.kernels.stack import stack_array
 from hogwild.model_file import check_shapes, read_model, write_model
 from hogwild.objective import Metric, Objective
 from hogwild.phases import phase
+from hogwild.problems.matrix_completion.fold_in import check_room
 from hogwild.problems.matrix_completion.implicit import MAX_WARP_WEIGHT, VALIDATION_DRAWS
 from hogwild.problems.matrix_completion.models import check_rank
 from hogwild.problems.matrix_completion.ranking import (interaction_lists, lower_bound,
@@ -212,39 +213,47 @@ def hybrid_kernels(rank, loss):
     return update, sample_loss, held_out_loss
 
 
-def feature_rows(features, n_rows, identity, normalize, side):
+def feature_rows(features, n_rows, identity, normalize, side, rank):
     """((indptr int64, features int32, weights float32), number of features): an
     identity feature of its own first, weight 1, where ``identity``, then the
     columns of ``features`` (rows x features, scipy.sparse or dense; None:
     identity alone), each row's feature weights scaled to sum to 1 where
-    ``normalize``. Weights must be finite and >= 0."""
+    ``normalize``. Weights must be finite and >= 0; the factors of the rows and
+    features (``rank`` each) must fit in memory."""
+    check_room(n_rows * (1 + identity), rank, f"{side}s")
     if features is None:
         if not identity:
             raise HogwildError(f"{side}_identity=False needs {side}_features: without "
                                f"either, {side}s have no factors")
         matrix = sp.csr_matrix((n_rows, 0), dtype=np.float32)
     else:
-        matrix = feature_matrix(features, side)
+        matrix = feature_matrix(features, side, rank)
         if matrix.shape[0] != n_rows:
             raise HogwildError(f"{side}_features has {matrix.shape[0]} rows; the data has "
                                f"{n_rows} {side}s")
         if normalize:
             matrix = row_normalized(matrix)
+    check_room(n_rows * (1 + identity) + matrix.shape[1], rank, f"{side}s and {side} features")
     if identity:
         matrix = sp.hstack([sp.identity(n_rows, np.float32, format="csr"), matrix],
                            format="csr")
     return csr_lists(matrix), matrix.shape[1]
 
 
-def feature_matrix(features, side):
-    """``features`` as a float32 CSR matrix whose stored weights are finite and >= 0."""
+def feature_matrix(features, side, rank):
+    """``features`` as a float32 CSR matrix whose stored weights are finite and >= 0,
+    refused before conversion where its rows' and features' factors (``rank`` each)
+    would not fit in memory."""
+    shape = getattr(features, "shape", (0, 0))
+    if len(shape) != 2:
+        raise HogwildError(f"{side}_features must be a rows x features matrix, got shape "
+                           f"{tuple(shape)}")
+    check_room(int(shape[0]) + int(shape[1]), rank, f"{side}s and {side} features")
     try:
         matrix = sp.csr_matrix(features, dtype=np.float32)
     except (TypeError, ValueError) as error:
         raise HogwildError(f"{side}_features must be a rows x features matrix (scipy.sparse "
                            f"or numpy): {error}") from None
-    if matrix.ndim != 2:
-        raise HogwildError(f"{side}_features must be 2-dimensional, got shape {matrix.shape}")
     if not np.all(np.isfinite(matrix.data)) or (matrix.data < 0).any():
         raise HogwildError(f"{side}_features holds a weight that is negative, NaN or "
                            "infinite; feature weights must be finite and >= 0")
@@ -371,9 +380,9 @@ class HybridFactorization(Recommender, Params):
                                f"{n_items}")
         with phase("features"):
             user_lists, user_width = feature_rows(user_features, n_users, self.user_identity,
-                                                  self.normalize, "user")
+                                                  self.normalize, "user", rank)
             item_lists, item_width = feature_rows(item_features, n_items, self.item_identity,
-                                                  self.normalize, "item")
+                                                  self.normalize, "item", rank)
         with phase("interactions"):
             users, items, targets = self._entries(interactions, squared)
         self.seed_ = drawn_seed(self.random_state, self.backend)
@@ -507,7 +516,7 @@ class HybridFactorization(Recommender, Params):
         self._check_fitted()
         factors = getattr(self, f"{side}_feature_factors_")
         identity = self._identity_rows[side == "item"]
-        matrix = feature_matrix(features, side)
+        matrix = feature_matrix(features, side, self.rank)
         if matrix.shape[1] != factors.shape[0] - identity:
             raise HogwildError(f"{side}_features has {matrix.shape[1]} features; the model "
                                f"was fitted with {factors.shape[0] - identity}")
