@@ -62,11 +62,9 @@ def _scratch(indptr, rows, k):
 
 @njit(nogil=True, inline="always")
 def _unshuffled(order, n):
-    """order[0:n] = 0..n-1 (a row's passes start from its list's order); returns a
-    row's first AdaGrad sum, 1."""
+    """order[0:n] = 0..n-1 (a row's passes start from its list's order)."""
     for t in range(n):
         order[t] = t
-    return np.float32(1.0)
 
 
 @njit(nogil=True, inline="always")
@@ -89,7 +87,8 @@ def implicit_user_rows(V, b, indptr, items, rows, U, sums_out, warp, adaptive, s
     for r in rows:
         lo, hi = indptr[r], indptr[r + 1]
         U[r, :] = 0.0
-        sums = sums_out[r] = _unshuffled(order, hi - lo)
+        _unshuffled(order, hi - lo)
+        sums = sums_out[r] = np.float32(1.0)  # an AdaGrad sum starts at 1
         for epoch in range(steps.size):
             s = np.float32(steps[epoch])
             _shuffle(order, hi - lo, epoch, FOLD_IN_SALT)
@@ -185,7 +184,8 @@ def implicit_item_rows(U, V, b, seen_indptr, seen_items, indptr, users, rows, it
         lo, hi = indptr[r], indptr[r + 1]
         out[r, :] = 0.0
         out_bias[r] = 0.0
-        sums = sums_out[r] = _unshuffled(order, hi - lo)
+        _unshuffled(order, hi - lo)
+        sums = sums_out[r] = np.float32(1.0)  # an AdaGrad sum starts at 1
         total = hi - lo + negatives
         for epoch in range(steps.size):
             s = np.float32(steps[epoch])

@@ -78,17 +78,19 @@ class Recommender:
         if (users < 0).any():
             raise HogwildError(f"users must be user indices >= 0, got {users[users < 0][0]}")
         cold = self._cold(users)
-        top = approximate_top_n_rows if approximate else top_n_rows
-        items, scores = top(self.user_factors_, self.item_factors_, self.item_bias_,
-                            np.where(cold, 0, users), n, self._seen if exclude_seen else None,
-                            self.workers)
-        if cold.any():
-            warnings.warn(f"{int(cold.sum())} of {users.size} users have no training "
-                          "interactions; recommending them the most popular items",
-                          stacklevel=2)
-            popular, counts = top_n(self.item_counts_.astype(np.float64), n)
-            items[cold], scores[cold] = -1, -np.inf
-            items[cold, :popular.size], scores[cold, :popular.size] = popular, counts
+        if not cold.any():
+            top = approximate_top_n_rows if approximate else top_n_rows
+            return top(self.user_factors_, self.item_factors_, self.item_bias_, users, n,
+                       self._seen if exclude_seen else None, self.workers)
+        warnings.warn(f"{int(cold.sum())} of {users.size} users have no training "
+                      "interactions; recommending them the most popular items", stacklevel=2)
+        items = np.full((users.size, n), -1, np.int64)
+        scores = np.full((users.size, n), -np.inf, np.float32)
+        if not cold.all():
+            items[~cold], scores[~cold] = self.recommend_all(users[~cold], n, exclude_seen,
+                                                             approximate)
+        popular, counts = top_n(self.item_counts_.astype(np.float64), n)
+        items[cold, :popular.size], scores[cold, :popular.size] = popular, counts
         return items, scores
 
     def similar_items(self, item, n=10):
