@@ -9,6 +9,7 @@ files u.item, u.user). Measured: precision@10, ndcg@10 and AUC over those users.
 
 - hogwild-features / lightfm-features: items are their features alone
   (item_identity=False; LightFM given the feature columns alone);
+- hogwild-bpr-features: ours with the BPR loss, items as their features alone;
 - hogwild-identity / lightfm-identity: each training item also has an identity
   feature (the hybrid default; LightFM given the same matrix: identity weight 1,
   the features' weights summing to 1); a cold item has its features alone;
@@ -78,9 +79,9 @@ def measures(U, V, bias, test, k=10):
     return {name: float(found[name]) for name in (f"precision@{k}", f"ndcg@{k}", "auc")}
 
 
-def ours(train, test, users, warm_features, cold_features, seed, identity):
-    model = HybridFactorization(item_identity=identity, random_state=seed, workers=1,
-                                epochs=EPOCHS)
+def ours(train, test, users, warm_features, cold_features, seed, identity, loss="warp"):
+    model = HybridFactorization(loss=loss, item_identity=identity, random_state=seed,
+                                workers=1, epochs=EPOCHS)
     model.fit(train, user_features=users, item_features=warm_features)
     cold = model.add_items(cold_features)
     return measures(model.user_factors_, model.item_factors_[cold], model.item_bias_[cold],
@@ -131,7 +132,9 @@ def cold_start(ratings, item_features, user_features, seeds, peers):
         runs = {"hogwild-features": lambda: ours(train, test, users, items[warm], items[cold],
                                                  seed, False),
                 "hogwild-identity": lambda: ours(train, test, users, items[warm], items[cold],
-                                                 seed, True)}
+                                                 seed, True),
+                "hogwild-bpr-features": lambda: ours(train, test, users, items[warm],
+                                                     items[cold], seed, False, "bpr")}
         if "lightfm" in peers:
             runs["lightfm-features"] = lambda: lightfm(train, test, users, items[warm],
                                                        items[cold], seed, False)

@@ -210,8 +210,10 @@ def markdown(report):
                                          for w, s in ranked["seconds"].items()))
     big = report["catalogue"]
     lines.append(f"- catalogue: {big['users']:,} users x {big['items']:,} items, rank "
-                 f"{big['rank']}, top {TOP} ({big['timed_users']:,} users timed, the rest "
-                 f"extrapolated): exact {big['exact']['seconds_all_users']:.1f} s")
+                 f"{big['rank']}, top {TOP} ("
+                 + ("all timed" if big["timed_users"] == big["users"] else
+                    f"{big['timed_users']:,} users timed, the rest extrapolated")
+                 + f"): exact {big['exact']['seconds_all_users']:.1f} s")
     near = big["approximate"]
     lines.append(f"  - approximate (faiss HNSW): {near['seconds_all_users']:.1f} s (index "
                  f"{near['index_seconds']:.1f} s), recall@{TOP} {near['recall@10']:.3f}"
