@@ -288,3 +288,76 @@ def test_partial_fit_grows_the_model_and_keeps_its_lists_sums_and_file(tmp_path)
         model.partial_fit(sp.csr_matrix((5, 300)))
     fresh = ImplicitFactorization(random_state=0, workers=1, epochs=1).partial_fit(train)
     assert fresh.user_factors_.shape[0] == train.shape[0]  # not fitted yet: fitted
+
+
+def _growth(ratings, seed):
+    """(first, second, test) of ``ratings``: a fifth held out for testing, a tenth of
+    the users and a twentieth of the items only in the second half, the rest of
+    the training ratings split at random."""
+    rng = np.random.default_rng(seed)
+    test = rng.random(len(ratings)) < 0.2
+    users, items = np.unique(ratings.users), np.unique(ratings.items)
+    new = np.isin(ratings.users, rng.choice(users, users.size // 10, replace=False)) | \
+        np.isin(ratings.items, rng.choice(items, items.size // 20, replace=False))
+    second = ((rng.random(len(ratings)) < 0.5) | new) & ~test
+    return ratings.subset(~second & ~test), ratings.subset(second), ratings.subset(test)
+
+
+def test_ratings_partial_fit_on_movielens_1ms_second_half_predicts_as_a_model_of_both():
+    """A model of the first half of MovieLens 1M's training ratings, then
+    partial_fit on the second (new users and items included): test RMSE within
+    0.002 of a model of both at once (0.0001-0.0003 here), far below the first
+    half's model."""
+    ratings = shared_ratings("ml-1m")
+    first, second, test = _growth(ratings, 0)
+    whole = MatrixFactorization(random_state=0, workers=1).fit(
+        Ratings(*(np.concatenate([a, b]) for a, b in zip(
+            (first.users, first.items, first.values), (second.users, second.items,
+                                                        second.values)))))
+    model = MatrixFactorization(random_state=0, workers=1).fit(first)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the first half's model lacks the new ids
+        alone = rmse(model.predict(test.users, test.items), test.values)
+        model.partial_fit(second)
+        grown = rmse(model.predict(test.users, test.items), test.values)
+        expected = rmse(whole.predict(test.users, test.items), test.values)
+    assert grown <= expected + 0.002 and grown < alone - 0.03, (expected, grown, alone)
+    assert model.user_ids_.size == whole.user_ids_.size
+    assert model._seen[1].size == len(first) + len(second) == model.item_counts_.sum()
+
+
+def test_ratings_partial_fit_keeps_every_rating_grows_and_files_follow(tmp_path):
+    ratings = Ratings(np.array([1, 2, 3, 1, 2]), np.array([10, 20, 30, 30, 10]),
+                      np.array([1, 2, 3, 4, 5], np.float32))
+    model = MatrixFactorization(rank=2, random_state=0, workers=1, epochs=5).fit(ratings)
+    # user 9 rates a known item and item 99, which user 8 alone rates with item 98,
+    # rated by nobody else: 8 and 98 start from drawn factors
+    new = (np.array([9, 9, 8, 1]), np.array([10, 99, 98, 20]),
+           np.array([2, 3, 4, 5], np.float32))
+    model.partial_fit(new)
+    assert sorted(model.user_ids_.tolist()) == [1, 2, 3, 8, 9]
+    assert sorted(model.item_ids_.tolist()) == [10, 20, 30, 98, 99]
+    assert model._seen[1].size == model._seen_values.size == 9 == model.item_counts_.sum()
+    assert len(model.history_) == 3  # 0.6 of 5 epochs
+    assert np.all(np.isfinite(model.predict(new[0], new[1])))
+    model.save(tmp_path / "mf.npz")
+    loaded = MatrixFactorization.load(tmp_path / "mf.npz")
+    assert np.array_equal(loaded._seen_values, model._seen_values)
+    loaded.partial_fit(([1], [10], [3.0]), epochs=1)
+    assert loaded._seen[1].size == 10  # the pair rated again: kept beside the first
+    arrays = dict(np.load(tmp_path / "mf.npz"))
+    del arrays["seen_values"]  # a file of an earlier version
+    np.savez(tmp_path / "old.npz", **arrays)
+    with pytest.raises(HogwildError, match=r"^this model keeps no training ratings \(trained "
+                                           r"on ratings streamed from disk, or saved by an "
+                                           r"earlier version\), and partial_fit trains on "
+                                           r"them again: fit the model again$"):
+        MatrixFactorization.load(tmp_path / "old.npz").partial_fit(new)
+    for bad, message in (((np.array([1]), np.array([10, 20]), np.array([1.0])),
+                          r"^users, items and values must have the same length"),
+                         (([1], [10], [np.nan]), r"NaN"),
+                         (([], [], []), r"^empty data: no new ratings$")):
+        with pytest.raises(HogwildError, match=message):
+            model.partial_fit(bad)
+    fresh = MatrixFactorization(rank=2, random_state=0, workers=1, epochs=1).partial_fit(ratings)
+    assert fresh.user_ids_.size == 3  # not fitted yet: fitted

@@ -330,6 +330,17 @@ def check_room(rows, rank, what):
                            f"({size_text(needed)})")
 
 
+def grown_sums(kept, n_users, n_items, adaptive):
+    """partial_fit's adaptive sums: the model's ``kept`` (user sums, item sums; a
+    folded-in row's included), grown to n_users and n_items, 1 where none is kept
+    (an AdaGrad sum starts at 1); () without adaptive rates."""
+    if not adaptive:
+        return ()
+    kept = kept or (np.ones(0, np.float32), np.ones(0, np.float32))
+    return tuple(rows_set(np.ones(size, np.float32), np.arange(known.size), known)
+                 for known, size in zip(kept, (n_users, n_items)))
+
+
 def rows_set(array, rows, values):
     """A copy of ``array`` whose rows ``rows`` are ``values``, grown where rows run
     past its end (new users or items take the next indices)."""

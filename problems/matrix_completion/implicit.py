@@ -38,7 +38,7 @@ from hogwild.model_file import check_shapes, read_model, write_model
 from hogwild.objective import Metric, Objective
 from hogwild.phases import phase
 from hogwild.problems.matrix_completion.fold_in import (check_room, check_targets,
-                                                        columns_replaced,
+                                                        columns_replaced, grown_sums,
                                                         fold_rows, implicit_item_rows,
                                                         implicit_user_rows, negative_draws,
                                                         pass_steps,
@@ -453,11 +453,7 @@ class ImplicitFactorization(Recommender, Params):
         self._seen = interaction_lists(old + new, rows, columns, "interactions")
         order = rng.permutation(users.size)
         adaptive = bool(self.adaptive_)
-        sums = ()
-        if adaptive:  # the rows' sums (folded-in rows' included), 1 where none is kept
-            kept = self._sums or (np.ones(0, np.float32), np.ones(0, np.float32))
-            sums = tuple(rows_set(np.ones(size, np.float32), np.arange(known.size), known)
-                         for known, size in zip(kept, (rows, columns)))
+        sums = grown_sums(self._sums, rows, columns, adaptive)
         objective = implicit_objective(
             users[order], items[order], self._seen, columns, rank=self.rank, loss=self.loss,
             reg=check_nonnegative("reg_", self.reg_), max_sampled=self.max_sampled,

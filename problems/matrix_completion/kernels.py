@@ -310,9 +310,10 @@ def predict_into(L, R, user_bias, item_bias, offset, mean, low, high, users, ite
 
 
 @njit(nogil=True, cache=True)
-def group_by_user(users, items, n_users):
-    """(indptr, items grouped by user): the training items of user u are
-    grouped[indptr[u]:indptr[u + 1]] (a counting sort, 4 bytes per rating)."""
+def group_by_user(users, items, values, n_users):
+    """(indptr, items grouped by user, their values): the training items of user u
+    are grouped[indptr[u]:indptr[u + 1]] (a counting sort, in the given order);
+    ``values`` (one per rating, or empty: none) follow them (8 bytes per rating)."""
     indptr = np.zeros(n_users + 1, np.int64)
     for u in users:
         indptr[u + 1] += 1
@@ -320,10 +321,13 @@ def group_by_user(users, items, n_users):
         indptr[u + 1] += indptr[u]
     fill = indptr[:-1].copy()
     grouped = np.empty(users.size, np.int32)
+    grouped_values = np.empty(values.size, np.float32)
     for k in range(users.size):
         grouped[fill[users[k]]] = items[k]
+        if values.size:
+            grouped_values[fill[users[k]]] = values[k]
         fill[users[k]] += 1
-    return indptr, grouped
+    return indptr, grouped, grouped_values
 
 
 def squared_error_paper(rank):

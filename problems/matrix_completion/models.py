@@ -149,7 +149,8 @@ def _contiguous(array, dtype):
 
 def mf_objective(users, items, values, *, rank=32, model="biased", reg=None, bias_reg=None,
                  init_scale=None, seed=None, n_users=None, n_items=None, blocks=None,
-                 factor_dtype="float32", warp_update=False, adaptive_scale=None):
+                 factor_dtype="float32", warp_update=False, adaptive_scale=None,
+                 params=None, mean=None):
     """The Objective of ratings given as dense indices (users[k] in 0..n_users-1,
     items[k] in 0..n_items-1, values float32), in the order they are given.
 
@@ -158,8 +159,10 @@ def mf_objective(users, items, values, *, rank=32, model="biased", reg=None, bia
     order (for the blocked scheduler). ``warp_update``: also give the update's CUDA
     warp form (for ranks >= WARP_RANK on the GPU backend). ``adaptive_scale``: train
     with per-row adaptive rates (biased_adaptive_kernels), the ratings' scale being
-    this (their standard deviation). MatrixFactorization.fit builds its objective
-    here after mapping ids and ordering the ratings.
+    this (their standard deviation). ``params``: a model's parameters to train
+    further (partial_fit), in place of drawn factors; ``mean``: the training mean
+    of the biased model (None: these ratings'). MatrixFactorization.fit builds its
+    objective here after mapping ids and ordering the ratings.
     """
     form = rating_model(model)
     rank = check_rank(rank)
@@ -178,9 +181,7 @@ def mf_objective(users, items, values, *, rank=32, model="biased", reg=None, bia
     choose(FACTOR_DTYPES, factor_dtype, "factor_dtype")
     user_seed, item_seed = (seed if isinstance(seed, np.random.SeedSequence)
                             else np.random.SeedSequence(seed)).spawn(2)
-    L = normal_array((n_users, rank), init_scale, user_seed).astype(factor_dtype, copy=False)
-    R = normal_array((n_items, rank), init_scale, item_seed).astype(factor_dtype, copy=False)
-    mean = array_mean(values)
+    mean = array_mean(values) if mean is None else mean
     adaptive = adaptive_scale is not None
     if adaptive and form.adaptive_kernels is None:
         raise HogwildError(f"model {form.name!r} has no adaptive rates; use model='biased' "
@@ -188,10 +189,16 @@ def mf_objective(users, items, values, *, rank=32, model="biased", reg=None, bia
     if adaptive and not (adaptive_scale > 0 and np.isfinite(adaptive_scale)):
         raise HogwildError(f"adaptive_scale must be a positive finite number, got "
                            f"{adaptive_scale!r}")
+    if params is None:
+        params = form.params(
+            normal_array((n_users, rank), init_scale, user_seed).astype(factor_dtype,
+                                                                       copy=False),
+            normal_array((n_items, rank), init_scale, item_seed).astype(factor_dtype,
+                                                                       copy=False), adaptive)
     update, loss = (form.adaptive_kernels if adaptive else form.kernels)(rank)
     warp = (form.adaptive_warp_update if adaptive else form.warp_update) \
         if warp_update and rank >= WARP_RANK else None
-    return Objective(update, loss, form.params(L, R, adaptive),
+    return Objective(update, loss, tuple(params),
                      form.data(users, items, values, reg, bias_reg, mean, n_users, n_items,
                                rank, adaptive_scale),
                      values.size, name=f"mf-{form.name}{'-adaptive' if adaptive else ''}"
