@@ -107,7 +107,8 @@ def fold_in_explicit(ratings, folded_ids, rounds, seed):
     model = MatrixFactorization(random_state=seed).fit(train.subset(~out))
     new = train.subset(out)
     state = {name: getattr(model, name) for name in (
-        "user_factors_", "user_bias_", "user_ids_", "_user_index", "_seen", "item_counts_")}
+        "user_factors_", "user_bias_", "user_ids_", "_user_index", "_seen", "_seen_values",
+        "_sums", "item_counts_")}
     seconds = {workers: [] for workers in WORKERS}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # items only the left-out users rated
