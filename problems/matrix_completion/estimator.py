@@ -517,14 +517,18 @@ class MatrixFactorization(Params):
                             ("bias", np.zeros(fresh.size, np.float32))):
             setattr(self, f"{side}_{name}_", rows_set(getattr(self, f"{side}_{name}_"),
                                                        targets, value))
-        if self._sums:
-            index_of_side = 0 if side == "user" else 1
-            sums = list(self._sums)
-            sums[index_of_side] = rows_set(sums[index_of_side], targets,
-                                           np.ones(fresh.size, np.float32))
-            self._sums = tuple(sums)
+        self._restart_sums(side, targets)
         setattr(self, f"{side}_ids_", np.concatenate([ids, fresh]))
         setattr(self, f"_{side}_index", IdIndex(getattr(self, f"{side}_ids_")))
+
+    def _restart_sums(self, side, targets):
+        """Rows ``targets`` of the side's adaptive sums at 1, where the model keeps
+        sums (new or recalculated rows start their rates afresh)."""
+        if self._sums:
+            index = 0 if side == "user" else 1
+            sums = list(self._sums)
+            sums[index] = rows_set(sums[index], targets, np.ones(targets.size, np.float32))
+            self._sums = tuple(sums)
 
     def _fold(self, ratings, side):
         self._check_fitted()
@@ -576,11 +580,7 @@ class MatrixFactorization(Params):
                                                        value.astype(np.float32)))
         setattr(self, f"{side}_ids_", np.concatenate([ids, rows.ids[new]]))
         setattr(self, f"_{side}_index", IdIndex(getattr(self, f"{side}_ids_")))
-        if self._sums:  # new rows' adaptive sums start at 1
-            index = 0 if side == "user" else 1
-            sums = list(self._sums)
-            sums[index] = rows_set(sums[index], targets, np.ones(targets.size, np.float32))
-            self._sums = tuple(sums)
+        self._restart_sums(side, targets)
         self._fold_seen(side, n_items, targets, others, row_of[order], rated)
 
     def _fold_seen(self, side, n_items, targets, others, row_of, rated):
