@@ -4,6 +4,7 @@ Each job runs tests/mpi_jobs.py or the command line under mpirun, so the pytest
 process itself never initialises MPI."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -29,6 +30,11 @@ if MPIRUN is None:
 
 JOBS = str(Path(__file__).with_name("mpi_jobs.py"))
 HOGWILD = [sys.executable, "-m", "hogwild.cli"]
+# A job that fails at start-up must end, not hang. Two ranks start in 2-7 s on an idle
+# host and took up to 53 s beside a second test suite and a busy loop on every core:
+# a hang is told from a slow start by this deadline, and "within seconds" is timed
+# from the failure itself where a test can see it.
+START_UP_DEADLINE = 300
 
 
 def job(case, ranks=2, settings=None, **options):
@@ -207,9 +213,8 @@ def test_ranks_that_disagree_on_the_run_fail_at_once_on_every_rank():
                "3"]
     if os.geteuid() == 0:
         command.insert(1, "--allow-run-as-root")
-    started = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert done.returncode != 0 and time.monotonic() - started < 60
+    done = subprocess.run(command, capture_output=True, text=True, timeout=START_UP_DEADLINE)
+    assert done.returncode != 0
     assert ("hogwild: error: rank 1: the MPI ranks disagree on the run: rank 0 has epochs=2, "
             "rank 1 has epochs=3\n") in done.stderr
 
@@ -221,57 +226,60 @@ def test_an_error_on_one_rank_ends_the_whole_job():
                *HOGWILD, "run", "svm", "--backend", "mpi", "--data", "/nonexistent/x.svm"]
     if os.geteuid() == 0:
         command.insert(1, "--allow-run-as-root")
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=START_UP_DEADLINE)
     assert done.returncode != 0
     assert "hogwild: error: rank 1: " in done.stderr and "/nonexistent/x.svm" in done.stderr
 
 
 # --- issue 28: nothing hangs on any rank -----------------------------------------------
 
-def mpmd(first, second, timeout=120):
+def mpmd(first, second):
     """``mpirun -n 1 FIRST : -n 1 SECOND`` (two ranks running different command
-    lines): (completed process, seconds it took)."""
+    lines): the completed process, once the job ended."""
     command = [MPIRUN, "-n", "1", *first, ":", "-n", "1", *second]
     if os.geteuid() == 0:
         command.insert(1, "--allow-run-as-root")
-    started = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    return done, time.monotonic() - started
+    return subprocess.run(command, capture_output=True, text=True, timeout=START_UP_DEADLINE)
 
 
-PATCHED = [sys.executable, "-c", "import sys, hogwild.cli as cli; "  # a bug in run svm
-           "cli.run_svm = lambda args: 1 / 0; sys.exit(cli.main(sys.argv[1:]))"]
+PATCHED = [sys.executable, "-c", "import sys, time, hogwild.cli as cli; "  # a bug in run svm
+           "cli.run_svm = lambda args: print(f'failing at {time.monotonic()}', file=sys.stderr, "
+           "flush=True) or 1 / 0; sys.exit(cli.main(sys.argv[1:]))"]
 
 
 def test_any_exception_on_one_rank_ends_the_job_within_seconds():
     """Only hogwild's own errors ended the job: another exception on one rank (a bug,
     here a ZeroDivisionError) left the other waiting for ever."""
     svm = ["run", "svm", "--backend", "mpi", "--epochs", "50"]
-    done, seconds = mpmd(HOGWILD + svm, PATCHED + svm)
-    assert done.returncode != 0 and seconds < 60, done.stderr[-2000:]
-    assert "hogwild: error: rank 1: ZeroDivisionError: division by zero\n" in done.stderr
-    assert "MPI_ABORT was invoked on rank 1" in done.stderr
+    done = mpmd(HOGWILD + svm, PATCHED + svm)
+    ended = time.monotonic()
+    failed = re.search(r"failing at (\S+)\n", done.stderr)
+    assert failed and done.returncode != 0, done.stderr[-2000:]
+    assert ended - float(failed.group(1)) < 30, done.stderr[-2000:]
+    assert "hogwild: error: rank 1: ZeroDivisionError: division by zero\n" in done.stderr, \
+        done.stderr
+    assert "MPI_ABORT was invoked on rank 1" in done.stderr, done.stderr
 
 
 def test_a_usage_error_on_one_rank_before_mpi_starts_ends_the_job():
-    done, seconds = mpmd(HOGWILD + ["run", "svm", "--backend", "mpi"],
-                         HOGWILD + ["run", "svm", "--backend", "mpi", "--epochs", "many"])
-    assert done.returncode != 0 and seconds < 60, done.stderr[-2000:]
+    done = mpmd(HOGWILD + ["run", "svm", "--backend", "mpi"],
+                HOGWILD + ["run", "svm", "--backend", "mpi", "--epochs", "many"])
+    assert done.returncode != 0, done.stderr[-2000:]
     assert ("hogwild: error: argument --epochs: expected an integer, got 'many' (see 'hogwild "
             "run svm --help')\n") in done.stderr
 
 
 def test_ranks_started_on_different_problems_fail_together():
-    done, seconds = mpmd(HOGWILD + ["run", "svm", "--backend", "mpi"],
-                         HOGWILD + ["run", "cuts", "--backend", "mpi", "--data", "random:50x90"])
-    assert done.returncode != 0 and seconds < 60, done.stderr[-2000:]
+    done = mpmd(HOGWILD + ["run", "svm", "--backend", "mpi"],
+                HOGWILD + ["run", "cuts", "--backend", "mpi", "--data", "random:50x90"])
+    assert done.returncode != 0, done.stderr[-2000:]
     for rank in (0, 1):
         assert (f"hogwild: error: rank {rank}: the MPI ranks disagree on the command: rank 0 has "
                 "problem='svm', rank 1 has problem='cuts'\n") in done.stderr
 
 
 def test_a_rank_of_a_job_that_would_train_alone_is_refused():
-    done = mpirun(2, HOGWILD + ["run", "svm", "--epochs", "1"], timeout=120)
+    done = mpirun(2, HOGWILD + ["run", "svm", "--epochs", "1"])
     assert done.returncode != 0
     assert ("hogwild: error: rank 1: this process is rank 1 of an MPI job of 2 ranks, which "
             "would each train alone with --backend threads: give --backend mpi (or run without "
@@ -285,7 +293,7 @@ def test_ranks_of_a_script_with_other_settings_fail_together_naming_the_field(fi
     """From the Python API, exchange="dense" on rank 0 and "sparse" on rank 1 hung for
     150 s and more: every AllreduceSettings field is compared before any collective."""
     done = mpirun(2, [sys.executable, JOBS, "params", json.dumps({field: list(values)}),
-                      json.dumps({})], timeout=120)
+                      json.dumps({})])
     assert done.returncode != 0
     for rank in (0, 1):
         assert (f"hogwild.errors.HogwildError: the MPI ranks disagree on the run: rank 0 has "
@@ -374,7 +382,7 @@ def test_a_lost_summation_server_or_trainer_is_survived():
 def test_an_allreduce_probe_of_absurd_size_is_one_error_on_every_rank():
     """--max-size 99999999999999999999 hit MPI_ERR_INTERN on one rank and hung."""
     done = mpirun(2, HOGWILD + ["allreduce-probe", "--max-size", "99999999999999999999",
-                                "--plot", "none"], timeout=120)
+                                "--plot", "none"])
     assert done.returncode != 0
     for rank in (0, 1):
         assert (f"hogwild: error: rank {rank}: --max-size 99999999999999999999: the probe sends "
@@ -701,7 +709,7 @@ def test_a_job_of_one_rank_started_without_mpirun_leaves_no_shared_memory():
                            "import import_mpi, _mapped_segments; import_mpi(); "
                            "print(_mapped_segments(), sorted(k for k in os.environ "
                            "if k.startswith('OMPI_MCA')))"],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=START_UP_DEADLINE)
     assert done.stdout.strip() == "[] []", done.stderr
 
 

@@ -208,8 +208,11 @@ def _dispatch(args, argv=()):
                   "job ends (its ranks survive a lost rank once training began)",
                   file=sys.stderr)
             return 1
-        traceback.print_exc()
-        print(f"hogwild: error: {_where()}{type(exc).__name__}: {exc}", file=sys.stderr)
+        # one write: lines written apart can be lost when MPI_Abort ends the job (the
+        # launcher stops forwarding output), and the error line is the one that matters
+        sys.stderr.write("".join(traceback.format_exception(exc))
+                         + f"hogwild: error: {_where()}{type(exc).__name__}: {exc}\n")
+        sys.stderr.flush()
         return 1
     return 0
 
