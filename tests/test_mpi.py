@@ -21,7 +21,7 @@ from hogwild.backends.shared_memory import PREFIX, segments_root
 from hogwild.cli.ranks import child_pids
 from hogwild.errors import HogwildError
 from hogwild.problems.sparse_svm import INTERCEPT_PAD
-from launchers import MPIRUN, mpirun
+from launchers import JOB_DEADLINE, MPIRUN, mpirun, mpmd
 
 pytest.importorskip("mpi4py", reason="backend 'mpi' needs mpi4py (pip install 'hogwild[mpi]')")
 if MPIRUN is None:
@@ -30,11 +30,6 @@ if MPIRUN is None:
 
 JOBS = str(Path(__file__).with_name("mpi_jobs.py"))
 HOGWILD = [sys.executable, "-m", "hogwild.cli"]
-# A job that fails at start-up must end, not hang. Two ranks start in 2-7 s on an idle
-# host and took up to 53 s beside a second test suite and a busy loop on every core:
-# a hang is told from a slow start by this deadline, and "within seconds" is timed
-# from the failure itself where a test can see it.
-START_UP_DEADLINE = 300
 
 
 def job(case, ranks=2, settings=None, **options):
@@ -140,12 +135,12 @@ def test_the_command_line_runs_a_two_rank_job_within_half_a_point_of_one_process
     the single-process run's (a9a, shipped)."""
     common = ["run", "svm", "--epochs", "8", "--seed", "0", "--json"]
     single = subprocess.run(HOGWILD + common + ["--workers", "1"], capture_output=True,
-                            text=True, timeout=300)
+                            text=True, timeout=JOB_DEADLINE)
     assert single.returncode == 0, single.stderr
     checkpoint = tmp_path / "ranks.npz"
     done = subprocess.run(HOGWILD + common + ["--ranks", "2", "--checkpoint", str(checkpoint),
                                               "--checkpoint-every", "4"],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=JOB_DEADLINE, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     ranked = json.loads(done.stdout)  # one line: rank 1 printed nothing
     assert ranked["distributed"]["ranks"] == 2 and ranked["workers"] == 2
@@ -166,7 +161,7 @@ def test_the_command_line_trains_beside_a_summation_server_and_refuses_too_many(
     runs = {}
     for extra in (["--ranks", "2"], ["--ranks", "3", "--summation-servers", "1"]):
         done = subprocess.run(HOGWILD + common + extra, capture_output=True, text=True,
-                              timeout=300)
+                              timeout=JOB_DEADLINE)
         assert done.returncode == 0, done.stderr[-3000:]
         runs[extra[1]] = json.loads(done.stdout)
     served = runs["3"]["distributed"]
@@ -174,7 +169,7 @@ def test_the_command_line_trains_beside_a_summation_server_and_refuses_too_many(
     assert served["algorithm"] == "summation_service" and runs["3"]["workers"] == 2
     assert abs(runs["3"]["test_error"] - runs["2"]["test_error"]) <= 0.005
     done = subprocess.run(HOGWILD + ["run", "svm", "--ranks", "4", "--summation-servers",
-                                     "3"], capture_output=True, text=True, timeout=300)
+                                     "3"], capture_output=True, text=True, timeout=JOB_DEADLINE)
     assert (done.returncode, done.stderr) == (2, (
         "hogwild: error: 3 summation servers in a job of 4 ranks: the servers add the "
         "changes of at least 2 ranks that train\n"))
@@ -185,7 +180,7 @@ def test_early_stopping_stops_every_rank_after_the_same_epoch_keeping_the_best()
     on stopping (a rank that stopped alone would leave the others in an allreduce)."""
     done = subprocess.run(HOGWILD + ["run", "svm", "--ranks", "2", "--epochs", "30",
                                      "--early-stopping", "2", "--seed", "0", "--json"],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=JOB_DEADLINE)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
     best, history = report["best_epoch"], report["history"]
@@ -208,12 +203,8 @@ def test_mpirun_of_the_command_line_prints_the_ranks_in_the_summary():
 def test_ranks_that_disagree_on_the_run_fail_at_once_on_every_rank():
     """Different epochs per rank (mpirun's MPMD form) would hang in a collective:
     each rank names the difference and the job ends with an error."""
-    command = [MPIRUN, "-n", "1", *HOGWILD, "run", "svm", "--backend", "mpi", "--epochs",
-               "2", ":", "-n", "1", *HOGWILD, "run", "svm", "--backend", "mpi", "--epochs",
-               "3"]
-    if os.geteuid() == 0:
-        command.insert(1, "--allow-run-as-root")
-    done = subprocess.run(command, capture_output=True, text=True, timeout=START_UP_DEADLINE)
+    svm = HOGWILD + ["run", "svm", "--backend", "mpi", "--epochs"]
+    done = mpmd(svm + ["2"], svm + ["3"])
     assert done.returncode != 0
     assert ("hogwild: error: rank 1: the MPI ranks disagree on the run: rank 0 has epochs=2, "
             "rank 1 has epochs=3\n") in done.stderr
@@ -222,25 +213,13 @@ def test_ranks_that_disagree_on_the_run_fail_at_once_on_every_rank():
 def test_an_error_on_one_rank_ends_the_whole_job():
     """Rank 1 alone cannot read its data: the job ends non-zero, rank 0 does not
     wait for it."""
-    command = [MPIRUN, "-n", "1", *HOGWILD, "run", "svm", "--backend", "mpi", ":", "-n", "1",
-               *HOGWILD, "run", "svm", "--backend", "mpi", "--data", "/nonexistent/x.svm"]
-    if os.geteuid() == 0:
-        command.insert(1, "--allow-run-as-root")
-    done = subprocess.run(command, capture_output=True, text=True, timeout=START_UP_DEADLINE)
+    svm = HOGWILD + ["run", "svm", "--backend", "mpi"]
+    done = mpmd(svm, svm + ["--data", "/nonexistent/x.svm"])
     assert done.returncode != 0
     assert "hogwild: error: rank 1: " in done.stderr and "/nonexistent/x.svm" in done.stderr
 
 
 # --- issue 28: nothing hangs on any rank -----------------------------------------------
-
-def mpmd(first, second):
-    """``mpirun -n 1 FIRST : -n 1 SECOND`` (two ranks running different command
-    lines): the completed process, once the job ended."""
-    command = [MPIRUN, "-n", "1", *first, ":", "-n", "1", *second]
-    if os.geteuid() == 0:
-        command.insert(1, "--allow-run-as-root")
-    return subprocess.run(command, capture_output=True, text=True, timeout=START_UP_DEADLINE)
-
 
 PATCHED = [sys.executable, "-c", "import sys, time, hogwild.cli as cli; "  # a bug in run svm
            "cli.run_svm = lambda args: print(f'failing at {time.monotonic()}', file=sys.stderr, "
@@ -622,7 +601,7 @@ def test_the_chief_killed_mid_run_is_survived_within_half_a_point_and_as_a_resum
                     shutil.copy(checkpoint, copy)
             except HogwildError:  # (being replaced: atomically, so read it again)
                 pass
-        out, err = proc.communicate(timeout=300)
+        out, err = proc.communicate(timeout=JOB_DEADLINE)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -636,12 +615,12 @@ def test_the_chief_killed_mid_run_is_survived_within_half_a_point_and_as_a_resum
         f"{lost['unfinished_piece_samples']:,}) lost"]
     assert load_checkpoint(checkpoint).settings["ranks"] == 2
     whole = subprocess.run(HOGWILD + ["run", "svm", "--ranks", "3", *options],
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=JOB_DEADLINE)
     assert abs(result["test_error"] - json.loads(whole.stdout)["test_error"]) < 0.005
     assert load_checkpoint(copy).epoch < 300
     resumed = subprocess.run(HOGWILD + ["run", "svm", "--ranks", "2", *options, "--resume",
                                         str(copy), "--save", str(tmp_path / "resumed.npz")],
-                             capture_output=True, text=True, timeout=300)
+                             capture_output=True, text=True, timeout=JOB_DEADLINE)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     survivors, again = np.load(tmp_path / "lost.npz"), np.load(tmp_path / "resumed.npz")
     for name in ("coef", "intercept"):
@@ -701,7 +680,7 @@ def test_a_job_of_one_rank_started_without_mpirun_leaves_no_shared_memory():
     the process maps no segment at all (judged from its own maps, not /dev/shm,
     which other jobs on the host share)."""
     done = subprocess.run([sys.executable, JOBS, "params"], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=JOB_DEADLINE)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout)["distributed"]["ranks"] == 1
     # and the transport is its alone: processes it starts get no such setting
@@ -709,7 +688,7 @@ def test_a_job_of_one_rank_started_without_mpirun_leaves_no_shared_memory():
                            "import import_mpi, _mapped_segments; import_mpi(); "
                            "print(_mapped_segments(), sorted(k for k in os.environ "
                            "if k.startswith('OMPI_MCA')))"],
-                          capture_output=True, text=True, timeout=START_UP_DEADLINE)
+                          capture_output=True, text=True, timeout=JOB_DEADLINE)
     assert done.stdout.strip() == "[] []", done.stderr
 
 
@@ -789,7 +768,7 @@ def test_the_allreduce_probe_command_measures_every_algorithm(tmp_path):
     done = subprocess.run(HOGWILD + ["allreduce-probe", "--ranks", "3", "--summation-servers",
                                      "1", "--max-size", "16KiB", "--budget", "0.005", "--json",
                                      "--plot", str(tmp_path / "probe.png")],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=JOB_DEADLINE)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
     assert report["ranks"] == 2 and report["summation_servers"] == 1
