@@ -488,6 +488,10 @@ def main():
     args = parser.parse_args()
     if args.victim:
         return victim(args)
+    # The Ctrl-C trials play a terminal's Ctrl-C on a command in the foreground. Started
+    # in the background of a script, this process inherits SIGINT ignored, and so would
+    # the runs it starts; a handler here leaves them Python's default instead.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if not os.path.isdir("/proc"):
         sys.exit("fault_injection.py reads process states from /proc (Linux)")
     backends = [b for b in args.backends.split(",") if b]

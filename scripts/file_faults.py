@@ -139,12 +139,15 @@ def plant_fifo(rng, runs):
 
 
 def inject(rng, runs, fault, process, reference, started, making_data):
-    """Wait for the moment of a fault that lands during the run, and inject it."""
+    """Wait for the moment of a fault that lands during the run, and inject it; for a
+    Ctrl-C, when it was sent (seconds after launch) and whether the run had ended."""
     if fault == "ctrl-c-at-start":
         startup = reference["startup_making_data_s" if making_data else "startup_s"]
         time.sleep(rng.uniform(0, startup))
+        moment = {"startup_s": startup, "sent_after_s": time.monotonic() - started,
+                  "ended_before": process.poll() is not None}
         os.killpg(process.pid, signal.SIGINT)  # the whole group, as a terminal does
-        return
+        return moment
     moment = rng.uniform(0, reference["run_s"] * 0.8)
     while time.monotonic() - started < moment and process.poll() is None:
         time.sleep(0.005)
@@ -182,7 +185,9 @@ def trial(rng, all_runs, fault, folder, hang_seconds, counts):
     started = time.monotonic()
     process = runs.start(out, streamed)
     if fault not in ("truncate-between-runs", "edit-between-runs", "fifo-in-cache"):
-        inject(rng, runs, fault, process, reference, started, making_data)
+        moment = inject(rng, runs, fault, process, reference, started, making_data)
+        if moment:
+            record["signal"] = moment
     judge(record, runs, process, out, reference, fault, hang_seconds, counts)
     # the next run on the same cache, with nothing injected: the cache mends itself
     after = Path(folder) / "after"

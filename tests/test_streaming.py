@@ -473,3 +473,19 @@ def test_an_id_edited_before_the_objective_is_built_is_an_error_not_a_write(tmp_
         svm(X, labels)
     assert str(error.value) == (f"{tmp_path / 'clicks' / 'train_indices.npy'}: id 1000000000 "
                                 "at position 5 is not in 0..599")
+
+
+def test_an_edited_id_that_breaks_a_rows_order_is_named_with_its_file(tmp_path):
+    """An id edited before X is checked, which leaves its row out of order: X is
+    sorted into a copy of its own, and the error named no file (fault injection's
+    edit-mid-run: 'id -1262120445 at position 1,834,820 is not in 0..19,999')."""
+    from hogwild.datasets.clicks import make_clicks
+    from hogwild.problems.sparse_svm import as_csr
+
+    train, _, _ = make_clicks(4000, 600, 48_000, seed=4, folder=tmp_path / "clicks")
+    position = int(train.X.indptr[1]) - 1  # the last nonzero of the first row
+    edit_in_place(tmp_path / "clicks" / "train_indices.npy", position, -5)
+    with pytest.raises(HogwildError) as error:
+        as_csr(train.X)
+    assert str(error.value) == (f"{tmp_path / 'clicks' / 'train_indices.npy'}: id -5 at "
+                                f"position {position} is not in 0..599")

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from hogwild.backends.host import all_finite
-from hogwild.disk_arrays import in_threads, part_bounds, pieces
+from hogwild.disk_arrays import in_threads, mapped_file, occurrences, part_bounds, pieces
 from hogwild.errors import HogwildError, check_nonnegative, choose
 from hogwild.estimator import as_matrix
 from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory
@@ -63,6 +63,8 @@ def as_csr(X, n_features=None, estimator=None):
         raise HogwildError("X contains NaN, Inf or values beyond float32's range "
                            "(|x| > 3.4e38)")
     if not _canonical(csr):
+        if mapped_file(csr.indices):  # ids out of range name their file before the copy
+            occurrences(csr.indices, csr.shape[1])  # cannot (a file edited under a run)
         csr = csr.copy()
         csr.sum_duplicates()
     if csr.indices.dtype == np.int32:
