@@ -144,10 +144,10 @@ def inject(rng, runs, fault, process, reference, started, making_data):
     if fault == "ctrl-c-at-start":
         startup = reference["startup_making_data_s" if making_data else "startup_s"]
         time.sleep(rng.uniform(0, startup))
-        moment = {"startup_s": startup, "sent_after_s": time.monotonic() - started,
-                  "ended_before": process.poll() is not None}
+        sent = {"startup_s": startup, "sent_after_s": time.monotonic() - started,
+                "ended_before": process.poll() is not None}
         os.killpg(process.pid, signal.SIGINT)  # the whole group, as a terminal does
-        return moment
+        return sent
     moment = rng.uniform(0, reference["run_s"] * 0.8)
     while time.monotonic() - started < moment and process.poll() is None:
         time.sleep(0.005)
@@ -185,9 +185,9 @@ def trial(rng, all_runs, fault, folder, hang_seconds, counts):
     started = time.monotonic()
     process = runs.start(out, streamed)
     if fault not in ("truncate-between-runs", "edit-between-runs", "fifo-in-cache"):
-        moment = inject(rng, runs, fault, process, reference, started, making_data)
-        if moment:
-            record["signal"] = moment
+        sent = inject(rng, runs, fault, process, reference, started, making_data)
+        if sent:
+            record["signal"] = sent
     judge(record, runs, process, out, reference, fault, hang_seconds, counts)
     # the next run on the same cache, with nothing injected: the cache mends itself
     after = Path(folder) / "after"

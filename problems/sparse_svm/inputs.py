@@ -63,8 +63,8 @@ def as_csr(X, n_features=None, estimator=None):
         raise HogwildError("X contains NaN, Inf or values beyond float32's range "
                            "(|x| > 3.4e38)")
     if not _canonical(csr):
-        if mapped_file(csr.indices):  # ids out of range name their file before the copy
-            occurrences(csr.indices, csr.shape[1])  # cannot (a file edited under a run)
+        if mapped_file(csr.indices):  # checked on the map: the copy's errors name no file
+            occurrences(csr.indices, csr.shape[1])  # (an id edited in it under a run)
         csr = csr.copy()
         csr.sum_duplicates()
     if csr.indices.dtype == np.int32:
