@@ -1,11 +1,16 @@
-"""Reading data files whole: plain, gzip or bzip2 (detected from the bytes), with
-one-line errors that name the file. Only regular files are read (a FIFO would
-block for ever, a device never end), and no file may take more memory, as read
-or as decompressed, than is available."""
+"""Reading data files: whole, or as a stream of blocks of whole lines; plain,
+gzip, bzip2, xz or zstd (detected from the bytes), with one-line errors that name
+the file. Only regular files are read (a FIFO would block for ever, a device
+never end), and no file may take more memory, as read or as decompressed, than
+is available."""
 import bz2
 import gzip
 import io
+import lzma
 import os
+from dataclasses import dataclass
+
+import numpy as np
 
 from hogwild.errors import DataFormatError, HogwildError
 from hogwild.limits import available_memory, size_text
@@ -13,10 +18,14 @@ from hogwild.paths import check_regular
 
 CHUNK = 64 << 20  # bytes decompressed at a time, so that the total is checked as it grows
 UTF8_BOM = b"\xef\xbb\xbf"
+# The first bytes of each compressed format read (what `file` goes by)
+MAGIC = {"gzip": b"\x1f\x8b", "bzip2": b"BZh", "xz": b"\xfd7zXZ\x00",
+         "zstd": b"\x28\xb5\x2f\xfd"}
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
-def read_bytes(path):
-    """The file's bytes (a bytes or bytearray object), decompressed if it is gzip or
-    bzip2. Opened without blocking, so a FIFO is refused rather than waited on."""
+def _open_regular(path):
+    """A binary file object of the regular file ``path``, opened without blocking, so
+    that a FIFO is refused rather than waited on; a HogwildError naming it else."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
@@ -30,7 +39,14 @@ def read_bytes(path):
     except HogwildError:
         os.close(fd)
         raise
-    with os.fdopen(fd, "rb") as f:
+    return os.fdopen(fd, "rb")
+
+
+def read_bytes(path):
+    """The file's bytes (a bytes or bytearray object), decompressed if it is gzip or
+    bzip2. Opened without blocking, so a FIFO is refused rather than waited on."""
+    with _open_regular(path) as f:
+        fd = f.fileno()
         size = os.fstat(fd).st_size
         memory = available_memory()
         if memory is not None and size > memory:
@@ -78,3 +94,145 @@ def read_text_bytes(path):
     if raw.count(b"\r") != raw.count(b"\r\n"):
         raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     return raw
+
+
+# --- a text file as a stream of blocks of whole lines -----------------------------
+
+def _zstd_reader(raw, path):
+    try:
+        import zstandard
+    except ImportError:
+        raise HogwildError(f"{path} is zstd-compressed: pip install 'hogwild[zstd]' (the "
+                           "zstandard package) to read it, or decompress it first") from None
+    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+
+
+_READERS = {"gzip": lambda raw, path: gzip.GzipFile(fileobj=raw),
+            "bzip2": lambda raw, path: bz2.BZ2File(raw),
+            "xz": lambda raw, path: lzma.LZMAFile(raw), "zstd": _zstd_reader}
+
+
+@dataclass
+class Block:
+    """Whole lines of a text file: ``data`` (uint8), the 1-based number of its first
+    line being known only once the blocks before it are parsed; ``start`` its
+    offset in the (decompressed) text, ``read`` the file's bytes read so far."""
+
+    data: np.ndarray
+    start: int
+    read: int
+
+
+class TextBlocks:
+    """A text file read as blocks of whole lines (about ``block_bytes`` each) for
+    parsers that run on several blocks at once: decompressed on the way (gzip,
+    bzip2, xz and zstd, by their first bytes), a UTF-8 byte-order mark dropped,
+    classic Mac line ends (a lone carriage return) made newlines, and a line longer
+    than ``max_line_bytes`` refused by name rather than held whole. ``identity``
+    is the file's (device, inode, size, times) when opened: ``check_unchanged``
+    compares it after the read, and a file edited while it was read is refused."""
+
+    def __init__(self, path, block_bytes, max_line_bytes):
+        self.path, self.block_bytes, self.max_line_bytes = path, block_bytes, max_line_bytes
+        self.raw = _open_regular(path)
+        self.size = os.fstat(self.raw.fileno()).st_size
+        self.identity = _identity(os.fstat(self.raw.fileno()))
+        head = os.pread(self.raw.fileno(), 8, 0)
+        if head.startswith(UTF16_BOMS):
+            self.raw.close()
+            raise DataFormatError(f"{path} is UTF-16 text (it starts with a UTF-16 byte-order "
+                                  "mark); save it as UTF-8 (iconv -f UTF-16 -t UTF-8)")
+        self.compression = next((name for name, magic in MAGIC.items()
+                                 if head.startswith(magic)), None)
+        self.stream = self.raw if self.compression is None else \
+            _READERS[self.compression](self.raw, path)
+
+    def close(self):
+        self.stream.close()
+        self.raw.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def bytes_read(self):
+        """The file's bytes read so far (compressed ones, for a compressed file)."""
+        try:
+            return self.raw.tell()
+        except (OSError, ValueError):
+            return 0
+
+    def _fill(self, buffer, at):
+        """Read into ``buffer`` from ``at`` until it is full or the file ends; the end."""
+        view = memoryview(buffer)
+        while at < len(buffer):
+            try:
+                got = self.stream.readinto(view[at:])
+            except (OSError, EOFError, lzma.LZMAError, ValueError) as error:
+                raise self._broken(error) from None
+            except Exception as error:  # zstandard's ZstdError
+                if type(error).__name__ != "ZstdError":
+                    raise
+                raise self._broken(error) from None
+            if not got:
+                break
+            at += got
+        return at
+
+    def _broken(self, error):
+        reason = "it ends before its end-of-stream marker (truncated?)" \
+            if isinstance(error, EOFError) else str(error) or type(error).__name__
+        return DataFormatError(f"cannot decompress {self.path}: {reason}, at byte "
+                               f"{self.bytes_read():,} of {self.size:,}")
+
+    def __iter__(self):
+        """Blocks of whole lines, each in a buffer of its own (parsed while the next
+        is read); the last may end without a newline."""
+        carry, start, lone_cr = b"", 0, None
+        size = self.block_bytes
+        while True:
+            buffer = bytearray(size)
+            buffer[:len(carry)] = carry
+            end = self._fill(buffer, len(carry))
+            ended = end < len(buffer)  # the file's end is in this buffer
+            if lone_cr is None:  # the first block says how lines end
+                if buffer.startswith(UTF8_BOM):
+                    del buffer[:len(UTF8_BOM)]
+                    end -= len(UTF8_BOM)
+                    start = len(UTF8_BOM)
+                lone_cr = buffer.find(b"\n", 0, end) < 0 and buffer.find(b"\r", 0, end) >= 0
+            if lone_cr:  # classic Mac line ends: each CR a newline
+                buffer = buffer[:end].replace(b"\r", b"\n")
+            if end == 0:
+                return
+            cut = end if ended else buffer.rfind(b"\n", 0, end) + 1
+            if cut == 0:  # no line end in a whole buffer: a longer line
+                if size >= self.max_line_bytes:
+                    raise DataFormatError(
+                        f"{self.path}: a line at byte {start:,} is longer than "
+                        f"{size_text(self.max_line_bytes)} (no line end within it): not a "
+                        "text file of lines, or one whose lines are too long to read")
+                carry, size = bytes(buffer[:end]), min(2 * size, self.max_line_bytes)
+                continue
+            carry, size = bytes(buffer[cut:end]), self.block_bytes
+            yield Block(np.frombuffer(buffer, np.uint8, cut), start, self.bytes_read())
+            start += cut
+            if ended:
+                return
+
+    def check_unchanged(self):
+        """A DataFormatError when the file changed (size, times, inode) since it was
+        opened: what was read may mix two versions of it."""
+        try:
+            now = _identity(os.stat(self.path))
+        except OSError:
+            now = None
+        if now != self.identity:
+            raise DataFormatError(f"{self.path} changed while it was read (its size or time "
+                                  "is not what it was); read it again once it is complete")
+
+
+def _identity(stat):
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns

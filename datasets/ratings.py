@@ -104,7 +104,7 @@ def _split(line, separator):
     return line.split(separator)
 
 
-def _is_number(text):
+def is_number(text):
     try:
         float(text)
     except ValueError:
@@ -159,7 +159,7 @@ def _read_delimited(path, raw, separator):
     for number, fields, line in rows:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        if first and len(fields) >= 3 and not _is_number(fields[2].strip()):
+        if first and len(fields) >= 3 and not is_number(fields[2].strip()):
             first = False  # a header
             continue
         first = False

@@ -10,6 +10,7 @@ from typing import Optional
 from hogwild.atomic import atomic_file
 from hogwild.datasets.cache import file_record
 from hogwild.datasets.download import extract_member, fetch
+from hogwild.datasets.formats import Reading
 from hogwild.datasets.ratings import read_ratings
 from hogwild.datasets.svmlight import cached_files, load_svmlight
 from hogwild.errors import HogwildError, choose
@@ -54,23 +55,34 @@ SVM_DATASETS = {
 DEFAULT_SVM_DATASET = "a9a"
 
 
-def load_svm_data(data=DEFAULT_SVM_DATASET, test=None, progress=False):
-    """(train, test) SvmlightData for a dataset name, an svmlight file path or a
-    generated click log "clicks:ROWSxFEATURESxNNZ" (hogwild.datasets.clicks).
+def load_svm_data(data=DEFAULT_SVM_DATASET, test=None, progress=False, reading=None):
+    """(train, test) labelled rows for a dataset name, a file of labelled rows
+    (svmlight, Vowpal Wabbit text or delimited columns: see
+    hogwild.datasets.formats; ``reading`` says how, a formats.Reading), a
+    generated click log "clicks:ROWSxFEATURESxNNZ" (hogwild.datasets.clicks) or
+    Criteo-layout log "criteo:ROWS" (hogwild.datasets.criteo).
 
-    A named dataset or a click log brings its own test split unless ``test`` (a
-    path) is given. The test file is aligned to the training features: features
-    beyond them are dropped with one warning. ``progress``: a bar while a click
-    log is made.
+    A named dataset or a generated log brings its own test split unless ``test``
+    (a path) is given. The test file is read as the training file was: svmlight
+    features beyond the training ones are dropped with one warning.
+    ``progress``: a bar while a file is read or a log made.
     """
+    from hogwild.datasets.formats import read_rows
+
+    bar = _bar(progress)
     if isinstance(data, str) and data.startswith("clicks:"):
         from hogwild.datasets.clicks import make_clicks, parse_clicks_spec
 
         train, test_data, _ = make_clicks(*parse_clicks_spec(data), progress=progress)
         if test is not None:
-            test_data = load_svmlight(test, n_features=train.X.shape[1], zero_based=True,
-                                      extra_features="drop")
+            test_data = read_rows(test, reading, like=train, progress=bar)
         return train, test_data
+    if isinstance(data, str) and data.startswith("criteo:"):
+        from hogwild.datasets.criteo import make_criteo, parse_criteo_spec
+
+        train_path, test_path = make_criteo(parse_criteo_spec(data), progress=progress)
+        train = read_rows(train_path, reading or Reading(format="csv"), progress=bar)
+        return train, read_rows(test or test_path, reading, like=train, progress=bar)
     if data in SVM_DATASETS:
         spec = SVM_DATASETS[data]
         if not spec.available():
@@ -83,14 +95,38 @@ def load_svm_data(data=DEFAULT_SVM_DATASET, test=None, progress=False):
         path = Path(data)
         if not _exists(path) and path.suffix == "" and "/" not in str(data):
             raise HogwildError(f"unknown dataset {data!r}; choose one of: "
-                               f"{', '.join(SVM_DATASETS)}, or give an svmlight file path")
-        train = load_svmlight(path)
+                               f"{', '.join(SVM_DATASETS)}, or give a file path")
+        train = read_rows(path, reading, progress=bar)
         test_path = Path(test) if test is not None else None
     test_data = None
     if test_path is not None:
-        test_data = load_svmlight(test_path, n_features=train.X.shape[1],
-                                  zero_based=train.zero_based, extra_features="drop")
+        test_data = read_rows(test_path, reading, like=train, progress=bar)
     return train, test_data
+
+
+def _bar(progress):
+    """progress(bytes_read, file_bytes) moving a tqdm bar in MB/s on stderr (one per
+    file read), when ``progress`` and tqdm is installed; else None."""
+    if not progress:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    bars = {}
+
+    def moved(done, total):
+        bar = bars.get(total)
+        if bar is None or done < bar.n:
+            if bar is not None:
+                bar.close()
+            bar = bars[total] = tqdm(total=total, unit="B", unit_scale=True, desc="read",
+                                     leave=False, disable=None)
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+
+    return moved
 
 
 # --- rating datasets ------------------------------------------------------------------

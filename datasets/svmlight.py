@@ -1,18 +1,16 @@
-"""Reading svmlight / libsvm files: plain, gzip or bzip2, with a binary cache.
+"""Reading svmlight / libsvm files (plain or compressed) through a binary cache.
 
-    label index:value index:value ... [# comment]
+    label [qid:N] index:value index:value ... [# comment]
 
 Indices may be zero- or one-based ('auto': zero-based if any index 0 occurs),
-'qid:N' tokens are ignored, blank and '#' lines are skipped. Parsed files are
-cached as .npy arrays (memory-mapped on load), keyed by the file's path, inode,
-size and times, so a repeat load takes milliseconds; the cache is used only in a
+'qid:N' tokens are kept apart (SvmlightData.qids), blank and '#' lines are
+skipped. A file is parsed on every core, in blocks, straight into a cache entry
+of .npy arrays (hogwild.datasets.ingest), memory-mapped on load and keyed by the
+file's path, inode, size and times, so that a repeat load takes milliseconds and
+a file larger than memory loads as a small one does; the cache is used only in a
 folder of this user's alone, and an entry that does not match its checksums is
 parsed again (hogwild.datasets.cache).
 """
-import hashlib
-import json
-import os
-import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,15 +19,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from hogwild.datasets import svmlight_parser as P
-from hogwild.datasets.cache import (Damaged, describe, entry_in_progress, open_arrays,
-                                    read_header, remove_entry)
-from hogwild.datasets.files import read_text_bytes
+from hogwild.datasets.ingest import Piece, TextFormat, cached_entries, parsed
+from hogwild.disk_arrays import on_disk
 from hogwild.errors import DataFormatError, HogwildError, check_int
 from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory, size_text
-from hogwild.paths import cache_dir, check_regular, data_cache_folder
+from hogwild.paths import check_regular
 
-_CACHE_VERSION = "svmlight-3"
-_ARRAYS = ("indptr", "indices", "values", "labels", "row_lines")
+_CACHE_VERSION = "svmlight-4"
 
 
 @dataclass
@@ -40,110 +36,78 @@ class SvmlightData:
     path: Path
     row_lines: np.ndarray  # 1-based line number of each row, for error messages (or None)
     random_order: bool = False  # rows stored in random order: no shuffle needed
+    qids: np.ndarray = None  # each row's qid (-1 where it has none), where the file gives any
+
+    @property
+    def trained_in_place(self):
+        """Whether the rows train where they are, with no shuffled copy (each epoch's
+        plan shuffles runs of rows): rows in random order, or memory-mapped from
+        the binary cache, which may be larger than memory."""
+        return self.random_order or on_disk(self.X.data)
 
 
-def _parse_bytes(raw, path):
-    buf = np.frombuffer(raw, dtype=np.uint8)
-    max_rows, max_nnz = P.count_upper_bounds(buf)
-    indptr = np.empty(max_rows + 1, dtype=np.int64)
-    indices = np.empty(max_nnz, dtype=np.int64)
-    values = np.empty(max_nnz, dtype=np.float32)
-    labels = np.empty(max_rows, dtype=np.float64)
-    row_lines = np.empty(max_rows, dtype=np.int64)
-    rows, nnz, status, line, start = P.parse(buf, indptr, indices, values, labels, row_lines)
-    if status != P.OK:
-        end = raw.find(b"\n", start)
-        text = raw[start:end if end >= 0 else len(raw)].decode("utf-8", "replace").rstrip()
-        shown = text if len(text) <= 80 else text[:77] + "..."
-        raise DataFormatError(f"{path}, line {line}: malformed svmlight line "
-                              f"({P.REASONS[status]}): {shown!r}")
-    if rows == 0:
-        raise HogwildError(f"empty data: {path} holds no samples")
-    return {"indptr": indptr[:rows + 1], "indices": indices[:nnz], "values": values[:nnz],
-            "labels": labels[:rows], "row_lines": row_lines[:rows]}
+class SvmlightFormat(TextFormat):
+    """svmlight/libsvm lines for hogwild.datasets.ingest: indices stored minus the
+    base (zero_based="auto": the first block's, 0 if it writes an index 0, else 1;
+    a later 0 makes the file zero-based after all, fixed once at the end)."""
 
+    fields = {"indptr": np.int64, "indices": np.int32, "values": np.float32,
+              "labels": np.float64, "row_lines": np.int64, "qids": np.int64}
+    offsets, lines, what = {"indptr": "indices"}, "row_lines", "svmlight line"
+    version = _CACHE_VERSION
+    header = {"zero_based": bool, "max_index": int, "qids": bool, "rows": int, "nnz": int}
 
-def _apply_base(arrays, zero_based, path):
-    indices = arrays["indices"]
-    has_zero = indices.size > 0 and indices.min() == 0
-    if zero_based == "auto":
-        zero_based = bool(has_zero)
-    elif not zero_based and has_zero:
-        row = np.searchsorted(arrays["indptr"], np.argmax(indices == 0), side="right") - 1
-        raise DataFormatError(f"{path}, line {arrays['row_lines'][row]}: feature index 0 in a "
-                              "file read as one-based; pass zero_based=True")
-    shifted = indices if zero_based else indices - 1
-    arrays["indices"] = shifted.astype(np.int32)
-    return zero_based
+    def __init__(self, zero_based):
+        self.zero_based = zero_based
+        self.base = 0 if zero_based is True else 1 if zero_based is False else None
+        self.needs_first = self.base is None
 
+    def parse(self, data, first=False):
+        rows, nonzeros = (data.size + 1) // 2 + 1, (data.size + 1) // 4 + 1
+        out = {"indptr": np.empty(rows + 1, np.int64), "indices": np.empty(nonzeros, np.int32),
+               "values": np.empty(nonzeros, np.float32), "labels": np.empty(rows, np.float64),
+               "row_lines": np.empty(rows, np.int64), "qids": np.empty(rows, np.int64)}
+        base = 0 if self.base is None else self.base
+        (rows, nnz, lines, status, bad_line, bad_at, low, high, any_qid) = P.parse_block(
+            data, base, self.zero_based is False, out["indptr"], out["indices"], out["values"],
+            out["labels"], out["row_lines"], out["qids"])
+        error = None if status == P.OK else (P.REASONS[status], bad_line,
+                                             None if status == P.ZERO_INDEX else bad_at)
+        arrays = {name: a[:nnz] if name in ("indices", "values") else
+                  a[:rows + 1] if name == "indptr" else a[:rows] for name, a in out.items()}
+        return Piece(arrays, rows, lines, error,
+                     {"low": low, "high": high, "qid": any_qid, "base": base})
 
-def _cache_key(path, zero_based):
-    """The cache entry's name: the file's path, inode, size and modification and
-    change times (an edit, even one that restores the modification time, changes
-    the change time), and how it is read."""
-    info = path.stat()
-    ident = json.dumps([_CACHE_VERSION, str(path.resolve()), info.st_ino, info.st_size,
-                        info.st_mtime_ns, info.st_ctime_ns, str(zero_based)])
-    return hashlib.sha256(ident.encode()).hexdigest()[:24]
+    def first(self, piece):
+        """Choose the base from the first block (read with base 0): its indices are
+        shifted where the file turns out one-based."""
+        if self.base is None:
+            self.base = 0 if piece.stats["low"] == 0 else 1
+            if self.base == 1 and piece.error is None:
+                piece.arrays["indices"] = piece.arrays["indices"] - 1
+                piece.crcs.pop("indices", None)
+                piece.stats["base"] = 1
 
+    def merge(self, total, stats):
+        return {"low": min(total["low"], stats["low"]), "high": max(total["high"], stats["high"]),
+                "qid": total["qid"] or stats["qid"], "base": total["base"]}
 
-def _load_cached(folder, path):
-    """(arrays, zero_based) of the cache entry in ``folder``, or None when there is
-    none; a damaged entry (see hogwild.datasets.cache) is removed, with a warning,
-    so that the caller parses the file and caches it anew."""
-    if not folder.exists():
-        return None
-    try:
-        meta = read_header(folder, "meta.json")
-        arrays = open_arrays(folder, meta.get("arrays"))
-        if set(arrays) != set(_ARRAYS) or not isinstance(meta.get("zero_based"), bool):
-            raise Damaged("it lacks some of its arrays")
-    except Damaged as damage:
-        warnings.warn(f"the binary cache of {path} in {folder} is damaged: {damage}; parsing "
-                      "the file again", stacklevel=3)
-        remove_entry(folder)
-        return None
-    return arrays, meta["zero_based"]
-
-
-def _store_cached(root, folder, arrays, zero_based, source):
-    """Best effort: a cache folder that cannot be written (a read-only or full disk)
-    only means the next load parses the file again. The entry appears whole or not
-    at all (written in a temporary folder, then renamed), its header last."""
-    try:
-        tmp = entry_in_progress(root)
-    except OSError:
-        return
-    indices = arrays["indices"]
-    meta = {"version": _CACHE_VERSION, "zero_based": zero_based, "source": str(source.resolve()),
-            "rows": int(arrays["labels"].size), "nnz": int(indices.size),
-            "max_index": int(indices.max()) if indices.size else -1,
-            "arrays": describe({name: arrays[name] for name in _ARRAYS})}
-    try:
-        for name in _ARRAYS:
-            np.save(tmp / f"{name}.npy", arrays[name])
-        (tmp / "meta.json").write_text(json.dumps(meta))
-        os.replace(tmp, folder)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)  # another process won the race, or no space
+    def finish(self, sink, totals):
+        """The header; a one-based guess that a later index 0 refuted is undone
+        (every index shifted back: the file is zero-based)."""
+        stats = totals.stats
+        shift = stats["base"] == 1 and stats["low"] == 0
+        if shift:
+            sink.rewrite("indices", lambda piece: piece + np.int32(1))
+        base = 0 if shift else stats["base"]
+        return {"zero_based": base == 0, "nnz": totals.lengths["indices"],
+                "max_index": max(stats["high"] - base, -1), "qids": bool(stats["qid"])}
 
 
 def cached_files():
-    """What the binary cache holds: one dict per parsed file (source, rows, nnz,
-    max_index, zero_based, bytes); entries it cannot read are left out."""
-    root = cache_dir() / "datasets"
-    entries = []
-    for folder in sorted(root.iterdir()) if root.is_dir() else ():
-        if folder.name.startswith("."):
-            continue
-        try:
-            meta = read_header(folder, "meta.json")
-            if meta.get("version") == _CACHE_VERSION:  # written by this version
-                meta["bytes"] = sum(f.stat().st_size for f in folder.iterdir())
-                entries.append(meta)
-        except (Damaged, OSError):
-            continue
-    return entries
+    """What the binary cache holds of svmlight files: one dict per parsed file
+    (source, rows, nnz, max_index, zero_based, bytes)."""
+    return [entry for entry in cached_entries() if entry.get("version") == _CACHE_VERSION]
 
 
 def _align_features(arrays, n_features, extra_features, path):
@@ -187,15 +151,19 @@ def _check_feature_space(arrays, max_index, path):
 
 
 def load_svmlight(path, n_features=None, zero_based="auto", extra_features="error",
-                  cache=True) -> SvmlightData:
-    """Load an svmlight/libsvm file (plain, .gz or .bz2; detected from its bytes).
+                  cache=True, progress=None) -> SvmlightData:
+    """Load an svmlight/libsvm file (plain, gzip, bzip2, xz or zstd; detected from its
+    bytes), parsed on every core into the binary cache and memory-mapped from it,
+    so that a file larger than memory loads too (and trains from disk).
 
     n_features: number of columns; default max index + 1. Indices beyond it are an
     error (extra_features="error") or are dropped with one warning ("drop"), which is
     how a test file is aligned to its training file's features.
     zero_based: True, False or "auto" (zero-based if any index 0 occurs).
     cache: keep a binary copy under the hogwild cache directory for fast reloads
-    (only in a folder of this user's alone; a damaged copy is parsed anew).
+    (only in a folder of this user's alone; a damaged copy is parsed anew); False
+    parses into memory.
+    progress: called as progress(bytes_read, file_bytes) while the file is parsed.
     """
     if extra_features not in ("error", "drop"):
         raise HogwildError(f"extra_features must be 'error' or 'drop', got {extra_features!r}")
@@ -205,22 +173,15 @@ def load_svmlight(path, n_features=None, zero_based="auto", extra_features="erro
         check_int("n_features", n_features, 1)
     path = Path(path)
     check_regular(path)
-    root = data_cache_folder("datasets") if cache else None
-    entry = root / _cache_key(path, zero_based) if root is not None else None
-    cached = _load_cached(entry, path) if entry is not None else None
-    if cached is not None:
-        arrays, zero_based = cached
-    else:
-        arrays = _parse_bytes(read_text_bytes(path), path)
-        zero_based = _apply_base(arrays, zero_based, path)
-        if entry is not None:
-            _store_cached(root, entry, arrays, zero_based, path)
-    max_index = int(arrays["indices"].max()) if arrays["indices"].size else -1
+    arrays, meta = parsed(path, SvmlightFormat(zero_based), [str(zero_based)], cache, progress)
+    max_index = meta["max_index"]
     if n_features is None:
         _check_feature_space(arrays, max_index, path)
         n_features = max_index + 1
-    arrays = _align_features(arrays, n_features, extra_features, path)
+    if max_index >= n_features:
+        arrays = _align_features(arrays, n_features, extra_features, path)
     X = sp.csr_matrix((arrays["values"], arrays["indices"], arrays["indptr"]),
                       shape=(arrays["indptr"].size - 1, n_features), copy=False)
-    return SvmlightData(X=X, y=np.asarray(arrays["labels"]), zero_based=zero_based, path=path,
-                        row_lines=arrays["row_lines"])
+    return SvmlightData(X=X, y=arrays["labels"], zero_based=meta["zero_based"], path=path,
+                        row_lines=arrays["row_lines"],
+                        qids=arrays["qids"] if meta["qids"] else None)

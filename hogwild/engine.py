@@ -26,7 +26,7 @@ from hogwild.early_stopping import EarlyStopping
 from hogwild.errors import DivergenceError, HogwildError, Interrupted, WorkerLost
 from hogwild.evaluation import evaluator, held_out_bytes
 from hogwild.disk_arrays import in_memory, on_disk
-from hogwild.index_check import check_indices, compiling
+from hogwild.index_check import check_indices, compiling, declared_ids_hold
 from hogwild.interrupts import interrupts_kept, stop_after_epoch
 from hogwild.kernels.compiler import compile_loops
 from hogwild.limits import (available_memory, check_workers, default_workers,
@@ -129,8 +129,10 @@ class _Run:
         self.stream = _stream(objective, self.params, config, self.scheduler, backend)
         if self.stream is None and any(on_disk(a) for a in objective.data):
             with phase("read data"):  # a file changed under the run cannot reach the loops
-                objective = dataclasses.replace(objective, indices_checked=False, data=tuple(
-                    in_memory(a) for a in objective.data))
+                data = tuple(in_memory(a) for a in objective.data)
+                objective = dataclasses.replace(objective, data=data, indices_checked=(
+                    objective.indices_checked and declared_ids_hold(objective, self.params,
+                                                                    data)))
             self.objective = objective
         if not objective.indices_checked:
             with phase("check indices"):

@@ -5,8 +5,10 @@ import contextlib
 import re
 
 import numpy as np
+from numba import njit
 from numba.core.errors import NumbaError
 
+from hogwild.disk_arrays import extremes
 from hogwild.errors import HogwildError
 from hogwild.kernels.compiler import slp_vectorizer
 
@@ -57,3 +59,39 @@ def _reads_out_of_bounds(loops, params, data, e):
     except IndexError:
         return True
     return False
+
+
+def declared_ids_hold(objective, params, data):
+    """Whether the ids an objective declares (its IdArrays, and its sample offsets)
+    lie within the arrays they index in ``data``: the check of an objective that
+    checked its ids itself (indices_checked) on copies of its data read from disk,
+    in place of the checked loss pass. False where it declares none, or one fails
+    (the checked pass then names the sample)."""
+    if not objective.id_arrays:
+        return False
+    lengths = [p.shape[0] for p in params] + [a.shape[0] if a.ndim else 0 for a in data]
+    for declared in objective.id_arrays:
+        ids = data[declared.ids]
+        if ids.size == 0:
+            continue
+        bound = min([lengths[p] for p in declared.params] +
+                    [lengths[len(params) + d] for d in declared.data])
+        low, high = extremes(ids)
+        if low < 0 or high >= bound:
+            return False
+    if objective.sample_offsets is not None:
+        offsets = data[objective.sample_offsets]
+        ragged = [data[d.ids].shape[0] for d in objective.id_arrays
+                  if data[d.ids].shape[0] != objective.n_samples]
+        if offsets.shape[0] < objective.n_samples + 1 or not _nondecreasing(offsets) or \
+                offsets[0] < 0 or any(int(offsets[objective.n_samples]) > n for n in ragged):
+            return False
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _nondecreasing(values):
+    for k in range(1, values.size):
+        if values[k] < values[k - 1]:
+            return False
+    return True

@@ -167,7 +167,10 @@ class Objective:
     train_in_place : bool, default False
         Train these params themselves rather than a copy.
     indices_checked : bool, default False
-        Every id was checked against its array: the engine skips its pass.
+        Every id was checked against its array: the engine skips its pass (on
+        copies it reads from files, it checks the ranges of the ids in
+        ``id_arrays`` and the ``sample_offsets`` instead, and makes its pass
+        where they declare none).
     sample_offsets : int, optional
         The index of a data array of n_samples + 1 offsets (a CSR indptr), so that
         samples can be streamed from disk with their nonzeros.

@@ -89,8 +89,7 @@ def test_run_svm_on_a_generated_click_log_trains_on_its_rows_in_place(capsys, tm
                               "colored, cyclades"),
     (["--loss", "squared"], "unknown loss 'squared'; choose one of: hinge, logistic"),
     (["--data", "rcv1"], "unknown dataset 'rcv1'; choose one of: a9a, news20-bydate, "
-                         "imdb-aclimdb, news20-bydate-multiclass, or give an svmlight file "
-                         "path"),
+                         "imdb-aclimdb, news20-bydate-multiclass, or give a file path"),
     (["--data", "missing/train.svm"], "cannot read missing/train.svm: no such file"),
     (["--reg", "-1"], "reg must be a finite number >= 0, got -1.0"),
     (["--step-schedule", "cosine"], "unknown step schedule 'cosine'; choose one of: constant, "

@@ -10,7 +10,7 @@ import pytest
 
 from hogwild import DataFormatError, HogwildError
 from hogwild.datasets.registry import SVM_DATASETS, load_svm_data
-from hogwild.datasets import files, svmlight
+from hogwild.datasets import files, ingest
 from hogwild.datasets.svmlight import load_svmlight
 from hogwild.datasets.synthetic import make_sparse_classification
 
@@ -141,7 +141,7 @@ def test_binary_cache_is_used_and_invalidated(tmp_path, monkeypatch):
     path = write(tmp_path, "1 1:1\n-1 2:2\n")
     first = load_svmlight(path)
     with monkeypatch.context() as patch:
-        patch.setattr(svmlight, "_parse_bytes", lambda *a: pytest.fail("cache not used"))
+        patch.setattr(ingest, "read_text", lambda *a, **k: pytest.fail("cache not used"))
         cached = load_svmlight(path)
     np.testing.assert_array_equal(first.X.toarray(), cached.X.toarray())
     os.utime(path, ns=(1, 1))
@@ -175,8 +175,8 @@ def test_registry_names_and_errors(monkeypatch, tmp_path):
     assert train.X.shape == (32561, 123) and test.X.shape == (16281, 123)
     with pytest.raises(HogwildError, match="unknown dataset 'rcv1'; choose one of: a9a, "
                                            "news20-bydate, imdb-aclimdb, "
-                                           "news20-bydate-multiclass, or give an svmlight "
-                                           "file path"):
+                                           "news20-bydate-multiclass, or give a file "
+                                           "path"):
         load_svm_data("rcv1")
     monkeypatch.setenv("HOGWILD_DATA", str(tmp_path))
     assert not SVM_DATASETS["news20-bydate"].available()

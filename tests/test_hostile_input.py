@@ -103,17 +103,16 @@ def test_an_output_path_that_is_a_device_is_refused_before_training(capsys):
 def test_a_decompression_bomb_is_refused_as_it_inflates(tmp_path, monkeypatch):
     import gzip
 
-    from hogwild.datasets import files
+    from hogwild.datasets import ingest
 
     bomb = tmp_path / "bomb.svm.gz"
     bomb.write_bytes(gzip.compress(b"1 1:1\n" * 2_000_000))  # 12 MB from 30 KB
-    monkeypatch.setattr(files, "available_memory", lambda: 4 << 20)
-    monkeypatch.setattr(files, "CHUNK", 1 << 20)
+    monkeypatch.setattr(ingest, "available_memory", lambda: 4 << 20)
     with pytest.raises(HogwildError) as error:
         load_svmlight(bomb, cache=False)
-    cap = (4 << 20) - bomb.stat().st_size
-    assert str(error.value) == (f"cannot read {bomb}: it decompresses to more than the "
-                                f"{size_text(cap)} of memory available")
+    assert str(error.value) == (f"cannot read {bomb}: what it holds passes the "
+                                f"{size_text(4 << 20)} of memory available (with a binary "
+                                "cache folder, HOGWILD_CACHE_DIR, it would be kept on disk)")
 
 
 # --- the Ray address -------------------------------------------------------------------

@@ -42,11 +42,16 @@ def build_parser():
         "svm", help="sparse linear SVM / logistic regression",
         description="Train a sparse linear classifier with Hogwild! SGD.")
     svm.add_argument("--data", default=DEFAULT_SVM_DATASET,
-                     help=f"dataset name ({', '.join(SVM_DATASETS)}), svmlight file, or "
-                          "clicks:ROWSxFEATURESxNNZ for a generated click log written to "
-                          "the data cache (power-law hashed features; any size the disk "
-                          f"holds) (default: {DEFAULT_SVM_DATASET}, shipped with hogwild)")
-    svm.add_argument("--test", help="svmlight test file (default: the dataset's test split)")
+                     help=f"dataset name ({', '.join(SVM_DATASETS)}), a file of labelled rows "
+                          "(svmlight, Vowpal Wabbit text or CSV/TSV columns; plain, gzip, "
+                          "bzip2, xz or zstd; any size the disk holds: one larger than "
+                          "memory trains from disk), clicks:ROWSxFEATURESxNNZ for a "
+                          "generated click log (power-law hashed features), or criteo:ROWS "
+                          "for a generated log in Criteo's layout (default: "
+                          f"{DEFAULT_SVM_DATASET}, shipped with hogwild)")
+    svm.add_argument("--test", help="test file, read as the --data file is (default: the "
+                                    "dataset's test split)")
+    _add_reading_options(svm)
     svm.add_argument("--reg", type=number, default=None,
                      help="L2 strength: objective = mean loss + reg/2 ||w||^2 (default: from "
                           "the data, max(rows, features) / rows^2, at most 1e-4: 1e-6 for a "
@@ -108,6 +113,60 @@ def build_parser():
                     "lines, a Markdown report and plots in --out-dir.")
     add_bench_arguments(bench)
     return parser
+
+
+def _add_reading_options(parser):
+    """How a file of labelled rows is read (hogwild.datasets.formats.Reading)."""
+    group = parser.add_argument_group("reading a file of labelled rows")
+    group.add_argument("--format", default="auto",
+                       help="svmlight, vw (Vowpal Wabbit text) or csv (delimited columns; "
+                            "TSV too); default: by the file's suffix, else its first line")
+    group.add_argument("--hash-bits", type=integer, default=None,
+                       help="vw and csv: hash features into 2^BITS weights, as Vowpal "
+                            "Wabbit's -b (default: from the file's size, 18 for 1 MB up to "
+                            "24 from 500 MB)")
+    group.add_argument("-q", "--quadratic", action="append", default=[], metavar="AB",
+                       help="vw: cross every feature of the namespaces starting with A with "
+                            "each of those starting with B, as Vowpal Wabbit's -q AB "
+                            "(repeatable; crossed as training reads them, not stored)")
+    group.add_argument("--label", default=None,
+                       help="csv: the label's column, by header name or position from 0 "
+                            "(default: a column named label, click, clicked, target or y, "
+                            "else the first)")
+    group.add_argument("--weight-column", default=None,
+                       help="csv: a column of importance weights (default: every row weighs 1)")
+    group.add_argument("--numeric", default=None,
+                       help="csv: comma-separated columns read as numbers (default: those "
+                            "whose values on the first lines are all numbers)")
+    group.add_argument("--categorical", default=None,
+                       help="csv: comma-separated columns whose values are hashed as "
+                            "categories (default: the columns not numeric)")
+    group.add_argument("--skip-columns", default=None,
+                       help="csv: comma-separated columns to leave out (an id, say)")
+    group.add_argument("--separator", default=None,
+                       help="csv: tab, comma, semicolon, pipe, space or the character "
+                            "(default: read off the first lines)")
+    group.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                       help="csv: the first line names the columns (default: read off the "
+                            "first lines: a label that is not a number)")
+    group.add_argument("--numeric-scale", default="log",
+                       help="csv: log (a number x becomes sign(x) log(1 + |x|), for counts "
+                            "over orders of magnitude; the default) or raw")
+
+
+def reading_of(args):
+    """The hogwild.datasets.formats.Reading of a run's reading options."""
+    from hogwild.datasets.formats import Reading
+
+    def columns(text):
+        return None if text is None else tuple(c.strip() for c in text.split(",") if c.strip())
+
+    return Reading(format=args.format, hash_bits=args.hash_bits,
+                   quadratic=tuple(args.quadratic), label=args.label,
+                   weight=args.weight_column, numeric=columns(args.numeric),
+                   categorical=columns(args.categorical), skip=columns(args.skip_columns),
+                   separator=args.separator, header=args.header,
+                   numeric_scale=args.numeric_scale)
 
 
 def _problem_defaults(problem):

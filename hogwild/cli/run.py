@@ -10,7 +10,7 @@ import numpy as np
 from hogwild.atomic import atomic_file
 from hogwild.backends.mpi import job_rank
 from hogwild.cli.options import (IMAGE_SUFFIXES, control_fields, estimator_fields,
-                                  training_fields)
+                                  reading_of, training_fields)
 from hogwild.cli.ranks import reports_here
 from hogwild.config import TrainingConfig
 from hogwild.disk_arrays import csr_row_blocks
@@ -112,11 +112,15 @@ def _setup_fields(log, model):
             "streaming": model.streaming_}
 
 
+SCORED_NONZEROS = 1 << 22  # what the training error reads at a time: 32 MB of nonzeros
+
+
 def _train_error(model, train):
     """The error over the training rows, read a block at a time (their files may be
     truncated or edited once training has read them)."""
+    rows = max(1, SCORED_NONZEROS * train.X.shape[0] // max(train.X.nnz, 1))
     wrong = sum(int(np.count_nonzero(model.predict(X) != y))
-                for X, y in csr_row_blocks(train.X, train.y))
+                for X, y in csr_row_blocks(train.X, train.y, rows))
     return wrong / train.X.shape[0]
 
 
@@ -185,6 +189,14 @@ def replication_text(mode, replicated, asked=None):
     return f", replication {mode}{merge}" + (f" (auto: {auto['why']})" if auto else "")
 
 
+def _format_text(rows):
+    """What the JSON says of the rows' format: svmlight, or the hashed formats with
+    their hash bits."""
+    bits = getattr(rows, "hash_bits", None)
+    name = {"VWData": "vw", "DelimitedData": "csv"}.get(type(rows).__name__, "svmlight")
+    return name if bits is None else f"{name}, 2^{bits} hashed features"
+
+
 def run_svm(args):
     from hogwild.datasets.registry import load_svm_data
     from hogwild.problems.sparse_svm import SparseSVM
@@ -192,13 +204,15 @@ def run_svm(args):
     started = time.perf_counter()
     with _progress(args) as (report, progress, log):
         with phase("read data"):
-            train, test = load_svm_data(args.data, args.test, progress=not args.json)
+            train, test = load_svm_data(args.data, args.test, progress=not args.json,
+                                        reading=reading_of(args))
         model = SparseSVM(loss=args.loss, reg=args.reg, fit_intercept=args.fit_intercept,
                           multi_class=args.multi_class, adaptive=args.adaptive,
-                          shuffle_rows=not train.random_order, **estimator_fields(args))
+                          shuffle_rows=not train.trained_in_place, **estimator_fields(args))
         # the report prints every epoch's objective: measure each (fit's default is
         # the last epoch's alone)
         model.fit(train.X, train.y, eval_set=(test.X, test.y) if test else None,
+                  sample_weight=getattr(train, "weights", None),
                   callback=report, progress=progress, objective_every=1,
                   **control_fields(args))
     if not reports_here():  # in an MPI job, its chief alone writes and reports
@@ -210,7 +224,8 @@ def run_svm(args):
     update_seconds = sum(r.seconds for r in history)
     updates = sum(r.updates for r in history)
     result = {
-        "problem": "svm", "data": str(args.data), "n_samples": train.X.shape[0],
+        "problem": "svm", "data": str(args.data), "format": _format_text(train),
+        "n_samples": train.X.shape[0],
         "n_features": train.X.shape[1], "nnz": int(train.X.nnz), "loss": args.loss,
         "multi_class": args.multi_class,
         "reg": model.reg_, "adaptive": model.adaptive_, "fit_intercept": args.fit_intercept,

@@ -165,7 +165,7 @@ def svm_file_objective(data, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
     train, _ = load_svm_data(data)
     X = as_csr(train.X)
     labels, _ = binary_labels(train.y, X.shape[0], require_both=True)
-    if not train.random_order:
+    if not train.trained_in_place:
         rows = np.random.default_rng(seed).permutation(X.shape[0])
         X, labels = X[rows], labels[rows]
     return svm_objective(X, labels, loss, reg, seed, fit_intercept)

@@ -1,0 +1,137 @@
+"""Feature hashing as Vowpal Wabbit does it, compiled for the text parsers.
+
+A name is hashed with MurmurHash3 (x86, 32 bits: Appleby's public-domain
+algorithm, the one Vowpal Wabbit and scikit-learn's FeatureHasher use) seeded
+with its namespace's hash, except that a name of decimal digits alone is its
+number plus the seed (Vowpal Wabbit's "strings" hashing: feature 17 of the
+default namespace is index 17). A namespace's hash is its name's, seeded 0; the
+default namespace (a bare '|') hashes to 0. The index is the hash's low
+``hash_bits`` bits. Quadratic features cross two indices as Vowpal Wabbit's -q:
+((16777619 * i) ^ j), masked the same way. The same file hashed with the same
+bits gives the same indices in Vowpal Wabbit, so models and prediction files of
+either agree on what a feature is.
+"""
+import numpy as np
+from numba import njit
+
+FNV_PRIME = 16777619  # Vowpal Wabbit's quadratic-feature multiplier (32-bit FNV)
+DEFAULT_HASH_BITS = 18  # Vowpal Wabbit's -b default: 262,144 weights
+MAX_HASH_BITS = 31  # the most features a model has (int32 indices)
+_M32 = 0xFFFFFFFF
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _rotl(x, r):
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+@njit(nogil=True, cache=True)
+def murmur3(buf, start, end, seed):
+    """MurmurHash3_x86_32 of the bytes buf[start:end] with ``seed`` (uint32 values in
+    int64 arithmetic)."""
+    h = seed & _M32
+    c1, c2 = 0xCC9E2D51, 0x1B873593
+    length = end - start
+    blocks_end = start + (length // 4) * 4
+    i = start
+    while i < blocks_end:
+        k = np.int64(buf[i]) | (np.int64(buf[i + 1]) << 8) | (np.int64(buf[i + 2]) << 16) \
+            | (np.int64(buf[i + 3]) << 24)
+        k = (k * c1) & _M32
+        k = _rotl(k, 15)
+        k = (k * c2) & _M32
+        h ^= k
+        h = _rotl(h, 13)
+        h = (h * 5 + 0xE6546B64) & _M32
+        i += 4
+    k = 0
+    tail = length & 3
+    if tail == 3:
+        k ^= np.int64(buf[blocks_end + 2]) << 16
+    if tail >= 2:
+        k ^= np.int64(buf[blocks_end + 1]) << 8
+    if tail >= 1:
+        k ^= np.int64(buf[blocks_end])
+        k = (k * c1) & _M32
+        k = _rotl(k, 15)
+        k = (k * c2) & _M32
+        h ^= k
+    h ^= length
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & _M32
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & _M32
+    h ^= h >> 16
+    return h
+
+
+@njit(nogil=True, cache=True)
+def hash_name(buf, start, end, seed):
+    """Vowpal Wabbit's hash of the name buf[start:end] in a namespace of hash
+    ``seed``: control characters at either end trimmed, a name of digits alone (or
+    none) is its number plus the seed (mod 2^32), any other the MurmurHash3 of its
+    bytes."""
+    while start < end and buf[start] <= 32:
+        start += 1
+    while end > start and buf[end - 1] <= 32:
+        end -= 1
+    value = 0
+    for i in range(start, end):
+        d = buf[i] - 48
+        if d < 0 or d > 9:
+            return murmur3(buf, start, end, seed)
+        value = (value * 10 + d) & _M32  # the low 32 bits of VW's 64-bit number
+    return (value + seed) & _M32
+
+
+@njit(nogil=True, cache=True, inline="always")
+def crossed(first, second, mask):
+    """The index of the quadratic feature of indices ``first`` and ``second``."""
+    return ((FNV_PRIME * np.int64(first)) ^ np.int64(second)) & mask
+
+
+@njit(nogil=True, cache=True)
+def sort_row(indices, values, lo, hi):
+    """Sort a hashed row's indices[lo:hi] (values alongside) in place, by heapsort
+    (no allocation per row), then sum the values of indices that collided; the
+    row's new end. Rows so made are CSR's canonical form, as scikit-learn's
+    FeatureHasher leaves them."""
+    n = hi - lo
+    for start in range((n - 2) // 2, -1, -1):
+        _sift(indices, values, lo, start, n)
+    for last in range(n - 1, 0, -1):
+        indices[lo], indices[lo + last] = indices[lo + last], indices[lo]
+        values[lo], values[lo + last] = values[lo + last], values[lo]
+        _sift(indices, values, lo, 0, last)
+    out = lo
+    for k in range(lo, hi):
+        if out > lo and indices[out - 1] == indices[k]:
+            values[out - 1] += values[k]
+        else:
+            indices[out] = indices[k]
+            values[out] = values[k]
+            out += 1
+    return out
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _sift(indices, values, lo, root, n):
+    while True:
+        child = 2 * root + 1
+        if child >= n:
+            return
+        if child + 1 < n and indices[lo + child + 1] > indices[lo + child]:
+            child += 1
+        if indices[lo + root] >= indices[lo + child]:
+            return
+        a, b = lo + root, lo + child
+        indices[a], indices[b] = indices[b], indices[a]
+        values[a], values[b] = values[b], values[a]
+        root = child
+
+
+def hash_text(text, seed=0):
+    """hash_name of a Python string (its UTF-8 bytes): a namespace's hash, or a
+    feature's within one."""
+    raw = np.frombuffer(text.encode("utf-8"), np.uint8)
+    return int(hash_name(raw, 0, raw.size, seed))

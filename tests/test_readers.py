@@ -1,0 +1,316 @@
+"""The streaming text readers: blocks of whole lines on every core into the binary
+cache (hogwild.datasets.ingest), compression, Vowpal Wabbit text with its
+hashing, delimited columns, the Criteo-layout generator, and the format sniffing."""
+import bz2
+import gzip
+import lzma
+
+import numpy as np
+import pytest
+
+from hogwild import DataFormatError, HogwildError
+from hogwild.datasets import ingest
+from hogwild.datasets.criteo import write_criteo
+from hogwild.datasets.delimited import load_delimited
+from hogwild.datasets.formats import Reading, read_rows, sniff
+from hogwild.datasets.hashing import hash_text
+from hogwild.datasets.svmlight import load_svmlight
+from hogwild.datasets.vw import load_vw
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 4 KiB, four in flight on two threads: a few hundred lines make many
+    blocks, so that every block boundary case is met."""
+    budget = ingest.Budget(4096, 4, 2)
+    monkeypatch.setattr(ingest.Budget, "for_memory", classmethod(lambda cls, *a, **k: budget))
+    return budget
+
+
+def random_svmlight(rng, rows, features=50):
+    lines = []
+    for _ in range(rows):
+        chosen = np.sort(rng.choice(features, rng.integers(0, 8), replace=False))
+        values = rng.normal(size=chosen.size)
+        lines.append(" ".join([str(rng.choice([-1, 1]))] +
+                              [f"{i + 1}:{v:.6g}" for i, v in zip(chosen, values)]))
+    return "\n".join(lines) + "\n"
+
+
+# --- the streaming read ----------------------------------------------------------------
+
+@pytest.mark.parametrize("opener,suffix", [(open, ""), (gzip.open, ".gz"), (bz2.open, ".bz2"),
+                                           (lzma.open, ".xz")])
+def test_a_file_of_many_blocks_reads_as_scikit_learn_reads_it(tmp_path, small_blocks, opener,
+                                                              suffix):
+    from sklearn.datasets import load_svmlight_file
+    text = random_svmlight(np.random.default_rng(0), 3000)
+    path = tmp_path / f"data.svm{suffix}"
+    with opener(path, "wt") as f:
+        f.write(text)
+    ours = load_svmlight(path)
+    plain = tmp_path / "plain.svm"
+    plain.write_text(text)
+    X, y = load_svmlight_file(str(plain), n_features=ours.X.shape[1], zero_based=False)
+    np.testing.assert_array_equal(ours.y, y)
+    assert (ours.X != X.astype(np.float32)).nnz == 0
+    # the lines each row came from, across block boundaries
+    lines = [i + 1 for i, line in enumerate(text.splitlines())]
+    np.testing.assert_array_equal(ours.row_lines, lines)
+
+
+def test_a_zstd_file_reads_where_zstandard_is_installed(tmp_path):
+    zstandard = pytest.importorskip("zstandard", reason="the zstd extra (zstandard) is absent")
+    text = random_svmlight(np.random.default_rng(1), 200)
+    path = tmp_path / "data.svm.zst"
+    path.write_bytes(zstandard.ZstdCompressor().compress(text.encode()))
+    plain = tmp_path / "plain.svm"
+    plain.write_text(text)
+    assert (load_svmlight(path).X != load_svmlight(plain).X).nnz == 0
+
+
+def test_a_bad_line_far_into_a_file_is_named_by_its_number(tmp_path, small_blocks):
+    text = random_svmlight(np.random.default_rng(2), 2000).splitlines()
+    text[1733] = "1 3:4 x:5"
+    path = tmp_path / "data.svm"
+    path.write_text("\n".join(text) + "\n")
+    with pytest.raises(DataFormatError, match=r"data.svm, line 1734: malformed svmlight line "
+                                              r"\(a feature index is not a non-negative "
+                                              r"integer\): '1 3:4 x:5'"):
+        load_svmlight(path)
+    cache = tmp_path / "cache" / "datasets"
+    assert not any(cache.iterdir())  # no entry, whole or partial
+
+
+def test_a_truncated_gzip_file_is_named_with_the_byte_it_ends_at(tmp_path):
+    path = tmp_path / "data.svm.gz"
+    whole = gzip.compress(random_svmlight(np.random.default_rng(3), 20000).encode())
+    path.write_bytes(whole[:len(whole) // 2])
+    with pytest.raises(DataFormatError, match=rf"cannot decompress .*data.svm.gz: it ends "
+                                              rf"before its end-of-stream marker \(truncated\?\)"
+                                              rf", at byte {len(whole) // 2:,} of "
+                                              rf"{len(whole) // 2:,}"):
+        load_svmlight(path)
+    assert not any((tmp_path / "cache" / "datasets").iterdir())
+
+
+def test_line_ends_and_byte_order_marks(tmp_path):
+    for name, raw in (("crlf", b"1 1:2\r\n-1 2:3\r\n"), ("cr", b"1 1:2\r-1 2:3\r"),
+                      ("bom", b"\xef\xbb\xbf1 1:2\n-1 2:3")):
+        data = load_svmlight(tmp_path / name if (tmp_path / name).write_bytes(raw) else None)
+        assert data.X.toarray().tolist() == [[2, 0], [0, 3]], name
+        assert data.y.tolist() == [1, -1]
+    (tmp_path / "utf16").write_bytes("1 1:2\n".encode("utf-16"))
+    with pytest.raises(DataFormatError, match="is UTF-16 text"):
+        load_svmlight(tmp_path / "utf16")
+
+
+def test_a_line_longer_than_the_reader_holds_is_refused_by_name(tmp_path, small_blocks,
+                                                               monkeypatch):
+    monkeypatch.setattr(ingest.Budget, "max_line_bytes", property(lambda self: 1 << 16))
+    path = tmp_path / "long.svm"
+    path.write_bytes(b"1 " + b"1:1 " * 50_000)  # 200 kB and no line end
+    with pytest.raises(DataFormatError, match=r"long.svm: a line at byte 0 is longer than "
+                                              r"65.5 kB"):
+        load_svmlight(path)
+
+
+def test_a_file_changed_while_it_is_read_is_refused(tmp_path, small_blocks, monkeypatch):
+    path = tmp_path / "data.svm"
+    path.write_text(random_svmlight(np.random.default_rng(4), 2000))
+    parse = ingest._parsed
+
+    def edit_then_parse(fmt, data, first):
+        if first:
+            with open(path, "a") as f:
+                f.write("1 1:1\n")
+        return parse(fmt, data, first)
+
+    monkeypatch.setattr(ingest, "_parsed", edit_then_parse)
+    with pytest.raises(DataFormatError, match="data.svm changed while it was read"):
+        load_svmlight(path)
+    assert not any((tmp_path / "cache" / "datasets").iterdir())
+
+
+def test_the_disk_filling_while_the_cache_is_written_is_one_line_and_leaves_nothing(
+        tmp_path, small_blocks, monkeypatch):
+    path = tmp_path / "data.svm"
+    path.write_text(random_svmlight(np.random.default_rng(5), 2000))
+    writes = []
+
+    def full(self, name, array, crc=None):
+        writes.append(name)
+        if len(writes) > 20:
+            raise self._failed(OSError(28, "No space left on device"))
+        return append(self, name, array, crc)
+
+    append = ingest.EntrySink.append
+    monkeypatch.setattr(ingest.EntrySink, "append", full)
+    with pytest.raises(HogwildError, match=r"cannot write the binary cache of .*data.svm in "
+                                           r".*: No space left on device; free space there"):
+        load_svmlight(path)
+    assert not any((tmp_path / "cache" / "datasets").iterdir())
+
+
+def test_entries_are_reused_and_checked(tmp_path):
+    path = tmp_path / "data.vw"
+    path.write_text("1 |a x y\n-1 |a z\n")
+    first = load_vw(path, hash_bits=10)
+    assert type(first.X.data).__name__ == "ndarray" and first.trained_in_place
+    again = load_vw(path, hash_bits=10)
+    assert (first.X != again.X).nnz == 0
+    other = load_vw(path, hash_bits=12)  # another hashing, another entry
+    assert other.X.shape[1] == 4096
+
+
+# --- Vowpal Wabbit text ------------------------------------------------------------------
+
+def test_hashes_are_murmurhash3_as_scikit_learn_computes_it():
+    from sklearn.utils import murmurhash3_32
+    for name in ("user", "age", "a", "ab", "abc", "abcd", "abcde", "é", "x" * 37, "日本"):
+        for seed in (0, 1, 2509520141):
+            assert hash_text(name, seed) == murmurhash3_32(name.encode(), seed=seed,
+                                                           positive=True)
+    assert hash_text("17", 100) == 117 and hash_text("", 5) == 5  # numbers: added to the seed
+
+
+def test_vowpal_wabbit_text_hashes_as_vowpal_wabbit_does(tmp_path):
+    vowpalwabbit = pytest.importorskip("vowpalwabbit",
+                                       reason="Vowpal Wabbit (the bench extra) is absent")
+    lines = ["1 2.0 'tag1 |user age:0.3 city=paris 17 |ad id_17",
+             "-1 |user:2 age:0.5 |ad id_18 :2 :3 s:text",
+             "0 'x|user a b |  17:4"]
+    path = tmp_path / "t.vw"
+    path.write_text("\n".join(lines) + "\n")
+    ours = load_vw(path, hash_bits=24)
+    vw = vowpalwabbit.Workspace("--quiet -b 24")
+    for row, line in enumerate(lines):
+        ex = vw.parse(line)
+        theirs = {}
+        for ns in range(ex.num_namespaces()):
+            for j in range(ex.num_features_in(ns)):
+                index = ex.feature(ns, j) & ((1 << 24) - 1)
+                theirs[index] = theirs.get(index, 0) + ex.feature_weight(ns, j)
+        del theirs[11650396]  # Vowpal Wabbit's constant: our intercept
+        lo, hi = ours.X.indptr[row], ours.X.indptr[row + 1]
+        mine = dict(zip(ours.X.indices[lo:hi].tolist(), ours.X.data[lo:hi].tolist()))
+        assert mine.keys() == theirs.keys()
+        np.testing.assert_allclose([mine[k] for k in theirs], list(theirs.values()), rtol=1e-6)
+    assert ours.y.tolist() == [1, -1, 0] and ours.weights.tolist() == [2, 1, 1]
+
+
+def test_vowpal_wabbit_labels_weights_and_errors(tmp_path):
+    path = tmp_path / "t.vw"
+    path.write_text("1 |a x\n-1 0.5 'id |a y\n")
+    data = load_vw(path, hash_bits=8)
+    assert data.y.tolist() == [1, -1] and data.weights.tolist() == [1, 0.5]
+    unweighted = tmp_path / "u.vw"
+    unweighted.write_text("1 |a x\n")
+    assert load_vw(unweighted, hash_bits=8).weights is None
+    for text, reason in (("|a x", "no label before the first '|'"),
+                         ("1 -2 |a x", "the importance weight .* is not a number >= 0"),
+                         ("1 1 0.5 |a x", "a third number in the label .* is not supported"),
+                         ("yes |a x", "the label is not a number"),
+                         ("1 |a:abc x", r"a namespace's scale \(\|name:scale\) is not a finite"),
+                         ("1 |a x:inf", "a value is NaN, Inf")):
+        path.write_text("1 |a x\n" + text + "\n")
+        with pytest.raises(DataFormatError, match=rf"t.vw, line 2: malformed Vowpal Wabbit line "
+                                                  rf"\({reason}"):
+            load_vw(path, hash_bits=8, cache=False)
+    with pytest.raises(HogwildError, match="hash_bits must be an integer from 1 to 31"):
+        load_vw(path, hash_bits=40)
+    with pytest.raises(HogwildError, match=r"quadratic pairs are two namespace letters"):
+        load_vw(path, quadratic=["abc"])
+
+
+def test_quadratic_sides_keep_each_namespaces_features_in_order(tmp_path):
+    path = tmp_path / "t.vw"
+    path.write_text("1 |u a b |x q |a c\n-1 |a d\n1 |b z\n")
+    data = load_vw(path, hash_bits=20, quadratic=["ua"], cache=False)
+    sides = data.crossings
+    assert sides.letters == "au" and sides.pairs.tolist() == [[1, 0]]
+    mask = (1 << 20) - 1
+    u, a = hash_text("u"), hash_text("a")
+    expected = [[hash_text("c", a) & mask], [hash_text("a", u) & mask, hash_text("b", u) & mask],
+                [hash_text("d", a) & mask], [], [], []]
+    for slot, want in enumerate(expected):
+        lo, hi = sides.offsets[slot], sides.offsets[slot + 1]
+        assert sides.indices[lo:hi].tolist() == want
+
+
+# --- delimited columns -------------------------------------------------------------------
+
+def test_delimited_columns_are_read_off_the_first_lines(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text('label,age,city,n\n1,3,paris,1e3\n0,,lyon,5\n1,2.5,"pa,ris",\n')
+    data = load_delimited(path, hash_bits=20, cache=False)
+    assert data.columns == (("label", 1), ("age", 2), ("city", 3), ("n", 2))
+    assert data.separator == "," and data.y.tolist() == [1, 0, 1]
+    mask = (1 << 20) - 1
+    city = hash_text("city")
+    rows = [{hash_text("age") & mask: np.log1p(3), hash_text("paris", city) & mask: 1,
+             hash_text("n") & mask: np.log1p(1000)},
+            {hash_text("lyon", city) & mask: 1, hash_text("n") & mask: np.log1p(5)},
+            {hash_text("age") & mask: np.log1p(2.5), hash_text("pa,ris", city) & mask: 1}]
+    for r, want in enumerate(rows):
+        lo, hi = data.X.indptr[r], data.X.indptr[r + 1]
+        got = dict(zip(data.X.indices[lo:hi].tolist(), data.X.data[lo:hi].tolist()))
+        assert got.keys() == want.keys()
+        np.testing.assert_allclose([got[k] for k in want], list(want.values()), rtol=1e-6)
+    raw = load_delimited(path, hash_bits=20, numeric_scale="raw", categorical=["age"],
+                         cache=False)
+    assert raw.columns[1] == ("age", 3)
+    assert sorted(raw.X.data[raw.X.indptr[0]:raw.X.indptr[1]].tolist()) == [1, 1, 1000]
+
+
+def test_delimited_errors_name_the_line_and_column(tmp_path):
+    path = tmp_path / "t.tsv"
+    path.write_text("1\t2\tab\n0\t3\tcd\n")
+    for text, reason in (("1\t2", "its number of fields differs from the first line's; "
+                                  "column '2'"),
+                         ("1\tx\tab", "a numeric column holds text .*; column '1'"),
+                         ("\t2\tab", "the label is missing; column '0'"),
+                         ('1\t"2\tab', "a quoted field does not end with a quote")):
+        path.write_text("1\t2\tab\n0\t3\tcd\n" + text + "\n")
+        with pytest.raises(DataFormatError, match=rf"t.tsv, line 3: malformed line \({reason}"):
+            load_delimited(path, numeric=[1], cache=False)  # (x would make it categorical)
+    with pytest.raises(HogwildError, match=r"label column 'click' is not a column of .*t.tsv"):
+        load_delimited(path, label="click")
+
+
+def test_criteo_layout_files_read_as_the_generator_hashed_them(tmp_path, small_blocks):
+    tsv, svm = tmp_path / "c.tsv", tmp_path / "c.svm"
+    write_criteo(tsv, 3000, seed=3, svmlight=svm, hash_bits=20)
+    lines = tsv.read_text().splitlines()
+    assert len(lines) == 3000 and all(len(line.split("\t")) == 40 for line in lines)
+    data = load_delimited(tsv, hash_bits=20)
+    assert [role for _, role in data.columns] == [1] + [2] * 13 + [3] * 26
+    copy = load_svmlight(svm, n_features=1 << 20, zero_based=True)
+    np.testing.assert_array_equal(data.y, copy.y)
+    assert (data.X != copy.X).nnz == 0
+    assert 0.15 < data.y.mean() < 0.4  # clicks
+    again = tmp_path / "again.tsv"
+    write_criteo(again, 3000, seed=3)
+    assert again.read_bytes() == tsv.read_bytes()  # the seed's alone
+
+
+def test_formats_are_told_by_name_or_first_line(tmp_path):
+    cases = {"a.svm": "1 1:2\n", "b.vw.gz": None, "c.tsv": "1\t2\n", "d.txt": "1 |a x\n",
+             "e.txt": "-1 3:4 qid:2 5:6\n", "f.data": "1,2,3\n"}
+    expected = {"a.svm": "svmlight", "b.vw.gz": "vw", "c.tsv": "csv", "d.txt": "vw",
+                "e.txt": "svmlight", "f.data": "csv"}
+    for name, text in cases.items():
+        path = tmp_path / name
+        path.write_bytes(gzip.compress(b"1 |a x\n") if text is None else text.encode())
+        assert sniff(path) == expected[name], name
+    train = read_rows(tmp_path / "d.txt", Reading(hash_bits=10))
+    test = read_rows(tmp_path / "d.txt", like=train)
+    assert test.X.shape == train.X.shape == (1, 1024)
+    with pytest.raises(HogwildError, match="unknown format 'parquet'; choose one of: auto, "
+                                           "svmlight, vw, csv"):
+        Reading(format="parquet")
