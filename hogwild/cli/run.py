@@ -117,10 +117,15 @@ SCORED_NONZEROS = 1 << 22  # what the training error reads at a time: 32 MB of n
 
 def _train_error(model, train):
     """The error over the training rows, read a block at a time (their files may be
-    truncated or edited once training has read them)."""
+    truncated or edited once training has read them), with their crossed features
+    where they have them."""
     rows = max(1, SCORED_NONZEROS * train.X.shape[0] // max(train.X.nnz, 1))
-    wrong = sum(int(np.count_nonzero(model.predict(X) != y))
-                for X, y in csr_row_blocks(train.X, train.y, rows))
+    crossings = getattr(train, "crossings", None)
+    wrong = 0
+    for start, (X, y) in zip(range(0, train.X.shape[0], rows),
+                             csr_row_blocks(train.X, train.y, rows)):
+        block = None if crossings is None else crossings.rows(start, start + X.shape[0])
+        wrong += int(np.count_nonzero(model.predict(X, block) != y))
     return wrong / train.X.shape[0]
 
 
@@ -211,8 +216,10 @@ def run_svm(args):
                           shuffle_rows=not train.trained_in_place, **estimator_fields(args))
         # the report prints every epoch's objective: measure each (fit's default is
         # the last epoch's alone)
-        model.fit(train.X, train.y, eval_set=(test.X, test.y) if test else None,
-                  sample_weight=getattr(train, "weights", None),
+        crossings = getattr(train, "crossings", None)
+        model.fit(train.X, train.y, sample_weight=getattr(train, "weights", None),
+                  eval_set=None if test is None else (test.X, test.y) if crossings is None
+                  else (test.X, test.y, test.crossings), crossings=crossings,
                   callback=report, progress=progress, objective_every=1,
                   **control_fields(args))
     if not reports_here():  # in an MPI job, its chief alone writes and reports
@@ -225,6 +232,7 @@ def run_svm(args):
     updates = sum(r.updates for r in history)
     result = {
         "problem": "svm", "data": str(args.data), "format": _format_text(train),
+        "quadratic": (model.crossed_ or {}).get("pairs"),
         "n_samples": train.X.shape[0],
         "n_features": train.X.shape[1], "nnz": int(train.X.nnz), "loss": args.loss,
         "multi_class": args.multi_class,

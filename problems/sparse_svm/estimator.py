@@ -18,6 +18,9 @@ from hogwild.problems.sparse_svm.inputs import (as_csr, check_class_count, check
                                                sample_weights, signs)
 from hogwild.problems.sparse_svm.kernels import (INTERCEPT_PAD, INTERCEPT_SLOT,
                                                 _decision_values, _positive_rows, intercept_of)
+from hogwild.problems.sparse_svm.crossed import (check_crossings, crossed_positive_rows,
+                                                 crossed_record, crossed_scores, scoring_data)
+from hogwild.problems.sparse_svm.crossed import take as take_crossings
 from hogwild.problems.sparse_svm.kernels import INTERCEPT_SUMS_SLOT
 from hogwild.problems.sparse_svm.objectives import (ADAPTIVE_INTERCEPT_RATE,
                                                    DENSE_INTERCEPT_RATE, INTERCEPT_RATE,
@@ -181,12 +184,17 @@ class SparseSVM(Params):
                     classifier_tags=ClassifierTags(multi_class=True),
                     input_tags=InputTags(sparse=True), non_deterministic=True)
 
-    def fit(self, X, y, eval_set=None, sample_weight=None, **controls):
+    def fit(self, X, y, eval_set=None, sample_weight=None, crossings=None, **controls):
         """Train on X (n x d, sparse or dense) and binary labels y.
 
         eval_set=(X_test, y_test) records the test error after every epoch in
-        ``history_``. sample_weight: one weight >= 0 per sample, scaling its loss (and
-        so its gradient; the regulariser is not weighted), times class_weight's.
+        ``history_`` (with crossings: (X_test, y_test, crossings_test)).
+        sample_weight: one weight >= 0 per sample, scaling its loss (and so its
+        gradient; the regulariser is not weighted), times class_weight's.
+        crossings: quadratic features of two classes' rows (a
+        hogwild.datasets.vw.Crossings, from load_vw's ``quadratic``), crossed by the
+        kernels as they train, never stored; the model then scores rows with
+        theirs (predict(X, crossings)).
         ``controls`` are hogwild.RunControls fields: callback(record) once per
         epoch, progress, checkpoint, checkpoint_every, resume (with the same X, y and
         seed), objective_every (default None here: the exact objective after the
@@ -198,26 +206,30 @@ class SparseSVM(Params):
         with phase("check data"):
             self.dense_input_ = not sp.issparse(X)
             X, targets, classes = self._samples(X, y, sample_weight)
+            self.crossed_ = check_crossings(crossings, X, classes.size)
         evaluate = None
         if eval_set is not None:
             X_test = as_csr(eval_set[0], n_features=X.shape[1], estimator=self)
             codes, _ = class_indices(label_array(eval_set[1], X_test.shape[0]), classes)
-            evaluate = error_rate_metric(X_test, signs(codes)) if classes.size == 2 \
+            evaluate = error_rate_metric(X_test, signs(codes), crossings=self._crossings_of(
+                eval_set[2] if len(eval_set) > 2 else None, X_test)) if classes.size == 2 \
                 else ovr_error_metric(X_test, codes, classes.size)
         if not isinstance(self.shuffle_rows, (bool, np.bool_)):
             raise HogwildError(f"shuffle_rows must be True or False, got {self.shuffle_rows!r}")
         seed = self.seed_ = drawn_seed(self.random_state, self.backend)
-        X, targets, validation = self._hold_out(X, targets, classes)
+        X, targets, validation, crossings = self._hold_out(X, targets, classes, crossings)
         if self.shuffle_block != 1 and self.shuffle_rows:
             with phase("shuffle"):
                 rows = np.random.default_rng(seed).permutation(X.shape[0])
                 X = X[rows]
                 targets = targets[rows] if classes.size == 2 else tuple(t[rows] for t in targets)
+                crossings = crossings and take_crossings(crossings, rows)
         with phase("objective"):
-            counts = feature_counts(X)
+            counts = feature_counts(X, crossings)
             self._resolve_model(X.shape[0], counts, classes.size)
-            self._resolve_schedule(X if automatic_step else None, classes.size)
-            objective = self._objective(X, targets, classes.size, seed, counts)
+            self._resolve_schedule(X if automatic_step else None, classes.size,
+                                   crossings=crossings)
+            objective = self._objective(X, targets, classes.size, seed, counts, crossings)
         result = engine_fit(objective.with_validation(validation), self.training_config(
             step=self.step_, step_schedule=self.step_schedule_, decay=self.decay_, seed=seed),
             run_controls(evaluate, {"objective_every": None, **controls}))
@@ -226,19 +238,22 @@ class SparseSVM(Params):
         self._keep_model(result)
         return self
 
-    def _hold_out(self, X, targets, classes):
-        """(X, targets) to train on and the validation Metric (their error rate) of
-        the rows early_stopping holds out; with no early_stopping, (X, targets, None)."""
+    def _hold_out(self, X, targets, classes, crossings=None):
+        """(X, targets) to train on, the validation Metric (their error rate) of the
+        rows early_stopping holds out, and the crossings of the rows kept; with no
+        early_stopping, (X, targets, None, crossings)."""
         split = self.held_out(X.shape[0], "rows")
         if split is None:
-            return X, targets, None
+            return X, targets, None, crossings
         rows, held = split  # read from files, not through maps (disk_arrays)
         kept_X, held_X = csr_rows_taken(X, rows), csr_rows_taken(X, held)
         if classes.size == 2:
             return kept_X, targets[rows], error_rate_metric(
-                held_X, signs(targets[held] > 0), "validation_error")
+                held_X, signs(targets[held] > 0), "validation_error",
+                crossings and take_crossings(crossings, held)), \
+                crossings and take_crossings(crossings, rows)
         return kept_X, tuple(t[rows] for t in targets), ovr_error_metric(
-            held_X, targets[0][held], classes.size, "validation_error")
+            held_X, targets[0][held], classes.size, "validation_error"), None
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One epoch over the batch (X, y), from the current model: for data that
@@ -249,6 +264,9 @@ class SparseSVM(Params):
         schedule continues across calls, and after fit too."""
         automatic_step = self._check_params()
         first = not hasattr(self, "coef_")
+        if getattr(self, "crossed_", None) is not None:
+            raise HogwildError("partial_fit trains rows without quadratic features, and this "
+                               "model was fitted with them; fit it again on all the rows")
         if first and classes is None:
             raise HogwildError("the first call to partial_fit needs classes= (every label "
                                "the model will see)")
@@ -320,14 +338,15 @@ class SparseSVM(Params):
         self.reg_ = default_reg(n_samples, counts) if self.reg is None else float(self.reg)
         self.__dict__.pop("squared_gradients_", None)  # a previous fit's
 
-    def _resolve_schedule(self, X, n_classes, step=None):
-        """Set step_schedule_, decay_ and step_ (step='auto' from X when X is given,
-        else the step parameter, or ``step``), after _resolve_model."""
+    def _resolve_schedule(self, X, n_classes, step=None, crossings=None):
+        """Set step_schedule_, decay_ and step_ (step='auto' from X and its
+        crossings when X is given, else the step parameter, or ``step``), after
+        _resolve_model."""
         self.step_schedule_, self.decay_ = self._schedule(n_classes)
         if X is None:
             self.step_ = step if step is not None else self.step
         elif self.adaptive_:
-            self.step_ = auto_adaptive_step(X)
+            self.step_ = auto_adaptive_step(X, crossings)
         else:
             self.step_ = auto_step(X) * AUTO_STEP_FACTOR.get(self.step_schedule_, 1.0)
 
@@ -401,14 +420,15 @@ class SparseSVM(Params):
             labels = (labels * weight).astype(np.float32)
         return X, labels, classes
 
-    def _objective(self, X, targets, n_classes, seed, counts=None):
+    def _objective(self, X, targets, n_classes, seed, counts=None, crossings=None):
         """The binary Objective, or the one-vs-rest one of more classes (reg_ and
         adaptive_ resolved; ``counts``: feature_counts(X) where known)."""
         if n_classes == 2:
             return svm_objective(X, targets, self.loss, self.reg_, seed,
                                  bool(self.fit_intercept), self._intercept_rate(),
                                  self.adaptive_, counts,
-                                 penalty_from=int(self.reg is None and self.adaptive_))
+                                 penalty_from=int(self.reg is None and self.adaptive_),
+                                 crossings=crossings)
         loss = "multinomial" if self.multi_class == "multinomial" else self.loss
         return multiclass_objective(X, *targets, n_classes, loss, self.reg_, seed,
                                     bool(self.fit_intercept), self._intercept_rate(), counts)
@@ -438,14 +458,15 @@ class SparseSVM(Params):
             raise not_fitted(self, "fit(X, y)")
         return self.classes_.size
 
-    def decision_function(self, X):
+    def decision_function(self, X, crossings=None):
         """x . coef_ + intercept_ for each row of X, computed by the training
         metric's own float32 code (_score), so predict() and the recorded test
         error never disagree on a row near the boundary; with more than two
-        classes, one column per class."""
+        classes, one column per class. ``crossings``: the rows' quadratic features,
+        for a model fitted with them."""
         if self._check_fitted() > 2:
             return self._class_scores(X)
-        return self._per_row(_decision_values, X, np.float32)
+        return self._per_row((_decision_values, crossed_scores), X, np.float32, crossings)
 
     def _class_scores(self, X):
         """The (n, K) scores of the one-vs-rest model."""
@@ -458,16 +479,32 @@ class SparseSVM(Params):
                    X.indices, X.data, out)
         return out
 
-    def _positive(self, X):
+    def _positive(self, X, crossings=None):
         """predicts_positive for each row of X, one byte a row."""
-        return self._per_row(_positive_rows, X, np.bool_)
+        return self._per_row((_positive_rows, crossed_positive_rows), X, np.bool_, crossings)
 
-    def _per_row(self, kernel, X, dtype):
-        """kernel's value for each row of X, the rows split over the usable cores
-        (a row's score waits on memory: one thread scored 10^6 rows of 20 hashed
-        features in 0.35 s)."""
+    def _crossings_of(self, crossings, X):
+        """The crossings a scoring of X takes: those given, which a model fitted with
+        quadratic features needs (and one without refuses)."""
+        crossed = getattr(self, "crossed_", None)
+        if crossed is None and crossings is not None:
+            raise HogwildError("crossings given, but this model was fitted without "
+                               "quadratic features")
+        if crossed is not None:
+            if crossings is None:
+                raise HogwildError(f"this model was fitted with quadratic features "
+                                   f"({', '.join(crossed['pairs'])}): give the rows' crossings "
+                                   "(load_vw(..., quadratic=...).crossings)")
+            check_crossings(crossings, X, 2, like=crossed)
+        return crossings
+
+    def _per_row(self, kernels, X, dtype, crossings=None):
+        """The value of kernels[0] (kernels[1] with crossings) for each row of X,
+        the rows split over the usable cores (a row's score waits on memory: one
+        thread scored 10^6 rows of 20 hashed features in 0.35 s)."""
         self._check_fitted()
         X = as_csr(X, n_features=self.n_features_in_, estimator=self)
+        crossings = self._crossings_of(crossings, X)
         padded = np.zeros(INTERCEPT_PAD, np.float32)
         padded[INTERCEPT_SLOT] = self.intercept_[0]
         out = np.empty(X.shape[0], dtype)
@@ -476,15 +513,18 @@ class SparseSVM(Params):
 
         def score_part(part):
             lo, hi = int(rows[part]), int(rows[part + 1])
-            kernel(params, (X.indptr[lo:hi + 1], X.indices, X.data), out[lo:hi])
+            if crossings is None:
+                kernels[0](params, (X.indptr[lo:hi + 1], X.indices, X.data), out[lo:hi])
+            else:
+                kernels[1](params, scoring_data(X[lo:hi], crossings.rows(lo, hi)), out[lo:hi])
 
         in_threads(score_part, len(rows) - 1)
         return out
 
-    def predict(self, X):
+    def predict(self, X, crossings=None):
         if self._check_fitted() > 2:  # the highest score; ties: the first class
             return self.classes_[self._class_scores(X).argmax(axis=1)]
-        return np.where(self._positive(X), self.classes_[1], self.classes_[0])
+        return np.where(self._positive(X, crossings), self.classes_[1], self.classes_[0])
 
     @property
     def predict_proba(self):
@@ -507,11 +547,11 @@ class SparseSVM(Params):
             raise AttributeError(f"{method} is for loss='logistic' (a probability model); "
                                  f"this SparseSVM has loss={self.loss!r}")
 
-    def _predict_proba(self, X):
-        return np.exp(self._predict_log_proba(X))
+    def _predict_proba(self, X, crossings=None):
+        return np.exp(self._predict_log_proba(X, crossings))
 
-    def _predict_log_proba(self, X):
-        score = self.decision_function(X).astype(np.float64)
+    def _predict_log_proba(self, X, crossings=None):
+        score = self.decision_function(X, crossings).astype(np.float64)
         # log sigmoid(s) = -log(1 + e^-s), without overflow for either sign
         if score.ndim == 1:
             return np.column_stack([-np.logaddexp(0.0, score), -np.logaddexp(0.0, -score)])
@@ -524,12 +564,12 @@ class SparseSVM(Params):
         top = each.max(axis=1, keepdims=True)
         return each - top - np.log(np.exp(each - top).sum(axis=1, keepdims=True))
 
-    def score(self, X, y):
+    def score(self, X, y, crossings=None):
         """Mean accuracy, with three boolean temporaries (it is run on training sets
         of 10^7 rows and more, whose rows are all in memory by then)."""
         if self._check_fitted() > 2:
             return float(np.mean(self.predict(X) == np.asarray(y)))
-        right = self._positive(X)
+        right = self._positive(X, crossings)
         y = np.asarray(y)
         is_high = y == self.classes_[1]
         np.equal(right, is_high, out=right)
@@ -545,7 +585,8 @@ class SparseSVM(Params):
         write_model(path, MODEL_FILE_KIND, MODEL_FILE_VERSION,
                     {"params": self.get_params(), "workers": self.workers_, "step": self.step_,
                      "n_iter": self.n_iter_, "dense_input": self.dense_input_,
-                     "reg": self.reg_, "adaptive": self.adaptive_},
+                     "reg": self.reg_, "adaptive": self.adaptive_,
+                     "crossed": getattr(self, "crossed_", None)},
                     {"coef": self.coef_, "intercept": self.intercept_, "classes": self.classes_,
                      **({"squared_gradients": self.squared_gradients_} if self.adaptive_
                         else {})})
@@ -574,6 +615,7 @@ class SparseSVM(Params):
             if not 0 <= model.reg_ < np.inf:
                 raise ValueError(f"reg is {model.reg_}, not a finite number >= 0")
             model.adaptive_ = bool(meta.get("adaptive", False))
+            model.crossed_ = crossed_record(meta.get("crossed"), model.n_features_in_)
             if model.adaptive_:
                 model.squared_gradients_ = _float_vector(
                     arrays["squared_gradients"], "squared_gradients",

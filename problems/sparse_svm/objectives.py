@@ -11,6 +11,10 @@ from hogwild.objective import Metric, Objective
 from hogwild.problems.multiclass import ovr_objective
 from hogwild.problems.sparse_svm.inputs import (as_csr, binary_labels, check_loss,
                                                check_reg)
+from hogwild.problems.sparse_svm.crossed import KERNELS as CROSSED_KERNELS
+from hogwild.problems.sparse_svm.crossed import (add_crossed_counts, crossed_l1,
+                                                 crossed_wrong_side, crossing_arrays,
+                                                 scoring_data)
 from hogwild.problems.sparse_svm.kernels import INTERCEPT_PAD, KERNELS, l2_penalty, wrong_side
 from hogwild.structure import IdArray, Supports
 
@@ -73,7 +77,7 @@ def _sum_of_squares(values):
 
 def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=True,
                   intercept_rate=INTERCEPT_RATE, adaptive=False, counts=None,
-                  penalty_from=0):
+                  penalty_from=0, crossings=None):
     """The Objective for a prepared X (see as_csr) and labels in {-1, +1}; the
     seed (an int or a numpy SeedSequence) salts the lazy-regularisation draws.
     The intercept, when fitted, is params[1][INTERCEPT_SLOT] (see intercept_of),
@@ -82,13 +86,21 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
     (schedulers colored and cyclades refuse it). ``adaptive``: AdaGrad steps per
     feature, their sums params[2] (see the kernels), the penalty stepping from the
     epoch ``penalty_from`` on. ``counts``: feature_counts(X), where the caller has
-    them already."""
-    update, sample_loss = KERNELS[check_loss(loss), bool(adaptive)]
+    them already (the crossed features' included). ``crossings``: quadratic
+    features (hogwild.datasets.vw.Crossings), crossed by the kernels
+    (hogwild.problems.sparse_svm.crossed); every sample is then checked by the
+    engine's checked pass, which reads the crossings' offsets too."""
+    kernels = KERNELS if crossings is None else CROSSED_KERNELS
+    update, sample_loss = kernels[check_loss(loss), bool(adaptive)]
     n, d = X.shape
+    if crossings is not None and counts is None:
+        counts = feature_counts(X, crossings)
     reg_scale, salt = _regulariser(X, reg, seed, counts)
     rate = np.array([intercept_rate if fit_intercept else 0.0], np.float32)
     data = (X.indptr, X.indices, X.data, labels, reg_scale, salt, rate,
             np.array([penalty_from], np.int64), np.array([reg * n], np.float64))
+    if crossings is not None:
+        data += crossing_arrays(crossings)
     params = (np.zeros(d, dtype=np.float32), np.zeros(INTERCEPT_PAD, dtype=np.float32))
     if adaptive:  # the features' squared gradients, indexed as w is
         params += (np.zeros(d, dtype=np.float32),)
@@ -97,7 +109,7 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
                      supports=None if fit_intercept else functools.partial(Supports.from_csr, X),
                      id_arrays=(IdArray(ids=1, params=(0, 2) if adaptive else (0,),
                                         data=(4,)),),
-                     indices_checked=True, sample_offsets=0)
+                     indices_checked=crossings is None, sample_offsets=0)
 
 
 def multiclass_objective(X, codes, weights, n_classes, loss="hinge", reg=1e-4, seed=None,
@@ -112,14 +124,18 @@ def multiclass_objective(X, codes, weights, n_classes, loss="hinge", reg=1e-4, s
                          intercept_rate if fit_intercept else 0.0)
 
 
-def feature_counts(X):
+def feature_counts(X, crossings=None):
     """d_u for each feature u of a prepared X: the number of rows with a nonzero in
-    it (checking X's row offsets first, as the engine's checked pass would)."""
+    it (checking X's row offsets first, as the engine's checked pass would), with
+    the crossed features of ``crossings``."""
     low, high = extremes(X.indptr)
     if low < 0 or high > X.indices.size:
         raise HogwildError(f"X's row offsets (indptr) run from {low} to {high}, outside "
                            f"its {X.indices.size:,} nonzeros")
-    return occurrences(X.indices, X.shape[1])
+    counts = occurrences(X.indices, X.shape[1])
+    if crossings is not None:
+        add_crossed_counts(crossings, counts)
+    return counts
 
 
 def default_reg(n_samples, counts):
@@ -148,9 +164,12 @@ def _regulariser(X, reg, seed, counts=None):
 
 
 
-def error_rate_metric(X, labels, name="test_error"):
+def error_rate_metric(X, labels, name="test_error", crossings=None):
     """The error rate on (X, labels) as a hogwild.Metric, computed where the
-    weights are (on the GPU without a copy); X as prepared by as_csr."""
+    weights are (on the GPU without a copy); X as prepared by as_csr, and its
+    quadratic features' ``crossings``."""
+    if crossings is not None:
+        return Metric(name, crossed_wrong_side, scoring_data(X, crossings, labels), X.shape[0])
     return Metric(name, wrong_side, (X.indptr, X.indices, X.data, labels), X.shape[0])
 
 
@@ -180,12 +199,16 @@ def auto_step(X):
     return 0.2 / mean_sq_norm if mean_sq_norm > 0 else 0.2
 
 
-def auto_adaptive_step(X):
+def auto_adaptive_step(X, crossings=None):
     """ADAPTIVE_STEP_MARGIN / mean ||x_e||_1: the adaptive steps' base step. A
     feature's first AdaGrad step moves it by the base step whatever its value, so
     a row of fresh features moves its margin by the step times its L1 norm; this
     keeps that move about ADAPTIVE_STEP_MARGIN, for rows of 14 binary features
-    (a9a) as for TF-IDF rows of hundreds of small ones (imdb)."""
-    mean_l1 = sum(_sum_of_absolutes(piece) for piece in pieces(X.data)) / X.shape[0]
+    (a9a) as for TF-IDF rows of hundreds of small ones (imdb). The crossed
+    features of ``crossings`` count in the norm."""
+    total = sum(_sum_of_absolutes(piece) for piece in pieces(X.data))
+    if crossings is not None:
+        total += crossed_l1(crossings)
+    mean_l1 = total / X.shape[0]
     return ADAPTIVE_STEP_MARGIN / mean_l1 if mean_l1 > 0 else ADAPTIVE_STEP_MARGIN
 
