@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit
 
 from hogwild.datasets.cache import entry_in_progress, remove_entry
+from hogwild.datasets.formatting import write_float, write_int
 from hogwild.datasets.generated import check_disk, chunk_seeds, in_order, progress_bar
 from hogwild.datasets.hashing import DEFAULT_HASH_BITS, MAX_HASH_BITS, hash_name, sort_row
 from hogwild.errors import HogwildError, check_int
@@ -92,53 +93,6 @@ def _column_means(salt):
 
 
 @njit(nogil=True, cache=True)
-def _write_int(out, at, value):
-    if value < 0:
-        out[at] = 45
-        at += 1
-        value = -value
-    digits = 1
-    probe = value
-    while probe >= 10:
-        probe //= 10
-        digits += 1
-    for k in range(digits - 1, -1, -1):
-        out[at + k] = 48 + value % 10
-        value //= 10
-    return at + digits
-
-
-@njit(nogil=True, cache=True)
-def _write_float(out, at, value, text):
-    """value with 9 significant digits (float32 exactly), as d.dddddddde+XX;
-    ``text`` is 9 bytes of scratch."""
-    if value < 0:
-        out[at] = 45
-        at += 1
-        value = -value
-    exponent = int(math.floor(math.log10(value)))
-    mantissa = int(round(value / 10.0 ** (exponent - 8)))
-    if mantissa >= 1_000_000_000:
-        mantissa //= 10
-        exponent += 1
-    for k in range(8, -1, -1):
-        text[k] = 48 + mantissa % 10
-        mantissa //= 10
-    out[at] = text[0]
-    out[at + 1] = 46
-    for k in range(1, 9):
-        out[at + 1 + k] = text[k]
-    at += 10
-    out[at] = 101
-    at += 1
-    if exponent < 0:
-        out[at] = 45
-        at += 1
-        exponent = -exponent
-    return _write_int(out, at, exponent)
-
-
-@njit(nogil=True, cache=True)
 def _draw(seed, salt, means, rows, mask, with_svmlight, tsv, svm):
     """Draw ``rows`` lines from ``seed`` into tsv (and their svmlight copy into svm);
     returns the bytes of each. numba's generator of the calling thread, seeded
@@ -152,12 +106,11 @@ def _draw(seed, salt, means, rows, mask, with_svmlight, tsv, svm):
     integer_seeds = np.empty(INTEGER_COLUMNS, np.int64)
     column_seeds = np.empty(CATEGORICAL_COLUMNS, np.int64)
     name = np.empty(4, np.uint8)
-    text = np.empty(9, np.uint8)
     line = np.empty(INTEGER_COLUMNS, np.int64)
     present = np.empty(INTEGER_COLUMNS, np.bool_)
     cats = np.empty(CATEGORICAL_COLUMNS, np.int64)
     for c in range(INTEGER_COLUMNS + CATEGORICAL_COLUMNS):  # the delimited reader's names
-        length = _write_int(name, 0, c + 1)
+        length = write_int(name, 0, c + 1)
         if c < INTEGER_COLUMNS:
             integer_seeds[c] = hash_name(name, 0, length, 0)
         else:
@@ -193,7 +146,7 @@ def _draw(seed, salt, means, rows, mask, with_svmlight, tsv, svm):
             tsv[t] = 9
             t += 1
             if present[j]:
-                t = _write_int(tsv, t, line[j])
+                t = write_int(tsv, t, line[j])
         for c in range(CATEGORICAL_COLUMNS):
             tsv[t] = 9
             t += 1
@@ -215,9 +168,9 @@ def _draw(seed, salt, means, rows, mask, with_svmlight, tsv, svm):
             s += 1
             for k in range(end):
                 svm[s] = 32
-                s = _write_int(svm, s + 1, indices[k])
+                s = write_int(svm, s + 1, indices[k])
                 svm[s] = 58
-                s = _write_float(svm, s + 1, values[k], text)
+                s = write_float(svm, s + 1, values[k])
             svm[s] = 10
             s += 1
     return t, s

@@ -107,6 +107,7 @@ class TextFormat:
     offsets = {}
     lines = None
     what = "line"
+    samples = "samples"  # what a file holds, in the error of one that holds none
     version = None  # of its cache entries: another version's are parsed anew
     header = {}  # {key: type} that finish puts in an entry's header
     needs_first = False  # the first block is parsed alone, and ``first`` sees it
@@ -355,15 +356,15 @@ def _take(path, fmt, sink, totals, block, piece):
     if piece.error is not None:
         reason, line, offset = piece.error
         if offset is None:  # a reason that says it all
-            raise DataFormatError(f"{path}, line {totals.lines + line}: {reason}")
+            raise _bad_line(f"{path}, line {totals.lines + line}: {reason}", reason)
         data = block.data
         end = offset
         while end < data.size and data[end] != 10:
             end += 1
         text = bytes(data[offset:min(end, offset + 200)]).decode("utf-8", "replace").rstrip()
         shown = text if len(text) <= 80 else text[:77] + "..."
-        raise DataFormatError(f"{path}, line {totals.lines + line}: malformed {fmt.what} "
-                              f"({reason}): {shown!r}")
+        raise _bad_line(f"{path}, line {totals.lines + line}: malformed {fmt.what} "
+                        f"({reason}): {shown!r}", reason)
     for name, array in piece.arrays.items():
         if name in fmt.offsets:
             sink.append(name, array[1:] + totals.lengths[fmt.offsets[name]])
@@ -376,6 +377,14 @@ def _take(path, fmt, sink, totals, block, piece):
     totals.rows += piece.rows
     totals.lines += piece.lines
     totals.stats = fmt.merge(totals.stats, piece.stats) if totals.stats else dict(piece.stats)
+
+
+def _bad_line(message, reason):
+    """The DataFormatError of a bad line, its ``reason`` kept for callers that read
+    some files another way (a ratings file of text ids)."""
+    error = DataFormatError(message)
+    error.reason = reason
+    return error
 
 
 # --- a parsed file's cache entry ----------------------------------------------------
@@ -413,7 +422,7 @@ def parsed(path, fmt, how, cache=True, progress=None):
     try:
         totals = read_text(path, fmt, sink, progress=progress)
         if totals.rows == 0:
-            raise HogwildError(f"empty data: {path} holds no samples")
+            raise HogwildError(f"empty data: {path} holds no {fmt.samples}")
         meta = {"version": fmt.version, "source": str(path.resolve()), "rows": totals.rows,
                 **fmt.finish(sink, totals)}
         if isinstance(sink, MemorySink):

@@ -13,8 +13,10 @@ from typing import Optional
 import numpy as np
 
 from hogwild.datasets import ratings_parser as P
-from hogwild.datasets.files import read_text_bytes
+from hogwild.datasets.files import TextBlocks, read_text_bytes
+from hogwild.datasets.ingest import Piece, TextFormat, parsed
 from hogwild.errors import DataFormatError, HogwildError, choose
+from hogwild.paths import check_regular
 
 SPLITS = ("rating", "user")
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -65,20 +67,54 @@ def _ids(ids, what):
     return ids
 
 
-def read_ratings(path) -> Ratings:
+def read_ratings(path, cache=True, progress=None) -> Ratings:
     """Read a "user item rating [...]" file; ratings become float32. An id column
     whose every id is an integer from 0 to 2**63 - 1 becomes int64, any other its
-    ids' text (string ids). Separators: blanks, ',', '::' or a tab (the compiled
-    parser, for integer ids), or ';' or '|', with quoted fields as Book-Crossing's
-    "276725";"034545104X";"0" (found on the first line)."""
+    ids' text (string ids). Separators: blanks, ',', '::' or a tab, or ';' or '|',
+    with quoted fields as Book-Crossing's "276725";"034545104X";"0" (found on the
+    first line). Files of integer ids with the first four are parsed on every
+    core into the binary cache (hogwild.datasets.ingest) and memory-mapped from
+    it, whatever their size; the others are read whole, in memory. ``cache``,
+    ``progress``: as load_svmlight's."""
     path = Path(path)
-    raw = read_text_bytes(path)
-    separator = _separator(raw)
+    check_regular(path)
+    separator = _separator(_head(path))
     if separator in FAST_SEPARATORS:
-        ratings, status, line = _read_integer_ids(path, raw)
-        if status not in (P.BAD_USER, P.BAD_ITEM):
-            return ratings
-    return _read_delimited(path, raw, separator)
+        try:
+            arrays, meta = parsed(path, RatingsFormat(), [], cache, progress)
+        except DataFormatError as error:
+            if getattr(error, "reason", None) not in _TEXT_IDS:
+                raise
+        else:
+            return Ratings(arrays["users"], arrays["items"], arrays["values"], str(path))
+    return _read_delimited(path, read_text_bytes(path), separator)
+
+
+class RatingsFormat(TextFormat):
+    """"user item rating" lines of integer ids for hogwild.datasets.ingest (a line of
+    other ids stops the read: the caller reads the file as text)."""
+
+    fields = {"users": np.int64, "items": np.int64, "values": np.float32}
+    what, samples, version, header = "rating line", "ratings", "ratings-1", {"rows": int}
+
+    def parse(self, data, first=False):
+        most = (data.size + 1) // 5 + 1  # "1 2 3" and a line end: 6 bytes a rating
+        users, items = np.empty(most, np.int64), np.empty(most, np.int64)
+        values = np.empty(most, np.float32)
+        n, lines, status, bad_line, bad_at = P.parse_block(data, first, users, items, values)
+        error = None if status == P.OK else (P.REASONS[status], bad_line, bad_at)
+        return Piece({"users": users[:n], "items": items[:n], "values": values[:n]}, n,
+                     lines, error)
+
+
+_TEXT_IDS = (P.REASONS[P.BAD_USER], P.REASONS[P.BAD_ITEM])  # the text reader's files
+
+
+def _head(path):
+    """The file's first 64 kB of text (decompressed)."""
+    with TextBlocks(path, 1 << 16, 1 << 20) as blocks:
+        first = next(iter(blocks), None)
+    return b"" if first is None else bytes(first.data)
 
 
 # Separators looked for on the first line, in this order (None: runs of blanks);
@@ -110,26 +146,6 @@ def is_number(text):
     except ValueError:
         return False
     return True
-
-
-def _read_integer_ids(path, raw):
-    """(Ratings, OK, 0) by the compiled parser, or (None, status, line) at the first
-    line it cannot read; a bad rating or a missing field is raised here."""
-    buf = np.frombuffer(raw, dtype=np.uint8)
-    lines = P.count_lines(buf)
-    users = np.empty(lines, np.int64)
-    items = np.empty(lines, np.int64)
-    values = np.empty(lines, np.float32)
-    n, status, line = P.parse(buf, users, items, values)
-    if status in (P.BAD_USER, P.BAD_ITEM):
-        return None, status, line  # string ids (or another separator): read as text
-    if status != P.OK:
-        text = raw.split(b"\n", line)[line - 1].decode("utf-8", "replace").rstrip()
-        raise _malformed(path, line, P.REASONS[status], text)
-    if n == 0:
-        raise HogwildError(f"empty data: {path} holds no ratings")
-    return Ratings(users[:n].copy(), items[:n].copy(), values[:n].copy(), str(path)), \
-        status, 0
 
 
 def _malformed(path, line, reason, text):

@@ -21,6 +21,8 @@ NOT_FINITE = 4
 MISSING_FIELD = 5
 
 REASONS = {  # BAD_USER and BAD_ITEM send the file to the text reader
+    BAD_USER: "the user id is not an integer from 0 to 2**63 - 1",
+    BAD_ITEM: "the item id is not an integer from 0 to 2**63 - 1",
     BAD_RATING: "the rating is not a number",
     NOT_FINITE: "the rating is NaN, Inf or beyond float32's range (|x| > 3.4e38)",
     MISSING_FIELD: "expected user, item and rating fields",
@@ -28,15 +30,6 @@ REASONS = {  # BAD_USER and BAD_ITEM send the file to the text reader
 
 _SPACE, _TAB, _CR, _NL, _HASH, _COMMA, _COLON = 32, 9, 13, 10, 35, 44, 58
 _INT64_MAX = 2 ** 63 - 1
-
-
-@njit(nogil=True, cache=True)
-def count_lines(buf):
-    lines = 1
-    for c in buf:
-        if c == _NL:
-            lines += 1
-    return lines
 
 
 @njit(nogil=True, cache=True)
@@ -90,16 +83,18 @@ def _is_header(buf, k, stop):
 
 
 @njit(nogil=True, cache=True)
-def parse(buf, users, items, values):
-    """Fill users/items/values; returns (count, status, line) where line is the
-    1-based line number of the first bad line (0 when status is OK)."""
+def parse_block(buf, first, users, items, values):
+    """Parse the whole lines of ``buf`` (the file's first block where ``first``: its
+    first line may be a header) into users/items/values (a rating per 5 bytes at
+    most); returns (count, lines, status, the bad line's number and offset)."""
     n = 0
     line = 0
     i = 0
     end = buf.size
-    first_content = True
+    first_content = first
     while i < end:
         line += 1
+        start = i
         stop = i
         while stop < end and buf[stop] != _NL:
             stop += 1
@@ -118,24 +113,25 @@ def parse(buf, users, items, values):
         t = _field_end(buf, k, stop)
         user = _parse_id(buf, k, t)
         if user < 0:
-            return n, BAD_USER, line
+            return n, line, BAD_USER, line, start
         k = _next_field(buf, t, stop)
         if k < 0:
-            return n, MISSING_FIELD, line
+            return n, line, MISSING_FIELD, line, start
         t = _field_end(buf, k, stop)
         item = _parse_id(buf, k, t)
         if item < 0:
-            return n, BAD_ITEM, line
+            return n, line, BAD_ITEM, line, start
         k = _next_field(buf, t, stop)
         if k < 0:
-            return n, MISSING_FIELD, line
+            return n, line, MISSING_FIELD, line, start
         t = _field_end(buf, k, stop)
         rating, status = _parse_float(buf, k, t)
         if status != OK:
-            return n, NOT_FINITE if status == FLOAT_NOT_FINITE else BAD_RATING, line
+            return n, line, NOT_FINITE if status == FLOAT_NOT_FINITE else BAD_RATING, line, \
+                start
         users[n] = user
         items[n] = item
         values[n] = rating
         n += 1
         i = next_line
-    return n, OK, 0
+    return n, line, OK, 0, 0

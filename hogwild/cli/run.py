@@ -13,7 +13,7 @@ from hogwild.cli.options import (IMAGE_SUFFIXES, control_fields, estimator_field
                                   reading_of, training_fields)
 from hogwild.cli.ranks import reports_here
 from hogwild.config import TrainingConfig
-from hogwild.disk_arrays import csr_row_blocks
+from hogwild.disk_arrays import csr_row_blocks, on_disk
 from hogwild.estimator import drawn_seed
 from hogwild.errors import HogwildError
 from hogwild.limits import peak_resident_bytes
@@ -301,9 +301,10 @@ def run_mc(args):
     with _progress(args, "ratings") as (report, progress, log):
         with phase("read data"):
             train, test, split_text, stored_random = _mc_data(args)
-        model = MatrixFactorization(
+        model = MatrixFactorization(  # ratings in files on disk train where they are
             rank=args.rank, model=args.model, reg=args.reg, init_scale=args.init_scale,
-            bias_reg=args.bias_reg, grid=args.grid, shuffle_ratings=not stored_random,
+            bias_reg=args.bias_reg, grid=args.grid,
+            shuffle_ratings=not (stored_random or on_disk(np.asarray(train.values))),
             adaptive=args.adaptive,
             factor_dtype=args.factor_dtype, **estimator_fields(args))
         model.fit(train, eval_set=test, callback=report, progress=progress,

@@ -1,5 +1,6 @@
 """MatrixFactorization: the scikit-learn style estimator (fit, predict, recommend,
 save, load) and the test RMSE."""
+import contextlib
 import math
 import threading
 import warnings
@@ -20,7 +21,7 @@ from hogwild.problems.matrix_completion.implicit import PARTIAL_FIT_EPOCHS
 from hogwild.problems.matrix_completion.fold_in import (check_room, fold_rows, grown_sums,
                                                         ridge_rows, rows_set)
 from hogwild.problems.matrix_completion.ids import (IdIndex, check_values, ratings_arrays,
-                                                    relabelled, warn_unseen)
+                                                    relabelled, scratch_folder, warn_unseen)
 from hogwild.problems.matrix_completion.kernels import group_by_user, predict_into
 from hogwild.problems.matrix_completion.ranking import (approximate_top_n_rows, top_n,
                                                         top_n_rows)
@@ -59,6 +60,10 @@ def rmse(predictions, values):
 
 
 BLOCKED_COPY_SHARE = 0.25  # of the available memory, for a block layout of ratings on disk
+# each user's ratings grouped (recommend's exclusions, partial_fit's replay): the lists'
+# 8 bytes a rating and the dense ids mapped on the way, 8 more
+GROUPED_BYTES = 16
+GROUPED_PIECE = 1 << 20  # ratings whose ids are mapped at a time
 # grid=None: blocks whose factor rows on a side take about this much (a core's L2),
 # holding at least MIN_BLOCK_RATINGS ratings on average. Ratings/s at 2 workers, 100
 # a row, one run each: 10^6 users and items, grid 8 4.95 M, 32 6.52 M, 96 6.79 M,
@@ -241,6 +246,10 @@ class MatrixFactorization(Params):
         callback(record) once per epoch, progress, checkpoint, checkpoint_every,
         resume (with the same ratings and seed).
         """
+        with contextlib.ExitStack() as stack:  # a scratch folder, for the fit alone
+            return self._fit(ratings, eval_set, stack, controls)
+
+    def _fit(self, ratings, eval_set, stack, controls):
         self.settings()  # every option checked before the ratings are read
         raw_users, raw_items, raw_values = ratings_arrays(ratings)
         if not len(raw_users) == len(raw_items) == len(raw_values):
@@ -292,10 +301,12 @@ class MatrixFactorization(Params):
                     storing.start()
         else:
             with phase("map ids"):  # shuffled below: a copy in memory anyway
+                scratch = None if self.shuffle_ratings else stack.enter_context(
+                    scratch_folder())
                 user_index, users = IdIndex.build(in_memory(raw_users) if self.shuffle_ratings
-                                                  else raw_users)
+                                                  else raw_users, scratch, "users")
                 item_index, items = IdIndex.build(in_memory(raw_items) if self.shuffle_ratings
-                                                  else raw_items)
+                                                  else raw_items, scratch, "items")
         n_users, n_items = len(user_index), len(item_index)
         self.item_counts_ = occurrences(items, n_items)
         if layout is None and self.shuffle_ratings:
@@ -327,7 +338,7 @@ class MatrixFactorization(Params):
             test_values = check_values(test_values, "test ratings")
             test_u = user_index.find(test_users)
             test_i = item_index.find(test_items)
-            warn_unseen(test_u, test_i, "test ratings")
+            warn_unseen(test_u, test_i, "test ratings", stacklevel=4)  # fit's caller
 
             evaluate = rmse_metric(self.model, rank, test_u, test_i, test_values, mean,
                                    self._bounds())
@@ -343,21 +354,69 @@ class MatrixFactorization(Params):
         finally:
             if storing is not None:
                 storing.join()
-        del objective  # before the ratings are grouped by user
+        del objective, users, items, values
         release_pages(raw_users, raw_items, raw_values)  # trained on through their maps
         self._set_factors(result.params)
-        # each user's ratings, kept for recommend's exclusions and partial_fit's
-        # replay; not for ratings streamed from disk (read, not mapped: a cached
-        # layout's file may have been truncated since)
-        self._seen = self._seen_values = None
-        if result.streaming is None:
-            indptr, grouped, self._seen_values = group_by_user(
-                in_memory(users), in_memory(items), in_memory(values), n_users)
-            self._seen = (indptr, grouped)
-        del values
+        # each user's ratings, for recommend's exclusions and partial_fit's replay:
+        # grouped from the ratings as given when first needed (read from their files
+        # where they lie on disk), not held twice meanwhile
+        self._lists = None
+        self._training = (raw_users, raw_items, raw_values)
         self.keep_run(result)
         self.step_ = step
         return self
+
+    # -- each user's training ratings, grouped when first needed -----------------------
+
+    @property
+    def _seen(self):
+        """(indptr, items): user u's training items are items[indptr[u]:indptr[u + 1]];
+        None where they cannot be held (ratings too many for memory, trained from
+        disk)."""
+        lists = self._grouped()
+        return None if lists is None else lists[:2]
+
+    @_seen.setter
+    def _seen(self, value):
+        values = None if self._grouped() is None else self._grouped()[2]
+        self._lists = None if value is None else (*value, values)
+
+    @property
+    def _seen_values(self):
+        """The ratings of _seen's items (None where none are kept: a model file of an
+        earlier version)."""
+        lists = self._grouped()
+        return None if lists is None else lists[2]
+
+    @_seen_values.setter
+    def _seen_values(self, values):
+        lists = self._grouped()
+        if lists is not None:
+            self._lists = (lists[0], lists[1], values)
+
+    def _grouped(self):
+        """(indptr, items, values) of each user's training ratings, grouped from the
+        ratings fit was given on the first call (the model does not hold them twice
+        meanwhile), None where they would not fit in memory."""
+        lists = self.__dict__.get("_lists")
+        training = self.__dict__.get("_training")
+        if lists is not None or training is None:
+            return lists
+        users, items, values = training
+        memory = available_memory()
+        if memory is not None and values.size * GROUPED_BYTES > memory:
+            return None
+        with phase("group ratings by user"):
+            dense_users = np.empty(values.size, np.int32)
+            dense_items = np.empty(values.size, np.int32)
+            for start in range(0, values.size, GROUPED_PIECE):
+                stop = min(start + GROUPED_PIECE, values.size)
+                dense_users[start:stop] = self._user_index.find(in_memory(users[start:stop]))
+                dense_items[start:stop] = self._item_index.find(in_memory(items[start:stop]))
+            self._lists = group_by_user(dense_users, dense_items, in_memory(values),
+                                        len(self._user_index))
+        self._training = None
+        return self._lists
 
     def training_config(self, **resolved):
         """Params.training_config, scheduler=None resolved as for ratings in memory

@@ -1,13 +1,19 @@
 """Ratings in: the accepted input forms, checked values, and external ids mapped
 to dense indices (and back)."""
+import contextlib
+import shutil
+import tempfile
 import warnings
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
+from hogwild.datasets.cache import entry_in_progress
 from hogwild.datasets.ratings import Ratings
 from hogwild.errors import HogwildError
-from hogwild.disk_arrays import extremes, pieces
+from hogwild.disk_arrays import extremes, on_disk, pieces
+from hogwild.paths import data_cache_folder
 
 
 def ratings_arrays(ratings):
@@ -83,11 +89,23 @@ class IdIndex:
             self._lookup = {key: i for i, key in enumerate(ids.tolist())}
 
     @classmethod
-    def build(cls, raw):
-        """(index, dense int32 indices of raw): ids in sorted order."""
+    def build(cls, raw, scratch=None, name="ids"):
+        """(index, dense int32 indices of raw): ids in sorted order. Where raw lies on
+        disk (a cache's maps) and ``scratch`` (a folder, see scratch_folder) is
+        given, the dense indices are written to a file there, name.npy, and
+        memory-mapped from it read-only: they take no memory, and a run streams
+        them from disk as it would raw."""
         index, keys, table = cls.keyed(raw)
         if table is None:
             return index, keys.astype(np.int32, copy=False)
+        if scratch is not None and on_disk(raw):
+            path = scratch / f"{name}.npy"
+            with open(path, "wb") as f:
+                np.lib.format.write_array_header_1_0(f, {"descr": "<i4", "fortran_order": False,
+                                                         "shape": (keys.size,)})
+                for piece in pieces(keys):
+                    f.write(table[piece].data)
+            return index, np.load(path, mmap_mode="r")
         dense, start = np.empty(keys.size, np.int32), 0
         for piece in pieces(keys):  # keys on disk are read, not mapped into memory
             dense[start:start + piece.size] = table[piece]
@@ -145,6 +163,21 @@ class IdIndex:
                            raw.size)
 
 
+@contextlib.contextmanager
+def scratch_folder():
+    """A folder of this process's in the cache for arrays a fit writes for itself
+    (dense ids of ratings on disk), removed when the fit ends, or by a later one
+    once this process is gone (killed meanwhile); with no usable cache folder, a
+    temporary folder."""
+    root = data_cache_folder("scratch")
+    folder = entry_in_progress(root) if root is not None else \
+        Path(tempfile.mkdtemp(prefix="hogwild-scratch-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def relabelled(ids, labels):
     """ids reordered so that new index labels[i] holds the id of old index i."""
     out = np.empty_like(ids)
@@ -152,9 +185,11 @@ def relabelled(ids, labels):
     return out
 
 
-def warn_unseen(u, i, what):
+def warn_unseen(u, i, what, stacklevel=3):
+    """One warning for the pairs whose user or item was never seen in training,
+    ``stacklevel`` frames up (the user's call)."""
     unseen = (u < 0) | (i < 0)
     if unseen.any():
         warnings.warn(f"{int(unseen.sum())} of {unseen.size} {what} have a user or item never "
                       "seen in training; predicted by the training mean plus the known "
-                      "side's bias", stacklevel=3)
+                      "side's bias", stacklevel=stacklevel)
