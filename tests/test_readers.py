@@ -2,6 +2,7 @@
 cache (hogwild.datasets.ingest), compression, Vowpal Wabbit text with its
 hashing, delimited columns, the Criteo-layout generator, and the format sniffing."""
 import bz2
+import json
 import gzip
 import lzma
 
@@ -314,3 +315,56 @@ def test_formats_are_told_by_name_or_first_line(tmp_path):
     with pytest.raises(HogwildError, match="unknown format 'parquet'; choose one of: auto, "
                                            "svmlight, vw, csv"):
         Reading(format="parquet")
+
+
+# --- the command line on users' files ------------------------------------------------
+
+def run(capsys, *argv):
+    from hogwild.cli import main
+    status = main([str(arg) for arg in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_the_command_line_trains_on_each_format(tmp_path, capsys):
+    tsv, svm = tmp_path / "c.tsv", tmp_path / "c.svm"
+    write_criteo(tsv, 6000, seed=5, svmlight=svm, hash_bits=18)
+    write_criteo(tmp_path / "t.tsv", 2000, seed=5, part=1, svmlight=tmp_path / "t.svm",
+                 hash_bits=18)
+    errors = {}
+    for name, test in ((tsv, tmp_path / "t.tsv"), (svm, tmp_path / "t.svm")):
+        status, out, err = run(capsys, "run", "svm", "--data", name, "--test", test,
+                               "--epochs", "3", "--hash-bits", "18", "--seed", "0",
+                               "--workers", "1", "--json")
+        assert status == 0, err
+        result = json.loads(out)
+        errors[name.suffix] = result["test_error"]
+        assert result["format"] == ("csv, 2^18 hashed features" if name == tsv else
+                                    "svmlight")
+    # the same features (the generator's own copy): the same model, bit for bit
+    assert errors[".tsv"] == errors[".svm"] < 0.3
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--format", "parquet"], "unknown format 'parquet'; choose one of: auto, svmlight, vw, "
+                              "csv"),
+    (["--hash-bits", "40"], "hash_bits must be an integer from 1 to 31, got 40"),
+    (["-q", "abc"], "quadratic pairs are two namespace letters each (as Vowpal Wabbit's -q "
+                    "ab), got 'abc'"),
+])
+def test_bad_reading_options_are_one_line(tmp_path, capsys, argv, message):
+    data = tmp_path / "d.vw"
+    data.write_text("1 |a x\n-1 |a y\n")
+    status, out, err = run(capsys, "run", "svm", "--data", data, "--epochs", "1", *argv)
+    assert status == 2 and out == ""
+    assert err == f"hogwild: error: {message}\n"
+
+
+def test_a_bad_line_on_the_command_line_names_it_and_caches_nothing(tmp_path, capsys):
+    data = tmp_path / "d.vw"
+    data.write_text("1 |a x\n-1 |a y\nmaybe |a z\n")
+    status, _, err = run(capsys, "run", "svm", "--data", data, "--epochs", "1")
+    assert status == 2
+    assert err == (f"hogwild: error: {data}, line 3: malformed Vowpal Wabbit line (the label "
+                   "is not a number): 'maybe |a z'\n")
+    assert not any((tmp_path / "cache" / "datasets").iterdir())
