@@ -42,22 +42,36 @@ from hogwild.streaming import plan_stream
 
 def _stream(objective, params, config, scheduler, backend_cls):
     """The run's hogwild.streaming.SampleStream when its samples on disk do not fit
-    in config.memory (default: the memory available) beside the parameters, with a
-    warning saying so; None when they fit."""
+    in config.memory beside the parameters, with a warning saying so; None when
+    they fit. Without config.memory, samples on disk are copied into the run's
+    memory only while they take at most IN_MEMORY_SHARE of the memory available:
+    beyond, the copy would also double what the kernel's page cache holds of
+    them, and they stream instead, through two slots of STREAM_SHARE of it."""
     memory = config.memory
+    copy_limit = slots = None
     if memory is None:
         memory = available_memory()
         if memory is None:
             return None
+        copy_limit, slots = IN_MEMORY_SHARE * memory, STREAM_SHARE * memory
     stream = plan_stream(objective.data, objective.n_samples, sum(p.nbytes for p in params),
                          memory, scheduler.kind, config.shuffle_block, backend_cls,
-                         objective.sample_offsets)
+                         objective.sample_offsets, copy_limit, slots)
     if stream is not None:
         on_disk = sum(objective.data[i].nbytes for i in stream.streamed)
-        warnings.warn(f"the samples ({size_text(on_disk)}) do not fit in memory "
-                      f"{size_text(memory)} beside the parameters: they are read from disk "
+        why = f"do not fit in memory {size_text(memory)} beside the parameters" \
+            if copy_limit is None or on_disk + sum(p.nbytes for p in params) > memory else \
+            f"are more than {IN_MEMORY_SHARE:.0%} of the {size_text(memory)} of memory " \
+            "available (give --memory to hold more)"
+        warnings.warn(f"the samples ({size_text(on_disk)}) {why}: they are read from disk "
                       f"chunk by chunk, {stream.capacity:,} samples a chunk", stacklevel=4)
     return stream
+
+
+# Samples on disk, with no memory given: copied into the run's memory while they take
+# at most this share of the memory available, else streamed in two slots of this share.
+IN_MEMORY_SHARE = 0.25
+STREAM_SHARE = 0.125
 
 
 def _restored(params, saved):

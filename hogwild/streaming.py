@@ -72,13 +72,15 @@ def _identity(stat):
 
 
 def plan_stream(data, n_samples, params_bytes, memory, kind, run_length, backend,
-                offsets=None):
+                offsets=None, copy_limit=None, slots_bytes=None):
     """The SampleStream for a run, or None when its samples fit in ``memory``
-    (bytes, beside the parameters) or are not on disk. ``offsets``: the index of
-    the data array of per-sample offsets into per-nonzero arrays (a CSR matrix's
-    indptr; Objective.sample_offsets), whose nonzeros then stream with their
-    samples. A HogwildError when the parameters alone exceed ``memory``, or the
-    data must stream but the scheduler or backend cannot."""
+    (bytes, beside the parameters) and in ``copy_limit`` (bytes; None: no other
+    bound), or are not on disk. ``offsets``: the index of the data array of
+    per-sample offsets into per-nonzero arrays (a CSR matrix's indptr;
+    Objective.sample_offsets), whose nonzeros then stream with their samples.
+    ``slots_bytes``: what the stream's slots may take (None: all the room left).
+    A HogwildError when the parameters alone exceed ``memory``, or the data must
+    stream but the scheduler or backend cannot."""
     roles = _roles(data, n_samples, offsets)
     streamable = [i for i, role in roles.items()
                   if on_disk(data[i]) and role in ("sample", "nonzero")]
@@ -92,8 +94,10 @@ def plan_stream(data, n_samples, params_bytes, memory, kind, run_length, backend
             "files on disk, read-only memory maps, can be streamed)")
     samples_bytes = sum(data[i].nbytes for i in streamable)
     room = memory - params_bytes - resident
-    if samples_bytes <= room:
+    if samples_bytes <= room and (copy_limit is None or samples_bytes <= copy_limit):
         return None
+    if slots_bytes is not None:
+        room = min(room, slots_bytes)
     if kind not in STREAMED_KINDS or (offsets is not None and kind == "gated"):
         raise HogwildError(f"the samples ({size_text(samples_bytes)}) do not fit in memory "
                            f"{size_text(memory)} beside the parameters; streaming them from "

@@ -11,8 +11,9 @@ the first half of the log's fields and a for the rest, each feature named
 f<index>: string features, hashed by the reader). A Jumbo matrix
 (hogwild.datasets.jumbo) becomes "user item rating" lines, tab-separated.
 Values are written with 9 significant digits (a float32 reads back exactly).
-Rows are formatted on every core, a chunk at a time, and written in order: a 30
-GB file takes the memory of a few chunks. Prints one JSON line: the files and
+Rows are read from the generated arrays with file reads and formatted on every
+core, a chunk at a time, and written in order: a 30 GB file takes the memory of
+a few chunks. Prints one JSON line: the files and
 their sizes.
 """
 import argparse
@@ -25,6 +26,7 @@ from numba import njit
 
 from hogwild.datasets.formatting import write_float, write_int
 from hogwild.datasets.generated import in_order
+from hogwild.disk_arrays import in_memory
 
 ROWS_PER_CHUNK = 1 << 16
 FORMATS = {"svmlight": ".svm", "vw": ".vw", "vw-names": ".vw", "ratings": ".tsv"}
@@ -84,15 +86,15 @@ def _ratings_text(users, items, values, out):
 
 def write_rows(rows, path, kind, span, half):
     """Write SvmlightData rows to ``path`` as text of ``kind`` (see _rows_text)."""
-    X, y = rows.X, np.asarray(rows.y)
+    X, y = rows.X, in_memory(rows.y)
     n = X.shape[0]
     chunks = -(-n // ROWS_PER_CHUNK)
 
     def draw(index):
         first, last = index * ROWS_PER_CHUNK, min(n, (index + 1) * ROWS_PER_CHUNK)
         lo, hi = int(X.indptr[first]), int(X.indptr[last])
-        indptr = np.asarray(X.indptr[first:last + 1], np.int64)
-        indices, values = np.asarray(X.indices[lo:hi]), np.asarray(X.data[lo:hi])
+        indptr = np.asarray(in_memory(X.indptr[first:last + 1]), np.int64)
+        indices, values = in_memory(X.indices[lo:hi]), in_memory(X.data[lo:hi])
         out = np.empty(40 * (hi - lo) + 16 * (last - first) + 16, np.uint8)
         size = _rows_text(indptr, indices, values, y[first:last], 0, last - first, kind,
                           span, half, out)
@@ -110,8 +112,8 @@ def write_ratings(ratings, path):
     def draw(index):
         lo, hi = index * step, min(n, (index + 1) * step)
         out = np.empty(48 * (hi - lo), np.uint8)
-        size = _ratings_text(np.asarray(ratings.users[lo:hi]), np.asarray(ratings.items[lo:hi]),
-                             np.asarray(ratings.values[lo:hi]), out)
+        size = _ratings_text(in_memory(ratings.users[lo:hi]), in_memory(ratings.items[lo:hi]),
+                             in_memory(ratings.values[lo:hi]), out)
         return out[:size]
 
     with open(path, "wb") as f:

@@ -5,6 +5,7 @@ import bz2
 import json
 import gzip
 import lzma
+import warnings
 
 import numpy as np
 import pytest
@@ -368,3 +369,25 @@ def test_a_bad_line_on_the_command_line_names_it_and_caches_nothing(tmp_path, ca
     assert err == (f"hogwild: error: {data}, line 3: malformed Vowpal Wabbit line (the label "
                    "is not a number): 'maybe |a z'\n")
     assert not any((tmp_path / "cache" / "datasets").iterdir())
+
+
+def test_a_file_near_the_memory_available_trains_from_disk_by_itself(tmp_path, monkeypatch):
+    """Copied into memory, samples the page cache holds too would take twice their
+    size: beyond a quarter of the memory available they stream, by themselves."""
+    from hogwild import engine
+    from hogwild.problems.sparse_svm import SparseSVM
+    path = tmp_path / "d.svm"
+    path.write_text(random_svmlight(np.random.default_rng(6), 4000))
+    data = load_svmlight(path)
+    samples = data.X.data.nbytes + data.X.indices.nbytes + data.X.indptr.nbytes
+    fits = {}
+    for times in (3, 20):
+        monkeypatch.setattr(engine, "available_memory", lambda: times * samples + 4096)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = SparseSVM(epochs=2, random_state=0, shuffle_rows=False).fit(data.X, data.y)
+        fits[times] = model.streaming_ is not None
+        if fits[times]:
+            assert any("are more than 25% of the" in str(w.message) and "read from disk chunk "
+                       "by chunk" in str(w.message) for w in caught)
+    assert fits == {3: True, 20: False}
