@@ -24,11 +24,11 @@ import scipy.sparse as sp
 from hogwild.datasets import delimited_parser as P
 from hogwild.datasets.files import TextBlocks
 from hogwild.datasets.hashing import DEFAULT_HASH_BITS, MAX_HASH_BITS, hash_text
+from hogwild.datasets.parts import check_files, data_source, first_file
 from hogwild.datasets.ingest import Piece, TextFormat, parsed
 from hogwild.datasets.ratings import is_number
 from hogwild.disk_arrays import on_disk
 from hogwild.errors import DataFormatError, HogwildError, check_int, choose
-from hogwild.paths import check_regular
 
 _CACHE_VERSION = "delimited-1"
 SEPARATORS = {"tab": "\t", "comma": ",", "semicolon": ";", "pipe": "|", "space": " "}
@@ -64,8 +64,9 @@ class DelimitedData:
 
 
 def _head(path):
-    """The first lines of the file (text, decompressed), at most HEAD_BYTES."""
-    with TextBlocks(path, HEAD_BYTES, HEAD_BYTES) as blocks:
+    """The first lines of the file (of the first of Parts; text, decompressed), at
+    most HEAD_BYTES."""
+    with TextBlocks(first_file(path), HEAD_BYTES, HEAD_BYTES) as blocks:
         first = next(iter(blocks), None)
     if first is None:
         raise HogwildError(f"empty data: {path} holds no samples")
@@ -220,6 +221,41 @@ class DelimitedFormat(TextFormat):
         return {"nnz": totals.lengths["indices"], "weighted": totals.stats["weighted"]}
 
 
+@dataclass(frozen=True)
+class Layout:
+    """How a delimited file's lines are read, as delimited_layout read them off its
+    first lines: what load_delimited's ``like`` takes (as from a DelimitedData), so
+    that other files (the parts other ranks read) are read the same way."""
+
+    separator: str
+    header_lines: int
+    columns: tuple
+    hash_bits: int
+    numeric_scale: str
+
+
+def delimited_layout(path, label=None, numeric=None, categorical=None, weight=None, skip=None,
+                     separator=None, header=None, hash_bits=DEFAULT_HASH_BITS,
+                     numeric_scale="log"):
+    """The Layout of ``path`` (a file, or the first of Parts) with load_delimited's
+    column options."""
+    path = data_source(path)
+    check_files(path)
+    hash_bits = check_int("hash_bits", hash_bits, 1, MAX_HASH_BITS)
+    choose(SCALES, numeric_scale, "numeric_scale")
+    if separator is not None:
+        separator = SEPARATORS.get(separator, separator)
+        if not (isinstance(separator, str) and len(separator) == 1
+                and separator not in '"\r\n'):
+            raise HogwildError(f"separator must be one character or one of "
+                               f"{', '.join(SEPARATORS)}, got {separator!r}")
+    if header not in (None, True, False):
+        raise HogwildError(f"header must be True, False or None, got {header!r}")
+    separator, header_lines, columns = _roles(path, label, numeric, categorical, weight,
+                                              skip, separator, header)
+    return Layout(separator, header_lines, columns, hash_bits, numeric_scale)
+
+
 def load_delimited(path, label=None, numeric=None, categorical=None, weight=None, skip=None,
                    separator=None, header=None, hash_bits=DEFAULT_HASH_BITS,
                    numeric_scale="log", like=None, cache=True, progress=None) -> DelimitedData:
@@ -235,28 +271,21 @@ def load_delimited(path, label=None, numeric=None, categorical=None, weight=None
     (read off the first lines). hash_bits: features are hashed into 2^hash_bits
     columns. numeric_scale: "log" (sign(x) log(1 + |x|)) or "raw". like: a
     DelimitedData whose columns, separator and hashing this file shares (a test
-    file read as its training file).
+    file read as its training file), or a Layout.
     """
-    path = Path(path)
-    check_regular(path)
-    if like is not None:  # a header where the training file had one (named columns)
-        separator, columns = like.separator, like.columns
-        hash_bits, numeric_scale = like.hash_bits, like.numeric_scale
-        named = any(name != str(c) for c, (name, _) in enumerate(columns))
-        header_lines = int(named if header is None else bool(header))
-    else:
-        hash_bits = check_int("hash_bits", hash_bits, 1, MAX_HASH_BITS)
-        choose(SCALES, numeric_scale, "numeric_scale")
-        if separator is not None:
-            separator = SEPARATORS.get(separator, separator)
-            if not (isinstance(separator, str) and len(separator) == 1
-                    and separator not in '"\r\n'):
-                raise HogwildError(f"separator must be one character or one of "
-                                   f"{', '.join(SEPARATORS)}, got {separator!r}")
-        if header not in (None, True, False):
-            raise HogwildError(f"header must be True, False or None, got {header!r}")
-        separator, header_lines, columns = _roles(path, label, numeric, categorical, weight,
-                                                  skip, separator, header)
+    path = data_source(path)
+    if like is None:
+        like = delimited_layout(path, label, numeric, categorical, weight, skip, separator,
+                                header, hash_bits, numeric_scale)
+    check_files(path)
+    separator, columns = like.separator, like.columns
+    hash_bits, numeric_scale = like.hash_bits, like.numeric_scale
+    if header is not None:
+        header_lines = int(bool(header))
+    elif isinstance(like, Layout):
+        header_lines = like.header_lines
+    else:  # a header where the training file had one (named columns)
+        header_lines = int(any(name != str(c) for c, (name, _) in enumerate(columns)))
     fmt = DelimitedFormat(separator, header_lines, columns, hash_bits, numeric_scale)
     how = [separator, header_lines, [list(c) for c in columns], hash_bits, numeric_scale]
     arrays, meta = parsed(path, fmt, how, cache, progress)

@@ -3,11 +3,11 @@ delimited columns), and how: ``Reading``, the options of them all, and
 ``read_rows``, which tells the format from the file's name or first line where
 it is not given and reads a test file as its training file was read."""
 import math
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 
 from hogwild.datasets.files import TextBlocks
 from hogwild.datasets.hashing import MAX_HASH_BITS
+from hogwild.datasets.parts import Parts, data_source, first_file
 from hogwild.errors import HogwildError, check_int, choose
 
 FORMATS = ("auto", "svmlight", "vw", "csv")
@@ -44,21 +44,25 @@ class Reading:
             check_int("hash_bits", self.hash_bits, 1, MAX_HASH_BITS)
 
 
-def default_hash_bits(path):
-    """2^bits weights for a hashed file of this size: about one a
+def default_hash_bits(path, size=None):
+    """2^bits weights for a hashed file of this size (``size`` bytes where given:
+    the parts of a job that its ranks read apart): about one a
     TEXT_BYTES_PER_WEIGHT bytes of its text, from Vowpal Wabbit's default of 2^18
     (a 1 MB file) to 2^24 (500 MB and more: 335 MB of model), so that a large
     click log's features rarely collide."""
-    size = max(Path(path).stat().st_size, 1)
+    if size is None:
+        source = data_source(path)
+        size = source.size() if isinstance(source, Parts) else source.stat().st_size
     low, high = HASH_BITS_RANGE
-    return int(min(max(round(math.log2(size / TEXT_BYTES_PER_WEIGHT)), low), high))
+    return int(min(max(round(math.log2(max(size, 1) / TEXT_BYTES_PER_WEIGHT)), low), high))
 
 
 def sniff(path):
     """The format of ``path``: by its name's suffix (.svm, .libsvm, .vw, .csv, .tsv,
     compressed or not), else by its first line: a '|' is Vowpal Wabbit's, a label
     and index:value pairs svmlight's, anything else delimited columns."""
-    name = Path(path).name.lower()
+    path = first_file(data_source(path))
+    name = path.name.lower()
     for suffix in _COMPRESSED:
         if name.endswith(suffix):
             name = name[:-len(suffix)]
@@ -79,11 +83,12 @@ def sniff(path):
     return "csv"
 
 
-def read_rows(path, reading=None, like=None, progress=None):
+def read_rows(path, reading=None, like=None, progress=None, layout=None):
     """The labelled rows of ``path`` (SvmlightData, VWData or DelimitedData), read
     as ``reading`` says; ``like``: the training set's rows, which a test file is
     read to match (its format, hashing, pairs and columns; svmlight features
-    beyond the training ones are dropped with a warning)."""
+    beyond the training ones are dropped with a warning); ``layout``: a delimited
+    file's columns as another file's were read (datasets.delimited.Layout)."""
     reading = reading or Reading()
     fmt = reading.format if like is None else _format_of(like)
     if fmt == "auto":
@@ -107,16 +112,61 @@ def read_rows(path, reading=None, like=None, progress=None):
     if reading.quadratic:
         raise HogwildError("quadratic pairs cross Vowpal Wabbit namespaces; a delimited file "
                            "has none (cross its columns in a Vowpal Wabbit file instead)")
-    if like is not None:
-        return load_delimited(path, header=reading.header, like=like, progress=progress)
-    return load_delimited(path, label=reading.label, numeric=reading.numeric,
-                          categorical=reading.categorical, weight=reading.weight,
-                          skip=reading.skip, separator=reading.separator,
-                          header=reading.header,
-                          hash_bits=reading.hash_bits or default_hash_bits(path),
-                          numeric_scale=reading.numeric_scale, progress=progress)
+    if like is not None or layout is not None:
+        return load_delimited(path, header=reading.header, like=like or layout,
+                              progress=progress)
+    return load_delimited(path, **_columns_of(path, reading), progress=progress)
+
+
+def _columns_of(path, reading):
+    """load_delimited's column options of ``reading``."""
+    return dict(label=reading.label, numeric=reading.numeric,
+                categorical=reading.categorical, weight=reading.weight,
+                skip=reading.skip, separator=reading.separator, header=reading.header,
+                hash_bits=reading.hash_bits or default_hash_bits(path),
+                numeric_scale=reading.numeric_scale)
+
+
+def _layout(path, reading):
+    """The delimited columns of ``path`` read off its first lines as ``reading`` says."""
+    from hogwild.datasets.delimited import delimited_layout
+    return delimited_layout(path, **_columns_of(path, reading))
 
 
 def _format_of(rows):
     name = type(rows).__name__
     return {"SvmlightData": "svmlight", "VWData": "vw", "DelimitedData": "csv"}[name]
+
+
+def read_own_parts(parts, reading, comm, host, test=None, progress=None):
+    """(train, test) of this rank of an MPI job (``comm``, on ``host``) whose ranks
+    each read their own share of ``parts`` (datasets.parts.Parts: those its host
+    holds, shared out by parts.assign), read alike on every rank: the format, and
+    a delimited file's columns, as rank 0 reads them off its first part; the
+    hashed formats' width from the bytes of all the job's parts; svmlight
+    features numbered from 0 where any rank's are, as many as the widest rank's.
+    The ``test`` file is read by rank 0 alone (the rank that reports)."""
+    from hogwild.datasets.parts import rank_parts
+    reading = reading or Reading()
+    mine, job_bytes = rank_parts(parts, comm, host)
+    chief = comm.Get_rank() == 0
+    fmt = comm.bcast((sniff(mine) if reading.format == "auto" else reading.format)
+                     if chief else None, root=0)
+    if fmt == "svmlight":
+        from hogwild.datasets.svmlight import load_svmlight
+        rows = load_svmlight(mine, progress=progress)
+        zero_based = any(comm.allgather(rows.zero_based))
+        shifted = zero_based and not rows.zero_based  # its index 1 is the job's 1, not 0
+        width = max(comm.allgather(rows.X.shape[1] + int(shifted)))
+        if shifted or width != rows.X.shape[1]:
+            rows = load_svmlight(mine, n_features=width, zero_based=True if shifted else "auto",
+                                 progress=progress)
+    else:
+        reading = replace(reading, format=fmt,
+                          hash_bits=reading.hash_bits or default_hash_bits(mine, job_bytes))
+        like = None
+        if fmt == "csv":
+                like = comm.bcast(_layout(mine, reading) if chief else None, root=0)
+        rows = read_rows(mine, reading, layout=like, progress=progress)
+    return rows, (read_rows(test, reading, like=rows, progress=progress)
+                  if chief and test is not None else None)

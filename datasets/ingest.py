@@ -33,6 +33,7 @@ import numpy as np
 from hogwild.datasets.cache import (Damaged, entry_in_progress, open_arrays, read_header,
                                     remove_entry)
 from hogwild.datasets.files import TextBlocks
+from hogwild.datasets.parts import Parts
 from hogwild.errors import DataFormatError, HogwildError
 from hogwild.file_content import combined
 from hogwild.limits import available_memory, size_text, usable_cores
@@ -257,6 +258,7 @@ class Totals:
 
     rows: int = 0
     lines: int = 0
+    file_start: int = 0  # the lines before the file being read (of several)
     lengths: dict = field(default_factory=dict)  # of the fields that offsets index
     stats: dict = field(default_factory=dict)
 
@@ -283,57 +285,70 @@ class _InOrder:
 
 
 def read_text(path, fmt, sink, budget=None, progress=None):
-    """Parse the text file ``path`` with ``fmt`` (a TextFormat) into ``sink`` (an
-    EntrySink or MemorySink), blocks on every core (``budget``: a Budget);
-    returns the Totals. Each thread parses its block, then appends it to the sink
-    in its turn (the file's order), while this one reads the next blocks.
-    ``progress(bytes_read, file_bytes)`` is called as blocks are done. A bad line
-    is a DataFormatError naming the file and line; the sink is left for the caller
-    to finish or abort."""
+    """Parse the text file ``path`` (or each file of datasets.parts.Parts, in order)
+    with ``fmt`` (a TextFormat) into ``sink`` (an EntrySink or MemorySink), blocks
+    on every core (``budget``: a Budget); returns the Totals. Each thread parses its
+    block, then appends it to the sink in its turn (the files' order), while this
+    one reads the next blocks. ``progress(bytes_read, bytes)`` is called as blocks
+    are done. A bad line is a DataFormatError naming the file and line; the sink
+    is left for the caller to finish or abort."""
     budget = budget or Budget.for_memory()
+    files = list(path) if isinstance(path, Parts) else [path]
+    total_bytes = sum(os.stat(f).st_size for f in files)
     totals, order, failed = Totals(lengths=dict.fromkeys(fmt.offsets.values(), 0)), _InOrder(), []
     for offsets in fmt.offsets:
         sink.append(offsets, np.zeros(1, fmt.fields[offsets]))
 
-    def job(ticket, block, decided):
-        piece = _parsed(fmt, block.data, ticket == 0)
+    def job(ticket, file, block, opens_file, before, decided):
+        piece = _parsed(fmt, block.data, opens_file)  # (a header's lines skipped)
         if decided is not None:  # the first block: what the format learns from it
             fmt.first(piece)
             decided.set()
         with order.turn(ticket):
             if not failed:
                 try:
-                    _take(path, fmt, sink, totals, block, piece)
+                    if opens_file:
+                        totals.file_start = totals.lines
+                    _take(files[file], fmt, sink, totals, block, piece)
                 except BaseException:
                     failed.append(ticket)
                     raise
-        return block.read
+        return before + block.read
 
-    with TextBlocks(path, budget.block_bytes, budget.max_line_bytes) as blocks, \
-            ThreadPoolExecutor(budget.workers, thread_name_prefix="hogwild-parse") as pool:
-        pending = deque()
+    def finished(future):
+        done = future.result()
+        if progress is not None:
+            progress(done, total_bytes)
+
+    with ThreadPoolExecutor(budget.workers, thread_name_prefix="hogwild-parse") as pool:
+        pending, ticket, before = deque(), 0, 0
         try:
-            for ticket, block in enumerate(blocks):
-                decided = threading.Event() if fmt.needs_first and ticket == 0 else None
-                pending.append(pool.submit(job, ticket, block, decided))
-                if decided is not None:
-                    while not decided.wait(0.05) and not pending[0].done():
-                        pass
-                while pending and (len(pending) >= budget.in_flight or pending[0].done()):
-                    done = pending.popleft().result()
-                    if progress is not None:
-                        progress(done, blocks.size)
+            for file, name in enumerate(files):
+                with TextBlocks(name, budget.block_bytes, budget.max_line_bytes) as blocks:
+                    for k, block in enumerate(blocks):
+                        decided = threading.Event() if fmt.needs_first and ticket == 0 else None
+                        pending.append(pool.submit(job, ticket, file, block, k == 0, before,
+                                                   decided))
+                        ticket += 1
+                        if decided is not None:
+                            while not decided.wait(0.05) and not pending[0].done():
+                                pass
+                        while pending and (len(pending) >= budget.in_flight or
+                                           pending[0].done()):
+                            finished(pending.popleft())
+                        if failed:
+                            break
+                    if not failed:
+                        blocks.check_unchanged()
+                    before += blocks.size
                 if failed:
                     break
             while pending:
-                done = pending.popleft().result()
-                if progress is not None:
-                    progress(done, blocks.size)
+                finished(pending.popleft())
         finally:
             failed.append(None)  # the jobs still queued skip their turn's work
             for future in pending:
                 future.cancel()
-        blocks.check_unchanged()
     return totals
 
 
@@ -356,14 +371,16 @@ def _take(path, fmt, sink, totals, block, piece):
     if piece.error is not None:
         reason, line, offset = piece.error
         if offset is None:  # a reason that says it all
-            raise _bad_line(f"{path}, line {totals.lines + line}: {reason}", reason)
+            raise _bad_line(f"{path}, line {totals.lines - totals.file_start + line}: "
+                            f"{reason}", reason)
         data = block.data
         end = offset
         while end < data.size and data[end] != 10:
             end += 1
         text = bytes(data[offset:min(end, offset + 200)]).decode("utf-8", "replace").rstrip()
         shown = text if len(text) <= 80 else text[:77] + "..."
-        raise _bad_line(f"{path}, line {totals.lines + line}: malformed {fmt.what} "
+        raise _bad_line(f"{path}, line {totals.lines - totals.file_start + line}: "
+                        f"malformed {fmt.what} "
                         f"({reason}): {shown!r}", reason)
     for name, array in piece.arrays.items():
         if name in fmt.offsets:
@@ -390,20 +407,24 @@ def _bad_line(message, reason):
 # --- a parsed file's cache entry ----------------------------------------------------
 
 def entry_name(path, version, how):
-    """The cache entry's name of text file ``path`` read by a format of ``version``
-    in the way ``how`` says (a JSON-able list): the file's path, inode, size and
-    modification and change times (an edit, even one that puts the modification
-    time back, changes the change time)."""
-    info = path.stat()
-    ident = json.dumps([version, str(path.resolve()), info.st_ino, info.st_size,
-                        info.st_mtime_ns, info.st_ctime_ns, how])
+    """The cache entry's name of text file ``path`` (or of the files of Parts
+    together) read by a format of ``version`` in the way ``how`` says (a JSON-able
+    list): each file's path, inode, size and modification and change times (an
+    edit, even one that puts the modification time back, changes the change time)."""
+    files = []
+    for name in path if isinstance(path, Parts) else (path,):
+        info = name.stat()
+        files.append([str(name.resolve()), info.st_ino, info.st_size, info.st_mtime_ns,
+                      info.st_ctime_ns])
+    ident = json.dumps([version, *(files if isinstance(path, Parts) else files[0]), how])
     return hashlib.sha256(ident.encode()).hexdigest()[:24]
 
 
 def parsed(path, fmt, how, cache=True, progress=None):
-    """(arrays, header) of the text file ``path`` read by ``fmt`` (a TextFormat) in
-    the way ``how`` says: memory maps of its cache entry, made now where there is
-    none (or the one there is damaged: removed, with a warning); with
+    """(arrays, header) of the text file ``path`` (or the files of Parts, as one)
+    read by ``fmt`` (a TextFormat) in the way ``how`` says: memory maps of its
+    cache entry, made now where there is none (or the one there is damaged:
+    removed, with a warning); with
     ``cache=False``, or where no cache folder can be used, arrays parsed into
     memory. ``progress(bytes_read, file_bytes)`` is called as blocks are read."""
     root = data_cache_folder("datasets") if cache else None
@@ -423,7 +444,9 @@ def parsed(path, fmt, how, cache=True, progress=None):
         totals = read_text(path, fmt, sink, progress=progress)
         if totals.rows == 0:
             raise HogwildError(f"empty data: {path} holds no {fmt.samples}")
-        meta = {"version": fmt.version, "source": str(path.resolve()), "rows": totals.rows,
+        source = f"{path} ({len(path)} files)" if isinstance(path, Parts) \
+            else str(path.resolve())
+        meta = {"version": fmt.version, "source": source, "rows": totals.rows,
                 **fmt.finish(sink, totals)}
         if isinstance(sink, MemorySink):
             return sink.arrays(), meta

@@ -58,7 +58,8 @@ DEFAULT_SVM_DATASET = "a9a"
 def load_svm_data(data=DEFAULT_SVM_DATASET, test=None, progress=False, reading=None):
     """(train, test) labelled rows for a dataset name, a file of labelled rows
     (svmlight, Vowpal Wabbit text or delimited columns: see
-    hogwild.datasets.formats; ``reading`` says how, a formats.Reading), a
+    hogwild.datasets.formats; ``reading`` says how, a formats.Reading) or a
+    folder or glob pattern of such part files (read as one: datasets.parts), a
     generated click log "clicks:ROWSxFEATURESxNNZ" (hogwild.datasets.clicks) or
     Criteo-layout log "criteo:ROWS" (hogwild.datasets.criteo).
 
@@ -68,8 +69,9 @@ def load_svm_data(data=DEFAULT_SVM_DATASET, test=None, progress=False, reading=N
     ``progress``: a bar while a file is read or a log made.
     """
     from hogwild.datasets.formats import read_rows
+    from hogwild.datasets.parts import Parts, is_pattern
 
-    bar = _bar(progress)
+    bar = reading_bar(progress)
     if isinstance(data, str) and data.startswith("clicks:"):
         from hogwild.datasets.clicks import make_clicks, parse_clicks_spec
 
@@ -92,8 +94,9 @@ def load_svm_data(data=DEFAULT_SVM_DATASET, test=None, progress=False, reading=N
         train = load_svmlight(spec.folder() / spec.train, n_features=spec.n_features)
         test_path = Path(test) if test is not None else spec.folder() / spec.test
     else:
-        path = Path(data)
-        if not _exists(path) and path.suffix == "" and "/" not in str(data):
+        path = data if isinstance(data, Parts) else Path(data)
+        if not isinstance(path, Parts) and not _exists(path) and path.suffix == "" and \
+                "/" not in str(data) and not is_pattern(str(data)):
             raise HogwildError(f"unknown dataset {data!r}; choose one of: "
                                f"{', '.join(SVM_DATASETS)}, or give a file path")
         train = read_rows(path, reading, progress=bar)
@@ -104,7 +107,7 @@ def load_svm_data(data=DEFAULT_SVM_DATASET, test=None, progress=False, reading=N
     return train, test_data
 
 
-def _bar(progress):
+def reading_bar(progress):
     """progress(bytes_read, file_bytes) moving a tqdm bar in MB/s on stderr (one per
     file read), when ``progress`` and tqdm is installed; else None."""
     if not progress:

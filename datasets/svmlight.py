@@ -19,11 +19,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from hogwild.datasets import svmlight_parser as P
+from hogwild.datasets.parts import check_files, data_source
 from hogwild.datasets.ingest import Piece, TextFormat, cached_entries, parsed
 from hogwild.disk_arrays import on_disk
 from hogwild.errors import DataFormatError, HogwildError, check_int
 from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory, size_text
-from hogwild.paths import check_regular
 
 _CACHE_VERSION = "svmlight-4"
 
@@ -171,8 +171,8 @@ def load_svmlight(path, n_features=None, zero_based="auto", extra_features="erro
         raise HogwildError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
     if n_features is not None:
         check_int("n_features", n_features, 1)
-    path = Path(path)
-    check_regular(path)
+    path = data_source(path)
+    check_files(path)
     arrays, meta = parsed(path, SvmlightFormat(zero_based), [str(zero_based)], cache, progress)
     max_index = meta["max_index"]
     if n_features is None:

@@ -18,9 +18,9 @@ import scipy.sparse as sp
 
 from hogwild.datasets import vw_parser as P
 from hogwild.datasets.hashing import DEFAULT_HASH_BITS, MAX_HASH_BITS
+from hogwild.datasets.parts import check_files, data_source
 from hogwild.datasets.ingest import Piece, TextFormat, parsed
 from hogwild.errors import HogwildError, check_int
-from hogwild.paths import check_regular
 
 _CACHE_VERSION = "vw-1"
 
@@ -151,8 +151,8 @@ def load_vw(path, hash_bits=DEFAULT_HASH_BITS, quadratic=None, cache=True,
     hash_bits = check_int("hash_bits", hash_bits, 1, MAX_HASH_BITS)
     pairs = check_quadratic(quadratic)
     letters = "".join(sorted({c for pair in pairs for c in pair}))
-    path = Path(path)
-    check_regular(path)
+    path = data_source(path)
+    check_files(path)
     arrays, meta = parsed(path, VWFormat(hash_bits, letters), [hash_bits, letters], cache,
                           progress)
     X = sp.csr_matrix((arrays["values"], arrays["indices"], arrays["indptr"]),

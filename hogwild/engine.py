@@ -46,7 +46,7 @@ def _stream(objective, params, config, scheduler, backend_cls):
     they fit. Without config.memory, samples on disk are copied into the run's
     memory only while they take at most IN_MEMORY_SHARE of the memory available:
     beyond, the copy would also double what the kernel's page cache holds of
-    them, and they stream instead, through two slots of STREAM_SHARE of it."""
+    them, and they stream instead, through slots that take STREAM_SHARE of it."""
     memory = config.memory
     copy_limit = slots = None
     if memory is None:
@@ -69,9 +69,9 @@ def _stream(objective, params, config, scheduler, backend_cls):
 
 
 # Samples on disk, with no memory given: copied into the run's memory while they take
-# at most this share of the memory available, else streamed in two slots of this share.
+# at most this share of the memory available, else streamed through slots of this share.
 IN_MEMORY_SHARE = 0.25
-STREAM_SHARE = 0.125
+STREAM_SHARE = 1 / 16
 
 
 def _restored(params, saved):

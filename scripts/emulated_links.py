@@ -18,6 +18,16 @@ allreduce-probe`` there and tears everything down, however it ends.
     sudo python scripts/emulated_links.py --ranks 4 --rate 100mbit --straggler-rate 25mbit
         # the last node on a slower link
 
+With ``--run``, the nodes run a training command instead of the probe (``hogwild
+run ... --backend mpi``), and with ``--node-data FOLDER`` each node is a host with
+a disk of its own: FOLDER/node0, FOLDER/node1, ... are mounted, each in its own
+node's mount namespace alone, at FOLDER/local, so that ``--data FOLDER/local``
+names the same path on every host and each reads the part files its host holds:
+
+    sudo python scripts/emulated_links.py --ranks 4 --ranks-per-node 2 \\
+        --node-data /tmp/shards --run run svm --data /tmp/shards/local \\
+        --test test.svm --epochs 3 --json
+
 Root only (namespaces and traffic control); elsewhere it prints why it cannot run
 and exits with status 77 ("skipped").
 """
@@ -154,6 +164,12 @@ def main(argv=None):
     parser.add_argument("--out")
     parser.add_argument("--markdown")
     parser.add_argument("--plot")
+    parser.add_argument("--node-data", metavar="FOLDER",
+                        help="FOLDER/nodeK mounted at FOLDER/local on node K alone (a disk "
+                             "of each host's own)")
+    parser.add_argument("--run", nargs=argparse.REMAINDER, metavar="ARGS",
+                        help="run 'hogwild ARGS --backend mpi' on the nodes instead of the "
+                             "probe (the rest of the command line)")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # tear down
     reason = why_not()
@@ -181,8 +197,17 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as scratch, \
             Links(rates, args.delay, netem):
         agent = Path(scratch) / "agent.sh"  # "ssh HOST COMMAND" into a namespace
+        mount = ""
+        if args.node_data:
+            folder = Path(args.node_data).resolve()
+            missing = [f"node{k}" for k in range(nodes) if not (folder / f"node{k}").is_dir()]
+            if missing:
+                raise SystemExit(f"--node-data {folder}: no folder {missing[0]} in it")
+            (folder / "local").mkdir(exist_ok=True)
+            mount = f'mount --bind {folder}/node${{host#hw-}} {folder}/local; '
         agent.write_text('#!/bin/sh\nhost="$1"; shift\n'
-                         'exec ip netns exec "$host" unshare --uts sh -c "hostname $host; $*"\n')
+                         f'exec ip netns exec "$host" unshare --uts --mount sh -c '
+                         f'"hostname $host; {mount}$*"\n')
         agent.chmod(0o700)
         hosts = Path(scratch) / "hosts"
         hosts.write_text("".join(f"hw-{r} slots={args.ranks_per_node if r < nodes else 1}\n"
@@ -206,9 +231,14 @@ def main(argv=None):
                    *(["--mca", "mpi_yield_when_idle", "1"]
                      if args.ranks + spare > os.cpu_count() else []),
                    *(["-x", "PYTHONPATH"] if "PYTHONPATH" in os.environ else []),
-                   "-x", "PATH", sys.executable, "-m", "hogwild.cli",
-                   "allreduce-probe", "--max-size", args.max_size, "--budget", args.budget,
-                   "--summation-servers", str(spare), "--label", label]
+                   *[arg for name in os.environ if name.startswith("HOGWILD_")
+                     for arg in ("-x", name)],
+                   "-x", "PATH", sys.executable, "-m", "hogwild.cli"]
+        if args.run:
+            command += [*args.run, "--backend", "mpi"]
+            return subprocess.run(command).returncode
+        command += ["allreduce-probe", "--max-size", args.max_size, "--budget", args.budget,
+                    "--summation-servers", str(spare), "--label", label]
         for option in ("out", "markdown", "plot"):
             value = getattr(args, option)
             if value:  # paths made absolute for the probe's folder; --plot none stays none

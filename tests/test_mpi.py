@@ -152,6 +152,49 @@ def test_the_command_line_runs_a_two_rank_job_within_half_a_point_of_one_process
         and saved.settings["ranks"] == 2
 
 
+def test_ranks_given_part_files_read_their_own_and_train_as_one_process(tmp_path):
+    """``--data`` a folder of part files under ``--ranks 2``: each rank reads a share
+    of the parts (one disk here: shared out, none read twice), the statistics
+    behind the automatic step and penalty are the job's, and the test error is
+    within 0.5 points of one process's on the whole file. More ranks than parts is
+    one line."""
+    import gzip
+    from hogwild.datasets.registry import SVM_DATASETS
+    a9a = SVM_DATASETS["a9a"]
+    with gzip.open(a9a.folder() / a9a.train, "rt") as f:
+        lines = f.readlines()
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    cuts = [0, 9000, 20000, len(lines)]  # parts of uneven sizes
+    for k in range(3):
+        (parts / f"part-{k:05d}").write_text("".join(lines[cuts[k]:cuts[k + 1]]))
+    whole = tmp_path / "a9a.svm"
+    whole.write_text("".join(lines))
+    common = ["run", "svm", "--epochs", "8", "--seed", "0", "--json", "--test",
+              str(a9a.folder() / a9a.test)]
+    env = {**os.environ, "HOGWILD_CACHE_DIR": str(tmp_path / "cache")}
+    single = subprocess.run(HOGWILD + common + ["--data", str(whole)], capture_output=True,
+                            text=True, timeout=JOB_DEADLINE, env=env)
+    assert single.returncode == 0, single.stderr[-3000:]
+    done = subprocess.run(HOGWILD + common + ["--data", str(parts), "--ranks", "2"],
+                          capture_output=True, text=True, timeout=JOB_DEADLINE, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    one, ranked = json.loads(single.stdout), json.loads(done.stdout)
+    shares = ranked["distributed"]["samples_by_rank"]
+    assert ranked["distributed"]["samples"] == "own" and sum(shares) == len(lines) \
+        and min(shares) > 0 and ranked["n_samples"] == one["n_samples"] == len(lines)
+    assert ranked["n_features"] == one["n_features"] and ranked["reg"] == one["reg"]
+    assert ranked["step"] == pytest.approx(one["step"], rel=1e-9)
+    assert abs(ranked["test_error"] - one["test_error"]) <= 0.005
+    assert len(ranked["hosts"]) == 1  # this machine's two ranks
+    many = subprocess.run(HOGWILD + common + ["--data", str(parts), "--ranks", "4",
+                                              "--oversubscribe"],
+                          capture_output=True, text=True, timeout=JOB_DEADLINE, env=env)
+    assert many.returncode == 2
+    assert re.search(rf"hogwild: error: rank \d: 4 ranks read the 3 part files of "
+                     rf"{re.escape(str(parts))}: each rank needs one at least", many.stderr)
+
+
 def test_the_command_line_trains_beside_a_summation_server_and_refuses_too_many():
     """``--ranks 3 --summation-servers 1``: two ranks train, the third adds; the test
     error is within 0.5 points of two ranks alone, and the summary says who did

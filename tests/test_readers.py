@@ -5,6 +5,7 @@ import bz2
 import json
 import gzip
 import lzma
+import re
 import warnings
 
 import numpy as np
@@ -391,3 +392,91 @@ def test_a_file_near_the_memory_available_trains_from_disk_by_itself(tmp_path, m
             assert any("are more than 25% of the" in str(w.message) and "read from disk chunk "
                        "by chunk" in str(w.message) for w in caught)
     assert fits == {3: True, 20: False}
+
+
+# --- part files ----------------------------------------------------------------------
+
+def test_a_folder_of_part_files_reads_as_the_one_file_they_were_cut_from(tmp_path,
+                                                                         small_blocks):
+    """Parts (Spark's part-00000..., compressed or not, with its _SUCCESS marker) in
+    name order are the rows of the whole file; a glob pattern names the same parts;
+    a bad line names its part and its line in that part."""
+    text = random_svmlight(np.random.default_rng(8), 1500)
+    lines = text.splitlines(keepends=True)
+    whole = tmp_path / "whole.svm"
+    whole.write_text(text)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "part-00000").write_text("".join(lines[:400]))
+    with gzip.open(parts / "part-00001.gz", "wt") as f:
+        f.write("".join(lines[400:1100]).rstrip("\n"))  # a part may end without a newline
+    (parts / "part-00002").write_text("".join(lines[1100:]))
+    (parts / "_SUCCESS").write_text("")
+    (parts / ".part-00000.crc").write_bytes(b"\x00\x01")
+    expected = load_svmlight(whole)
+    for spec in (parts, f"{parts}/part-*"):
+        got = load_svmlight(spec)
+        assert got.X.shape == expected.X.shape and (got.X != expected.X).nnz == 0
+        np.testing.assert_array_equal(got.y, expected.y)
+    (parts / "part-00002").write_text("".join(lines[1100:1200]) + "1 3:x\n")
+    with pytest.raises(DataFormatError, match=r"^.*part-00002, line 101: malformed svmlight "
+                                              r"line \(a feature value is not a number\)"):
+        load_svmlight(parts)
+
+
+def test_parts_are_read_in_name_order_with_numbers_by_value(tmp_path):
+    """Criteo's day_0 ... day_23: day_2 before day_10."""
+    from hogwild.datasets.parts import part_files
+    for day in (10, 2, 0, 1):
+        (tmp_path / f"day_{day}").write_text(f"{day % 2} 1:{day + 1}\n")
+    assert [p.name for p in part_files(tmp_path)] == ["day_0", "day_1", "day_2", "day_10"]
+    assert load_svmlight(tmp_path).X.data.tolist() == [1, 2, 3, 11]
+
+
+def test_delimited_parts_each_with_a_header_read_as_one_file(tmp_path):
+    header = "click\tage\tcity\n"
+    body = [f"{i % 2}\t{i % 50}\tc{i % 7}\n" for i in range(300)]
+    (tmp_path / "whole.tsv").write_text(header + "".join(body))
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for k in range(3):
+        (parts / f"part-{k}.tsv").write_text(header + "".join(body[100 * k:100 * (k + 1)]))
+    whole = load_delimited(tmp_path / "whole.tsv")
+    cut = load_delimited(parts)
+    assert cut.columns == whole.columns and (cut.X != whole.X).nnz == 0
+    np.testing.assert_array_equal(cut.y, whole.y)
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("empty", "is a folder without data files (hidden files and names starting with '_' "
+              "are not read)"),
+    ("nothing-*.svm", "no file matches "),
+])
+def test_a_folder_or_pattern_without_files_is_one_line(tmp_path, spec, message):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "_SUCCESS").write_text("")
+    with pytest.raises(HogwildError, match=re.escape(message)):
+        load_svmlight(tmp_path / spec if "*" not in spec else f"{tmp_path}/{spec}")
+
+
+def test_parts_are_shared_out_by_the_hosts_that_hold_them():
+    """Each distinct part to one rank of the hosts holding it, the largest first to
+    the least loaded; a part several hosts hold (a shared disk) read once; every
+    rank needs a part of its own host's."""
+    from hogwild.datasets.parts import assign
+    a, b, c, d = ("a", 40, 1), ("b", 30, 2), ("c", 20, 3), ("d", 10, 4)
+    # two hosts of two ranks, each host its own two parts
+    assert assign([("h0", [a, b]), ("h0", [a, b]), ("h1", [c, d]), ("h1", [c, d])],
+                  "p") == [["a"], ["b"], ["c"], ["d"]]
+    # a shared disk: every rank sees every part; balanced by bytes
+    assert assign([("h0", [a, b, c, d]), ("h1", [a, b, c, d])], "p") == [["a", "d"],
+                                                                           ["b", "c"]]
+    # the same name with other bytes is another part
+    other = ("a", 40, 99)
+    assert assign([("h0", [a]), ("h1", [other])], "p") == [["a"], ["a"]]
+    with pytest.raises(HogwildError, match=r"^3 ranks read the 2 part files of p: each rank "
+                                           r"needs one at least"):
+        assign([("h0", [a, b])] * 3, "p")
+    with pytest.raises(HogwildError, match=r"^rank 3 \(host h1\) has no part file of p to "
+                                           r"read: every rank needs one on its own host"):
+        assign([("h0", [a, b, c]), ("h0", [a, b, c]), ("h1", [d]), ("h1", [d])], "p")

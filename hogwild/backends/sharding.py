@@ -63,11 +63,13 @@ def largest_share(n_samples, nodes):
     return max(last - first for first, last in even_spans(n_samples, nodes))
 
 
-def piece_plans(planner, n_samples, nodes, node, pieces, epoch, seed, run_length):
+def piece_plans(planner, n_samples, nodes, node, pieces, epoch, seed, run_length, first=None):
     """The EpochPlans of each piece of an epoch on ``node``, from the local
     scheduler's ``planner`` (for the node's share): its share's runs in a random
     order for (seed, node, epoch), cut into ``pieces`` nearly equal pieces. A
-    restarted node recomputes them."""
-    first, _ = node_samples(n_samples, nodes, node)
+    restarted node recomputes them. ``first``: the share's first sample where the
+    node's share is not node_samples' (a rank that holds only its own)."""
+    if first is None:
+        first, _ = node_samples(n_samples, nodes, node)
     rng = np.random.default_rng([seed, node, epoch])
     return planner.plan_pieces(rng, run_length, pieces, first)

@@ -115,10 +115,13 @@ def _setup_fields(log, model):
 SCORED_NONZEROS = 1 << 22  # what the training error reads at a time: 32 MB of nonzeros
 
 
-def _train_error(model, train):
-    """The error over the training rows, read a block at a time (their files may be
-    truncated or edited once training has read them), with their crossed features
-    where they have them."""
+def _train_error(model, train, pool):
+    """The error over the training rows (every rank's, in ``pool``), read a block at
+    a time (their files may be truncated or edited once training has read them),
+    with their crossed features where they have them; None where any streamed
+    from disk (a pass through their map would hold them)."""
+    if pool.sum(int(model.streaming_ is not None)):
+        return None
     rows = max(1, SCORED_NONZEROS * train.X.shape[0] // max(train.X.nnz, 1))
     crossings = getattr(train, "crossings", None)
     wrong = 0
@@ -126,7 +129,7 @@ def _train_error(model, train):
                              csr_row_blocks(train.X, train.y, rows)):
         block = None if crossings is None else crossings.rows(start, start + X.shape[0])
         wrong += int(np.count_nonzero(model.predict(X, block) != y))
-    return wrong / train.X.shape[0]
+    return pool.sum(wrong) / pool.sum(train.X.shape[0])
 
 
 def _memory_text(result):
@@ -202,18 +205,56 @@ def _format_text(rows):
     return name if bits is None else f"{name}, 2^{bits} hashed features"
 
 
+def _svm_data(args):
+    """(train, test, pool) of --data and --test: in an MPI job given part files (a
+    folder or pattern), this rank's own share of them (read_own_parts) and the
+    pool that sums the statistics of every rank's; else the whole data set and
+    LOCAL."""
+    from hogwild.backends.mpi.pool import LOCAL, JobPool
+    from hogwild.datasets.parts import part_files
+    from hogwild.datasets.registry import load_svm_data, reading_bar
+
+    parts = part_files(args.data) if args.backend == "mpi" else None
+    if parts is None:
+        train, test = load_svm_data(args.data, args.test, progress=not args.json,
+                                    reading=reading_of(args))
+        return train, test, LOCAL
+    from hogwild.backends.mpi import import_mpi
+    from hogwild.datasets.formats import read_own_parts
+    MPI = import_mpi()
+    train, test = read_own_parts(parts, reading_of(args), MPI.COMM_WORLD,
+                                 MPI.Get_processor_name(), args.test,
+                                 reading_bar(not args.json and job_rank() == 0))
+    return train, test, JobPool(MPI, MPI.COMM_WORLD)
+
+
+def _hosts(pool, peak):
+    """Where each rank held its own samples: the ranks and summed peak RSS of each
+    host (None where the ranks hold the whole data set)."""
+    if not pool.own:
+        return None
+    from hogwild.backends.mpi import import_mpi
+    hosts = {}
+    for rank, (host, rss) in enumerate(pool.every((import_mpi().Get_processor_name(), peak))):
+        entry = hosts.setdefault(host, {"ranks": [], "peak_rss_bytes": 0})
+        entry["ranks"].append(rank)
+        entry["peak_rss_bytes"] += rss
+    return hosts
+
+
 def run_svm(args):
-    from hogwild.datasets.registry import load_svm_data
     from hogwild.problems.sparse_svm import SparseSVM
 
     started = time.perf_counter()
     with _progress(args) as (report, progress, log):
         with phase("read data"):
-            train, test = load_svm_data(args.data, args.test, progress=not args.json,
-                                        reading=reading_of(args))
+            train, test, pool = _svm_data(args)
+        fields = estimator_fields(args)
+        if pool.own:
+            fields["distributed"] = {**fields["distributed"], "samples": "own"}
         model = SparseSVM(loss=args.loss, reg=args.reg, fit_intercept=args.fit_intercept,
                           multi_class=args.multi_class, adaptive=args.adaptive,
-                          shuffle_rows=not train.trained_in_place, **estimator_fields(args))
+                          shuffle_rows=not train.trained_in_place, **fields)
         # the report prints every epoch's objective: measure each (fit's default is
         # the last epoch's alone)
         crossings = getattr(train, "crossings", None)
@@ -222,6 +263,9 @@ def run_svm(args):
                   else (test.X, test.y, test.crossings), crossings=crossings,
                   callback=report, progress=progress, objective_every=1,
                   **control_fields(args))
+    train_error = _train_error(model, train, pool) if pool.own or reports_here() else None
+    samples, nnz = pool.sum(train.X.shape[0]), pool.sum(int(train.X.nnz))
+    hosts = _hosts(pool, peak_resident_bytes())
     if not reports_here():  # in an MPI job, its chief alone writes and reports
         return
     if args.save:
@@ -233,8 +277,7 @@ def run_svm(args):
     result = {
         "problem": "svm", "data": str(args.data), "format": _format_text(train),
         "quadratic": (model.crossed_ or {}).get("pairs"),
-        "n_samples": train.X.shape[0],
-        "n_features": train.X.shape[1], "nnz": int(train.X.nnz), "loss": args.loss,
+        "n_samples": samples, "n_features": train.X.shape[1], "nnz": nnz, "loss": args.loss,
         "multi_class": args.multi_class,
         "reg": model.reg_, "adaptive": model.adaptive_, "fit_intercept": args.fit_intercept,
         "intercept": float(model.intercept_[0]), "step": model.step_, "decay": model.decay_,
@@ -244,12 +287,11 @@ def run_svm(args):
         "distributed": model.distributed_,
         "startup_seconds": model.startup_seconds_, "epochs": args.epochs, **stopping,
         "seed": model.seed_, "objective": kept.objective,
-        # not over rows that streamed from disk: a pass through their map would hold them
-        "train_error": None if model.streaming_ else _train_error(model, train),
+        "train_error": train_error,
         "test_error": kept.metrics.get("test_error"),
         "update_seconds": update_seconds, "updates_per_s": updates / update_seconds,
-        "nonzeros_per_s": len(history) * train.X.nnz / update_seconds,
-        **_setup_fields(log, model),
+        "nonzeros_per_s": len(history) * nnz / update_seconds,
+        **_setup_fields(log, model), **({"hosts": hosts} if hosts else {}),
         "wall_seconds": time.perf_counter() - started,
         "history": _history(history, log, started),
     }
@@ -263,7 +305,7 @@ def run_svm(args):
     print(f"done: {workers_text(args.scheduler, model.workers_, model.distributed_)}"
           f"{replication_text(model.replication_, model.replicated_, args.replication)} "
           f"on {args.data} "
-          f"({train.X.shape[0]} x {train.X.shape[1]}, {train.X.nnz} nonzeros): "
+          f"({samples} x {train.X.shape[1]}, {nnz} nonzeros): "
           f"objective {result['objective']:.6f}{train_text}{test_text}{stopping_text}; "
           f"{result['updates_per_s'] / 1e6:.2f} M updates/s, "
           f"{result['nonzeros_per_s'] / 1e6:.1f} M nonzeros/s in the update phase "

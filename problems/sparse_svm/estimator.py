@@ -3,6 +3,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from hogwild.backends import get_backend
+from hogwild.backends.mpi.pool import LOCAL, samples_pool
 from hogwild.config import RunControls
 from hogwild.disk_arrays import csr_rows_taken, in_threads, part_bounds
 from hogwild.engine import fit as engine_fit
@@ -203,9 +204,10 @@ class SparseSVM(Params):
         SGDClassifier, which measures none, does not pay).
         """
         automatic_step = self._check_params()
+        pool = samples_pool(self.backend, self.distributed)  # a rank's own samples: the job's
         with phase("check data"):
             self.dense_input_ = not sp.issparse(X)
-            X, targets, classes = self._samples(X, y, sample_weight)
+            X, targets, classes = self._samples(X, y, sample_weight, pool=pool)
             self.crossed_ = check_crossings(crossings, X, classes.size)
         evaluate = None
         if eval_set is not None:
@@ -217,7 +219,7 @@ class SparseSVM(Params):
         if not isinstance(self.shuffle_rows, (bool, np.bool_)):
             raise HogwildError(f"shuffle_rows must be True or False, got {self.shuffle_rows!r}")
         seed = self.seed_ = drawn_seed(self.random_state, self.backend)
-        X, targets, validation, crossings = self._hold_out(X, targets, classes, crossings)
+        X, targets, validation, crossings = self._hold_out(X, targets, classes, crossings, pool)
         if self.shuffle_block != 1 and self.shuffle_rows:
             with phase("shuffle"):
                 rows = np.random.default_rng(seed).permutation(X.shape[0])
@@ -225,11 +227,12 @@ class SparseSVM(Params):
                 targets = targets[rows] if classes.size == 2 else tuple(t[rows] for t in targets)
                 crossings = crossings and take_crossings(crossings, rows)
         with phase("objective"):
-            counts = feature_counts(X, crossings)
-            self._resolve_model(X.shape[0], counts, classes.size)
+            counts, samples = pool.sum(feature_counts(X, crossings)), pool.sum(X.shape[0])
+            self._resolve_model(samples, counts, classes.size)
             self._resolve_schedule(X if automatic_step else None, classes.size,
-                                   crossings=crossings)
-            objective = self._objective(X, targets, classes.size, seed, counts, crossings)
+                                   crossings=crossings, pool=pool)
+            objective = self._objective(X, targets, classes.size, seed, counts, crossings,
+                                        samples)
         result = engine_fit(objective.with_validation(validation), self.training_config(
             step=self.step_, step_schedule=self.step_schedule_, decay=self.decay_, seed=seed),
             run_controls(evaluate, {"objective_every": None, **controls}))
@@ -238,13 +241,16 @@ class SparseSVM(Params):
         self._keep_model(result)
         return self
 
-    def _hold_out(self, X, targets, classes, crossings=None):
+    def _hold_out(self, X, targets, classes, crossings=None, pool=LOCAL):
         """(X, targets) to train on, the validation Metric (their error rate) of the
         rows early_stopping holds out, and the crossings of the rows kept; with no
         early_stopping, (X, targets, None, crossings)."""
         split = self.held_out(X.shape[0], "rows")
         if split is None:
             return X, targets, None, crossings
+        if pool.own:
+            raise HogwildError("early stopping holds out rows of each rank's own samples, and "
+                               "the ranks would stop apart: give a test set to watch instead")
         rows, held = split  # read from files, not through maps (disk_arrays)
         kept_X, held_X = csr_rows_taken(X, rows), csr_rows_taken(X, held)
         if classes.size == 2:
@@ -338,17 +344,17 @@ class SparseSVM(Params):
         self.reg_ = default_reg(n_samples, counts) if self.reg is None else float(self.reg)
         self.__dict__.pop("squared_gradients_", None)  # a previous fit's
 
-    def _resolve_schedule(self, X, n_classes, step=None, crossings=None):
+    def _resolve_schedule(self, X, n_classes, step=None, crossings=None, pool=LOCAL):
         """Set step_schedule_, decay_ and step_ (step='auto' from X and its
-        crossings when X is given, else the step parameter, or ``step``), after
-        _resolve_model."""
+        crossings, over the job's samples in ``pool``, when X is given, else the
+        step parameter, or ``step``), after _resolve_model."""
         self.step_schedule_, self.decay_ = self._schedule(n_classes)
         if X is None:
             self.step_ = step if step is not None else self.step
         elif self.adaptive_:
-            self.step_ = auto_adaptive_step(X, crossings)
+            self.step_ = auto_adaptive_step(X, crossings, pool)
         else:
-            self.step_ = auto_step(X) * AUTO_STEP_FACTOR.get(self.step_schedule_, 1.0)
+            self.step_ = auto_step(X, pool) * AUTO_STEP_FACTOR.get(self.step_schedule_, 1.0)
 
     def training_config(self, **resolved):
         """Params.training_config, replication=None resolved (see _replication) and
@@ -391,15 +397,16 @@ class SparseSVM(Params):
                 "fit_intercept=False (--no-intercept) or another scheduler")
         return automatic_step
 
-    def _samples(self, X, y, sample_weight, classes=None, n_features=None):
-        """(X as CSR, the targets, the classes): with two classes the targets are the
-        labels +-1 times each sample's weight, with more (class indices, weights)."""
+    def _samples(self, X, y, sample_weight, classes=None, n_features=None, pool=LOCAL):
+        """(X as CSR, the targets, the classes, the job's in ``pool``): with two
+        classes the targets are the labels +-1 times each sample's weight, with
+        more (class indices, weights)."""
         if y is None:
             raise HogwildError("SparseSVM requires y to be passed, but the target y is None")
         X = as_csr(X, n_features=n_features, estimator=self)
         y = label_array(y, X.shape[0])
         if classes is None:
-            classes = distinct_labels(y)
+            classes = pool.union(distinct_labels(y))
             if classes.size < 2:
                 raise HogwildError(f"y has 1 class ({classes.tolist()[0]!r}); a classifier "
                                    "needs samples of 2 classes or more")
@@ -407,7 +414,7 @@ class SparseSVM(Params):
             check_class_count(classes.size, X.shape[0], X.nnz)
         codes, classes = class_indices(y, classes)
         weights = sample_weights(sample_weight, X.shape[0])
-        per_class = class_weights(self.class_weight, classes, codes)
+        per_class = class_weights(self.class_weight, classes, codes, pool)
         weight = None if weights is None and per_class is None else \
             (1.0 if weights is None else weights) * (1.0 if per_class is None else per_class)
         if weight is not None and not (weight != 0).any():
@@ -420,18 +427,21 @@ class SparseSVM(Params):
             labels = (labels * weight).astype(np.float32)
         return X, labels, classes
 
-    def _objective(self, X, targets, n_classes, seed, counts=None, crossings=None):
+    def _objective(self, X, targets, n_classes, seed, counts=None, crossings=None,
+                   samples=None):
         """The binary Objective, or the one-vs-rest one of more classes (reg_ and
-        adaptive_ resolved; ``counts``: feature_counts(X) where known)."""
+        adaptive_ resolved; ``counts``: feature_counts(X) where known; ``samples``:
+        the job's where X holds a rank's own)."""
         if n_classes == 2:
             return svm_objective(X, targets, self.loss, self.reg_, seed,
                                  bool(self.fit_intercept), self._intercept_rate(),
                                  self.adaptive_, counts,
                                  penalty_from=int(self.reg is None and self.adaptive_),
-                                 crossings=crossings)
+                                 crossings=crossings, reg_samples=samples)
         loss = "multinomial" if self.multi_class == "multinomial" else self.loss
         return multiclass_objective(X, *targets, n_classes, loss, self.reg_, seed,
-                                    bool(self.fit_intercept), self._intercept_rate(), counts)
+                                    bool(self.fit_intercept), self._intercept_rate(), counts,
+                                    reg_samples=samples)
 
     def _intercept_rate(self):
         """The intercept's step per unit step: a feature's with adaptive steps, else

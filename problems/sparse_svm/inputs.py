@@ -231,15 +231,19 @@ def sample_weights(sample_weight, n_samples):
     return weights
 
 
-def class_weights(class_weight, classes, codes):
+def class_weights(class_weight, classes, codes, pool=None):
     """Each sample's class weight (``codes``: its index in ``classes``): from a dict
-    {label: weight}, or "balanced" (n / (K x the class's count), as scikit-learn's),
-    or None (all 1: returns None)."""
+    {label: weight}, or "balanced" (n / (K x the class's count), as scikit-learn's,
+    counted over the job's samples where ``pool`` has them, a
+    hogwild.backends.mpi.pool), or None (all 1: returns None)."""
     if class_weight is None:
         return None
     if isinstance(class_weight, str) and class_weight == "balanced":
         counts = np.bincount(codes, minlength=classes.size).astype(np.float64)
-        weight = np.divide(codes.size, classes.size * counts, out=np.zeros(classes.size),
+        samples = codes.size
+        if pool is not None:
+            counts, samples = pool.sum(counts), pool.sum(samples)
+        weight = np.divide(samples, classes.size * counts, out=np.zeros(classes.size),
                            where=counts > 0)
     elif isinstance(class_weight, dict):
         unknown = [label for label in class_weight if label not in classes.tolist()]

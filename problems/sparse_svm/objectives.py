@@ -5,6 +5,7 @@ import functools
 import numpy as np
 from numba import njit
 
+from hogwild.backends.mpi.pool import LOCAL
 from hogwild.disk_arrays import extremes, occurrences, pieces
 from hogwild.errors import HogwildError
 from hogwild.objective import Metric, Objective
@@ -77,7 +78,7 @@ def _sum_of_squares(values):
 
 def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=True,
                   intercept_rate=INTERCEPT_RATE, adaptive=False, counts=None,
-                  penalty_from=0, crossings=None):
+                  penalty_from=0, crossings=None, reg_samples=None):
     """The Objective for a prepared X (see as_csr) and labels in {-1, +1}; the
     seed (an int or a numpy SeedSequence) salts the lazy-regularisation draws.
     The intercept, when fitted, is params[1][INTERCEPT_SLOT] (see intercept_of),
@@ -89,13 +90,15 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
     them already (the crossed features' included). ``crossings``: quadratic
     features (hogwild.datasets.vw.Crossings), crossed by the kernels
     (hogwild.problems.sparse_svm.crossed); every sample is then checked by the
-    engine's checked pass, which reads the crossings' offsets too."""
+    engine's checked pass, which reads the crossings' offsets too. ``reg_samples``:
+    the samples the penalty is spread over (default X's; a rank's own share of an
+    MPI job: the job's, with the job's counts)."""
     kernels = KERNELS if crossings is None else CROSSED_KERNELS
     update, sample_loss = kernels[check_loss(loss), bool(adaptive)]
     n, d = X.shape
     if crossings is not None and counts is None:
         counts = feature_counts(X, crossings)
-    reg_scale, salt = _regulariser(X, reg, seed, counts)
+    reg_scale, salt = _regulariser(X, reg, seed, counts, reg_samples)
     rate = np.array([intercept_rate if fit_intercept else 0.0], np.float32)
     data = (X.indptr, X.indices, X.data, labels, reg_scale, salt, rate,
             np.array([penalty_from], np.int64), np.array([reg * n], np.float64))
@@ -113,12 +116,13 @@ def svm_objective(X, labels, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
 
 
 def multiclass_objective(X, codes, weights, n_classes, loss="hinge", reg=1e-4, seed=None,
-                         fit_intercept=True, intercept_rate=INTERCEPT_RATE, counts=None):
+                         fit_intercept=True, intercept_rate=INTERCEPT_RATE, counts=None,
+                         reg_samples=None):
     """The one-vs-rest Objective of ``n_classes`` classes (hogwild.problems.multiclass;
     loss 'multinomial': the softmax model's)
     for a prepared X, class indices ``codes`` and per-sample ``weights``; the
-    regulariser, seed, intercept and counts as svm_objective's."""
-    reg_scale, salt = _regulariser(X, reg, seed, counts)
+    regulariser, seed, intercept, counts and reg_samples as svm_objective's."""
+    reg_scale, salt = _regulariser(X, reg, seed, counts, reg_samples)
     loss = loss if loss == "multinomial" else check_loss(loss)
     return ovr_objective(X, codes, weights, n_classes, loss, reg_scale, salt,
                          intercept_rate if fit_intercept else 0.0)
@@ -154,10 +158,11 @@ def default_reg(n_samples, counts):
     return min(DEFAULT_REG_CAP, max(n, seen) / float(n) ** 2)
 
 
-def _regulariser(X, reg, seed, counts=None):
-    """(reg_scale = reg * n / d_u per feature, the lazy draws' salt from the seed)."""
+def _regulariser(X, reg, seed, counts=None, samples=None):
+    """(reg_scale = reg * n / d_u per feature, n ``samples`` (default X's rows), the
+    lazy draws' salt from the seed)."""
     counts = feature_counts(X) if counts is None else counts
-    reg_scale = _inverse(counts, check_reg(reg) * X.shape[0])
+    reg_scale = _inverse(counts, check_reg(reg) * (X.shape[0] if samples is None else samples))
     seed_seq = seed if isinstance(seed, np.random.SeedSequence) \
         else np.random.SeedSequence(seed)
     return reg_scale, seed_seq.generate_state(1, dtype=np.uint64)
@@ -191,24 +196,27 @@ def svm_file_objective(data, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
 
 
 
-def auto_step(X):
+def auto_step(X, pool=LOCAL):
     """0.2 / mean ||x_e||^2: a step that keeps each update's change of the margin
-    about 0.2 whatever the feature scaling."""
+    about 0.2 whatever the feature scaling (the mean over the job's samples in
+    ``pool``, a hogwild.backends.mpi.pool)."""
     # a piece at a time (X may lie on disk); X.multiply(X) would copy X
-    mean_sq_norm = sum(_sum_of_squares(piece) for piece in pieces(X.data)) / X.shape[0]
+    mean_sq_norm = pool.sum(sum(_sum_of_squares(piece) for piece in pieces(X.data))) \
+        / pool.sum(X.shape[0])
     return 0.2 / mean_sq_norm if mean_sq_norm > 0 else 0.2
 
 
-def auto_adaptive_step(X, crossings=None):
+def auto_adaptive_step(X, crossings=None, pool=LOCAL):
     """ADAPTIVE_STEP_MARGIN / mean ||x_e||_1: the adaptive steps' base step. A
     feature's first AdaGrad step moves it by the base step whatever its value, so
     a row of fresh features moves its margin by the step times its L1 norm; this
     keeps that move about ADAPTIVE_STEP_MARGIN, for rows of 14 binary features
     (a9a) as for TF-IDF rows of hundreds of small ones (imdb). The crossed
-    features of ``crossings`` count in the norm."""
+    features of ``crossings`` count in the norm; the mean is over the job's samples
+    in ``pool``."""
     total = sum(_sum_of_absolutes(piece) for piece in pieces(X.data))
     if crossings is not None:
         total += crossed_l1(crossings)
-    mean_l1 = total / X.shape[0]
+    mean_l1 = pool.sum(float(total)) / pool.sum(X.shape[0])
     return ADAPTIVE_STEP_MARGIN / mean_l1 if mean_l1 > 0 else ADAPTIVE_STEP_MARGIN
 

@@ -106,7 +106,16 @@ class MPIBackend(HostBackend):
         return self.trainers * planned
 
     def share(self, params, data, n_samples):
-        if self.trainers > n_samples:
+        """This rank's share of the samples (``samples="own"``: all it holds, the
+        job's counted by every rank), the parameters made rank 0's."""
+        self.own = self.settings.samples == "own"
+        if self.own:
+            self.shares = dict(enumerate(self.comm.allgather(n_samples)))
+            empty = [rank for rank, n in self.shares.items() if n == 0]
+            if empty:
+                raise HogwildError(f"rank {empty[0]} holds no samples of its own: every rank "
+                                   "needs some to train on")
+        elif self.trainers > n_samples:
             training = " that train" if self.servers else ""
             raise HogwildError(f"{self.trainers} ranks{training} for {n_samples} samples: at "
                                "most one rank per sample")
@@ -128,9 +137,14 @@ class MPIBackend(HostBackend):
             self.first = self.last = self.n
             self.planner = None
         else:
-            self.first, self.last = node_samples(self.n, self.trainers, self.rank)
+            self.first, self.last = (0, self.n) if self.own else \
+                node_samples(self.n, self.trainers, self.rank)
             self.planner = self.scheduler.planner(self.last - self.first, self.workers)
-        self.pieces = pieces_per_epoch(self.n, self.trainers, self.settings.sync_every)
+        if self.own:  # as many as the largest share of the survivors needs
+            largest = max(self.shares[rank] for rank in self.world)
+            self.pieces = pieces_per_epoch(largest, 1, self.settings.sync_every)
+        else:
+            self.pieces = pieces_per_epoch(self.n, self.trainers, self.settings.sync_every)
 
     def replicated(self):
         return self.local.replicated()
@@ -199,7 +213,7 @@ class MPIBackend(HostBackend):
         ranks, pieces = self.ranks, self.pieces
         plans = None if self.serves else piece_plans(
             self.planner, self.n, self.trainers, self.rank, pieces, epoch, self.seed,
-            self.run_length)
+            self.run_length, first=self.first)
         for k in range(min(round(self.epoch_done * pieces), pieces), pieces):
             applied = steps.over(k / pieces, (k + 1) / pieces).scaled(
                 step_factor(self.settings, self.trainers, self.exchange.done, pieces))
@@ -233,7 +247,11 @@ class MPIBackend(HostBackend):
         def summed():  # on the share this rank has now (again after a lost rank)
             last = min(self.last, n)
             mine = loops.sum_loss(params, data, self.first, last) if last > self.first else 0.0
-            return self.comm.allreduce(mine)
+            if not self.own:
+                return self.comm.allreduce(mine)
+            # the job's mean loss, times the n this rank divides by
+            total, samples = self.comm.allreduce(np.array([mine, max(last - self.first, 0)]))
+            return float(total) * n / samples if samples else 0.0
         return self._collective(summed)
 
     def stop_agreed(self, requested):
@@ -303,7 +321,8 @@ class MPIBackend(HostBackend):
         lost = [{"rank": rank, "epoch": epoch + 1, "after_syncs": done,
                  **({"summation_server": True} if rank >= self.first_server else {}),
                  "seconds": round(time.perf_counter() - self.began, 3),
-                 "unfinished_piece_samples": unfinished}
+                 **({"samples_lost": self.shares[rank]} if self.own else
+                    {"unfinished_piece_samples": unfinished})}
                 for rank in before if rank not in self.world]
         self.lost += lost
         self.nodes = self.links_by_node = self.leaders_algorithm = None  # as they were
@@ -355,6 +374,8 @@ class MPIBackend(HostBackend):
                if self.servers else {}),
             **({"ranks_at_start": self.ranks_at_start, "lost_ranks": self.lost}
                if self.lost else {}),
+            **({"samples": "own", "samples_by_rank": [self.shares[r] for r in self.world]}
+               if self.own else {}),
             "sync_every": self.settings.sync_every, "syncs_per_epoch": self.pieces,
             "syncs": exchange.done, "exchange": self.settings.exchange,
             "dense": dict(exchange.traffic["dense"]),

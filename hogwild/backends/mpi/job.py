@@ -192,11 +192,16 @@ def agree(comm, what, fields):
 
 def run_fields(config, objective):
     """What the ranks of one run must agree on: the objective's name, samples and
-    array shapes, and every field of the TrainingConfig and its AllreduceSettings
-    but the threads of each rank."""
-    fields = {"objective": objective.name, "samples": objective.n_samples,
+    array shapes (where each rank holds its own samples, the parameters' shapes and
+    the data's types alone), and every field of the TrainingConfig and its
+    AllreduceSettings but the threads of each rank."""
+    own = config.distributed is not None and config.distributed.samples == "own"
+    fields = {"objective": objective.name,
               "params": [f"{p.dtype}{list(p.shape)}" for p in objective.params],
-              "data": [f"{a.dtype}{list(a.shape)}" for a in objective.data]}
+              "data": [f"{a.dtype}" + ("" if own else f"{list(a.shape)}")
+                       for a in objective.data]}
+    if not own:
+        fields["samples"] = objective.n_samples
     for settings, skip in ((config, ("workers", "oversubscribe", "distributed")),
                            (config.distributed, ())):
         for field in dataclasses.fields(settings):

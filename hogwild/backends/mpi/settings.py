@@ -11,6 +11,7 @@ LOCAL_SCHEDULERS = ("hogwild", "locked", "serial")
 ALGORITHM_CHOICES = ("auto", *ALGORITHMS, "hierarchical")  # hierarchical: by node
 EXCHANGES = ("auto", "dense", "sparse")
 STEP_SCALINGS = ("linear", "none")
+SAMPLES = ("whole", "own")
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,9 @@ class AllreduceSettings:
     warmup_epochs: float = 0.0        # with "linear": reach it linearly over these epochs
     summation_servers: int = 0        # the job's last ranks that take no samples and only
     #                                   add (BytePS's summation service); 0: none
+    samples: str = "whole"            # whole: every rank holds all the samples and trains
+    #                                   on its share; own: each holds only its own (part
+    #                                   files read per host) and trains on them all
 
     def checked(self):
         """These settings validated, or a HogwildError naming the field."""
@@ -35,6 +39,10 @@ class AllreduceSettings:
         choose(EXCHANGES, self.exchange, "exchange")
         choose(STEP_SCALINGS, self.step_scaling, "step_scaling")
         check_int("summation_servers", self.summation_servers, 0)
+        choose(SAMPLES, self.samples, "samples")
+        if self.samples == "own" and self.summation_servers:
+            raise HogwildError("summation servers hold no samples; ranks that each hold their "
+                               "own samples (part files read per host) cannot have them")
         if self.summation_servers and self.algorithm != "auto":
             raise HogwildError(f"summation servers sum the changes themselves; allreduce "
                                f"algorithm {self.algorithm!r} would not run: leave it 'auto'")
