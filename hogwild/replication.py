@@ -25,6 +25,7 @@ import numpy as np
 
 from hogwild.disk_arrays import occurrences
 from hogwild.errors import HogwildError
+from hogwild.limits import available_memory, size_text
 
 REPLICATION_MODES = ("shared", "worker", "hot", "auto")
 MERGE_RULES = ("mean", "sum", "mixed")
@@ -47,6 +48,10 @@ GUARD_MEMORY_SHARE = 0.25  # the most of the available memory its copy may take
 # a shorter run stays shared (see choose): on imdb's 20 epochs the probe would be
 # three times the training
 PROBE_SHARE = 0.1
+# "hot" gives each worker its own copy of the id arrays (their ids of hot rows made
+# its replicas'): "auto" leaves a run shared where those copies would take more than
+# this share of the memory available (a click log's nonzeros, once per worker)
+HOT_COPIES_MEMORY_SHARE = 0.125
 
 
 def check(replication, scheduler_name, scheduler_kind):
@@ -160,6 +165,11 @@ def choose(objective, workers, config, scheduler_kind, measure):
                                                          "need a probe"}
     why = {}
     if objective.id_arrays:
+        copies, memory = workers * id_bytes(objective), available_memory()
+        if memory is not None and copies > HOT_COPIES_MEMORY_SHARE * memory:
+            return "shared", None, {"chose": "shared", "why": f"copies of the ids for each "
+                                    f"worker would take {size_text(copies)} of the "
+                                    f"{size_text(memory)} of memory available"}
         share = hot_share(objective, config.hot_fraction)
         why["ids_on_hot_rows"] = round(share, 4)
         if share < HOT_SHARE_WORTH_PROBING:
@@ -243,6 +253,29 @@ def hot_rows(counts, hot_fraction, n_samples):
     """Which rows are hot: named by more than ``hot_fraction`` of the samples (counts
     from row_counts)."""
     return counts > hot_fraction * n_samples
+
+
+def id_bytes(objective):
+    """The bytes of the objective's id arrays (each counted once)."""
+    return sum(objective.data[i].nbytes for i in {ids.ids for ids in objective.id_arrays})
+
+
+def probe_data(objective, count):
+    """The objective's data with each id array cut to the ids its first ``count``
+    samples name (a probe visits no other, and "hot" copies the id arrays for each
+    worker: a click log's whole nonzeros where a probe needs a few MB). An id
+    array is cut where it is surely per sample or, with sample_offsets, surely per
+    nonzero; one that could be either stays whole."""
+    data, n = list(objective.data), objective.n_samples
+    offsets = objective.sample_offsets
+    total = int(data[offsets][-1]) if offsets is not None else None
+    for i in {ids.ids for ids in objective.id_arrays}:
+        length = data[i].shape[0] if data[i].ndim else None
+        if offsets is not None and length == total != n:
+            data[i] = data[i][:int(data[offsets][count])]
+        elif offsets is None and length == n:
+            data[i] = data[i][:count]
+    return tuple(data)
 
 
 def hot_share(objective, hot_fraction):

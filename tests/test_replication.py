@@ -308,6 +308,35 @@ def test_auto_leaves_rows_shared_when_few_ids_are_on_hot_rows(monkeypatch):
         "ids_on_hot_rows": 0.0}}
 
 
+def test_auto_leaves_rows_shared_where_copies_of_the_ids_would_not_fit(monkeypatch):
+    """"hot" copies the ids for each worker: not where they would take more than an
+    eighth of the memory available."""
+    from hogwild import replication
+    monkeypatch.setattr(replication, "PROBE_SHARE", float("inf"))  # not a short run
+    X, y = make_sparse_classification(2000, 1500, nnz_per_row=15, seed=0)
+    monkeypatch.setattr(replication, "available_memory", lambda: 8 * 2 * X.indices.nbytes - 1)
+    model = SparseSVM(epochs=1, workers=2, random_state=0, replication="auto")
+    model.fit(X, y)
+    assert model.replicated_["auto"]["chose"] == "shared"
+    from hogwild.limits import size_text
+    assert model.replicated_["auto"]["why"] == (
+        f"copies of the ids for each worker would take {size_text(2 * X.indices.nbytes)} of "
+        f"the {size_text(8 * 2 * X.indices.nbytes - 1)} of memory available")
+
+
+def test_the_probe_copies_only_the_ids_of_the_samples_it_visits():
+    """probe_data cuts the id arrays (a CSR's indices, per nonzero) to the probe's
+    first samples and leaves every other array whole, even one as long as the
+    samples are many (here the weights' penalty scales, as many as the rows)."""
+    from hogwild.replication import probe_data
+    X, y = make_sparse_classification(1000, 1000, nnz_per_row=10, seed=1)
+    objective = svm_objective(as_csr(X), binary_labels(y, X.shape[0])[0], reg=1e-4, seed=0)
+    cut = probe_data(objective, 100)
+    assert cut[1].shape == (int(X.indptr[100]),)
+    np.testing.assert_array_equal(cut[1], objective.data[1][:int(X.indptr[100])])
+    assert all(a is b for k, (a, b) in enumerate(zip(cut, objective.data)) if k != 1)
+
+
 @pytest.mark.parametrize("id_arrays", [True, False])
 def test_a_short_run_stays_shared_without_a_probe(id_arrays):
     """Copies are chosen only by a probe's measurement; a run too short for one

@@ -15,7 +15,7 @@ from hogwild.kernels.atomics import new_gates, raise_gate, spin_for_gate
 from hogwild.kernels.plans import (Share, gate_count, give_up, pieces, run_share, share_length,
                                    warm_up)
 from hogwild.replication import (PROBE_ROUNDS, PROBE_SAMPLES, PROBE_VISITS, ReplicationSettings,
-                                 resolve)
+                                 probe_data, resolve)
 
 SPINS = 2_000_000  # about 10 ms of polling before a waiting thread sleeps
 
@@ -233,7 +233,7 @@ def probe_rates(objective, workers, config, candidates):
     """{name: [updates/s]} of "shared" and each of ``candidates`` ({name: (mode,
     merge)}) on copies of the parameters: PROBE_VISITS alternating visits of each,
     each PROBE_ROUNDS timed hogwild epochs of PROBE_SAMPLES samples per worker after
-    one untimed."""
+    one untimed, on those samples alone (probe_data)."""
     from hogwild.kernels.compiler import compile_loops, slp_vectorizer
     from hogwild.schedulers import SCHEDULERS
 
@@ -251,7 +251,7 @@ def probe_rates(objective, workers, config, candidates):
             settings = ReplicationSettings.for_run(config, objective, mode, merge=merge)
             with ThreadsBackend(workers, settings) as probe:
                 params, data = probe.share(tuple(aligned_copy(p) for p in objective.params),
-                                           objective.data, objective.n_samples)
+                                           probe_data(objective, n), n)
                 probe.warm_up(loops, params, data, SCHEDULERS["hogwild"])
                 for round_ in range(PROBE_ROUNDS + 1):  # round 0 warms caches and pages
                     plan = planner.plan(rng, config.shuffle_block)
