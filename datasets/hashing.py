@@ -90,19 +90,35 @@ def crossed(first, second, mask):
     return ((FNV_PRIME * np.int64(first)) ^ np.int64(second)) & mask
 
 
+INSERTION_SORT_MAX = 48  # features of a row sorted by insertion; heapsort for more
+
+
 @njit(nogil=True, cache=True)
 def sort_row(indices, values, lo, hi):
-    """Sort a hashed row's indices[lo:hi] (values alongside) in place, by heapsort
-    (no allocation per row), then sum the values of indices that collided; the
-    row's new end. Rows so made are CSR's canonical form, as scikit-learn's
+    """Sort a hashed row's indices[lo:hi] (values alongside) in place, with no
+    allocation per row (insertion sort for a row of up to INSERTION_SORT_MAX
+    features, linear on one that is nearly sorted already, as rows of numbered
+    features are; heapsort beyond), then sum the values of indices that collided;
+    the row's new end. Rows so made are CSR's canonical form, as scikit-learn's
     FeatureHasher leaves them."""
     n = hi - lo
-    for start in range((n - 2) // 2, -1, -1):
-        _sift(indices, values, lo, start, n)
-    for last in range(n - 1, 0, -1):
-        indices[lo], indices[lo + last] = indices[lo + last], indices[lo]
-        values[lo], values[lo + last] = values[lo + last], values[lo]
-        _sift(indices, values, lo, 0, last)
+    if n <= INSERTION_SORT_MAX:
+        for k in range(lo + 1, hi):
+            index, value = indices[k], values[k]
+            j = k
+            while j > lo and indices[j - 1] > index:
+                indices[j] = indices[j - 1]
+                values[j] = values[j - 1]
+                j -= 1
+            indices[j] = index
+            values[j] = value
+    else:
+        for start in range((n - 2) // 2, -1, -1):
+            _sift(indices, values, lo, start, n)
+        for last in range(n - 1, 0, -1):
+            indices[lo], indices[lo + last] = indices[lo + last], indices[lo]
+            values[lo], values[lo + last] = values[lo + last], values[lo]
+            _sift(indices, values, lo, 0, last)
     out = lo
     for k in range(lo, hi):
         if out > lo and indices[out - 1] == indices[k]:
