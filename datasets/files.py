@@ -130,9 +130,11 @@ class TextBlocks:
     classic Mac line ends (a lone carriage return) made newlines, and a line longer
     than ``max_line_bytes`` refused by name rather than held whole. ``identity``
     is the file's (device, inode, size, times) when opened: ``check_unchanged``
-    compares it after the read, and a file edited while it was read is refused."""
+    compares it after the read, and a file edited while it was read is refused.
+    ``window`` (first, last): the lines that start in those bytes alone, of an
+    uncompressed file (one rank's share of it)."""
 
-    def __init__(self, path, block_bytes, max_line_bytes):
+    def __init__(self, path, block_bytes, max_line_bytes, window=None):
         self.path, self.block_bytes, self.max_line_bytes = path, block_bytes, max_line_bytes
         self.raw = _open_regular(path)
         self.size = os.fstat(self.raw.fileno()).st_size
@@ -144,8 +146,18 @@ class TextBlocks:
                                   "mark); save it as UTF-8 (iconv -f UTF-16 -t UTF-8)")
         self.compression = next((name for name, magic in MAGIC.items()
                                  if head.startswith(magic)), None)
-        self.stream = self.raw if self.compression is None else \
-            _READERS[self.compression](self.raw, path)
+        if window is not None:
+            if self.compression is not None:
+                self.raw.close()
+                raise HogwildError(f"{path} is {self.compression}-compressed: a share of its "
+                                   "bytes cannot be read apart (give part files)")
+            fd = self.raw.fileno()
+            first, last = (line_start(fd, offset, self.size) for offset in window)
+            self.stream = _Window(fd, first, last)
+            self.size = last - first
+        else:
+            self.stream = self.raw if self.compression is None else \
+                _READERS[self.compression](self.raw, path)
 
     def close(self):
         self.stream.close()
@@ -159,6 +171,8 @@ class TextBlocks:
 
     def bytes_read(self):
         """The file's bytes read so far (compressed ones, for a compressed file)."""
+        if isinstance(self.stream, _Window):
+            return self.stream.done
         try:
             return self.raw.tell()
         except (OSError, ValueError):
@@ -232,6 +246,40 @@ class TextBlocks:
         if now != self.identity:
             raise DataFormatError(f"{self.path} changed while it was read (its size or time "
                                   "is not what it was); read it again once it is complete")
+
+
+def line_start(fd, offset, size):
+    """The first line start at or after byte ``offset`` of the file open as ``fd``
+    (0 at 0; ``size`` where no line starts there)."""
+    if offset <= 0:
+        return 0
+    at = offset - 1
+    while at < size:
+        chunk = os.pread(fd, 1 << 16, at)
+        found = chunk.find(b"\n")
+        if found >= 0:
+            return at + found + 1
+        at += len(chunk)
+    return size
+
+
+class _Window:
+    """The bytes first..last-1 of the file open as ``fd``, as a stream to read into."""
+
+    def __init__(self, fd, first, last):
+        self.fd, self.at, self.last, self.done = fd, first, last, 0
+
+    def readinto(self, view):
+        count = min(len(view), self.last - self.at)
+        if count <= 0:
+            return 0
+        got = os.preadv(self.fd, [view[:count]], self.at)
+        self.at += got
+        self.done += got
+        return got
+
+    def close(self):
+        pass
 
 
 def _identity(stat):

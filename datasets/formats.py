@@ -4,10 +4,11 @@ delimited columns), and how: ``Reading``, the options of them all, and
 it is not given and reads a test file as its training file was read."""
 import math
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from hogwild.datasets.files import TextBlocks
 from hogwild.datasets.hashing import MAX_HASH_BITS
-from hogwild.datasets.parts import Parts, data_source, first_file
+from hogwild.datasets.parts import FileRange, Parts, data_source, first_file
 from hogwild.errors import HogwildError, check_int, choose
 
 FORMATS = ("auto", "svmlight", "vw", "csv")
@@ -52,7 +53,8 @@ def default_hash_bits(path, size=None):
     click log's features rarely collide."""
     if size is None:
         source = data_source(path)
-        size = source.size() if isinstance(source, Parts) else source.stat().st_size
+        size = source.size() if isinstance(source, (Parts, FileRange)) \
+            else source.stat().st_size
     low, high = HASH_BITS_RANGE
     return int(min(max(round(math.log2(max(size, 1) / TEXT_BYTES_PER_WEIGHT)), low), high))
 
@@ -141,14 +143,36 @@ def _format_of(rows):
 def read_own_parts(parts, reading, comm, host, test=None, progress=None):
     """(train, test) of this rank of an MPI job (``comm``, on ``host``) whose ranks
     each read their own share of ``parts`` (datasets.parts.Parts: those its host
-    holds, shared out by parts.assign), read alike on every rank: the format, and
-    a delimited file's columns, as rank 0 reads them off its first part; the
-    hashed formats' width from the bytes of all the job's parts; svmlight
-    features numbered from 0 where any rank's are, as many as the widest rank's.
-    The ``test`` file is read by rank 0 alone (the rank that reports)."""
+    holds, shared out by parts.assign); read alike on every rank (read_own). The
+    ``test`` file is read by rank 0 alone (the rank that reports)."""
     from hogwild.datasets.parts import rank_parts
-    reading = reading or Reading()
     mine, job_bytes = rank_parts(parts, comm, host)
+    return read_own(mine, job_bytes, reading, comm, test, progress)
+
+
+def read_own_share(path, reading, comm, test=None, progress=None):
+    """(train, test) of this rank of an MPI job whose ranks read one uncompressed
+    file in byte shares (datasets.parts.FileRange): the ranks that see the same file
+    (its size and fingerprint: every rank, on a shared disk or with copies) share
+    it out in rank order, and a host whose file differs reads its own among its
+    ranks. Read alike on every rank (read_own)."""
+    from hogwild.datasets.parts import Parts, listing, share_of_file
+    (held,) = listing(Parts([path], Path(path).parent))
+    held = held[1:]  # (size, fingerprint): the same file wherever its name or folder
+    every = comm.allgather(held)
+    sharing = [rank for rank, other in enumerate(every) if other == held]
+    mine = share_of_file(path, sharing.index(comm.Get_rank()), len(sharing))
+    job_bytes = sum(size for size, _ in {tuple(other) for other in every})
+    return read_own(mine, job_bytes, reading, comm, test, progress)
+
+
+def read_own(mine, job_bytes, reading, comm, test=None, progress=None):
+    """(train, test) of this rank's own rows ``mine`` (Parts or a FileRange), read
+    alike on every rank: the format, and a delimited file's columns, as rank 0
+    reads them off its own; the hashed formats' width from ``job_bytes`` (all the
+    job's text); svmlight features numbered from 0 where any rank's are, as many
+    as the widest rank's. ``test`` is read by rank 0 alone."""
+    reading = reading or Reading()
     chief = comm.Get_rank() == 0
     fmt = comm.bcast((sniff(mine) if reading.format == "auto" else reading.format)
                      if chief else None, root=0)
@@ -166,7 +190,7 @@ def read_own_parts(parts, reading, comm, host, test=None, progress=None):
                           hash_bits=reading.hash_bits or default_hash_bits(mine, job_bytes))
         like = None
         if fmt == "csv":
-                like = comm.bcast(_layout(mine, reading) if chief else None, root=0)
+            like = comm.bcast(_layout(mine, reading) if chief else None, root=0)
         rows = read_rows(mine, reading, layout=like, progress=progress)
     return rows, (read_rows(test, reading, like=rows, progress=progress)
                   if chief and test is not None else None)

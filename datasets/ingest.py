@@ -33,7 +33,7 @@ import numpy as np
 from hogwild.datasets.cache import (Damaged, entry_in_progress, open_arrays, read_header,
                                     remove_entry)
 from hogwild.datasets.files import TextBlocks
-from hogwild.datasets.parts import Parts
+from hogwild.datasets.parts import FileRange, Parts
 from hogwild.errors import DataFormatError, HogwildError
 from hogwild.file_content import combined
 from hogwild.limits import available_memory, size_text, usable_cores
@@ -294,7 +294,8 @@ def read_text(path, fmt, sink, budget=None, progress=None):
     is left for the caller to finish or abort."""
     budget = budget or Budget.for_memory()
     files = list(path) if isinstance(path, Parts) else [path]
-    total_bytes = sum(os.stat(f).st_size for f in files)
+    total_bytes = sum(f.size() if isinstance(f, FileRange) else os.stat(f).st_size
+                      for f in files)
     totals, order, failed = Totals(lengths=dict.fromkeys(fmt.offsets.values(), 0)), _InOrder(), []
     for offsets in fmt.offsets:
         sink.append(offsets, np.zeros(1, fmt.fields[offsets]))
@@ -324,11 +325,15 @@ def read_text(path, fmt, sink, budget=None, progress=None):
         pending, ticket, before = deque(), 0, 0
         try:
             for file, name in enumerate(files):
-                with TextBlocks(name, budget.block_bytes, budget.max_line_bytes) as blocks:
+                share = name if isinstance(name, FileRange) else None
+                with TextBlocks(name if share is None else share.path, budget.block_bytes,
+                                budget.max_line_bytes,
+                                None if share is None else (share.first, share.last)) as blocks:
                     for k, block in enumerate(blocks):
                         decided = threading.Event() if fmt.needs_first and ticket == 0 else None
-                        pending.append(pool.submit(job, ticket, file, block, k == 0, before,
-                                                   decided))
+                        opens_file = k == 0 and (share is None or share.first == 0)
+                        pending.append(pool.submit(job, ticket, file, block, opens_file,
+                                                   before, decided))
                         ticket += 1
                         if decided is not None:
                             while not decided.wait(0.05) and not pending[0].done():
@@ -413,9 +418,11 @@ def entry_name(path, version, how):
     edit, even one that puts the modification time back, changes the change time)."""
     files = []
     for name in path if isinstance(path, Parts) else (path,):
+        share = [name.first, name.last] if isinstance(name, FileRange) else []
+        name = name.path if isinstance(name, FileRange) else name
         info = name.stat()
         files.append([str(name.resolve()), info.st_ino, info.st_size, info.st_mtime_ns,
-                      info.st_ctime_ns])
+                      info.st_ctime_ns, *share])
     ident = json.dumps([version, *(files if isinstance(path, Parts) else files[0]), how])
     return hashlib.sha256(ident.encode()).hexdigest()[:24]
 
@@ -444,8 +451,8 @@ def parsed(path, fmt, how, cache=True, progress=None):
         totals = read_text(path, fmt, sink, progress=progress)
         if totals.rows == 0:
             raise HogwildError(f"empty data: {path} holds no {fmt.samples}")
-        source = f"{path} ({len(path)} files)" if isinstance(path, Parts) \
-            else str(path.resolve())
+        source = f"{path} ({len(path)} files)" if isinstance(path, Parts) else \
+            str(path) if isinstance(path, FileRange) else str(path.resolve())
         meta = {"version": fmt.version, "source": source, "rows": totals.rows,
                 **fmt.finish(sink, totals)}
         if isinstance(sink, MemorySink):

@@ -6,7 +6,9 @@ rank reads (``assign``), so that N machines hold N times the data of one.
 
 A part is known by its name, size and a fingerprint of its first and last bytes:
 the same part seen by several hosts (a shared file system, or copies) is read by
-one rank alone; parts of the same name that differ are different parts."""
+one rank alone; parts of the same name that differ are different parts. One
+uncompressed file several ranks see is read in byte shares instead
+(``FileRange``), each rank the lines that start in its share."""
 import glob
 import os
 import re
@@ -48,6 +50,45 @@ def _name_order(path):
             for piece in re.split(r"(\d+)", str(path))]
 
 
+class FileRange:
+    """The lines of one uncompressed file that start in its bytes first..last-1:
+    one rank's share of a file several ranks read apart (each line in one share,
+    whatever the cut)."""
+
+    def __init__(self, path, first, last):
+        self.path, self.first, self.last = Path(path), int(first), int(last)
+
+    def __str__(self):
+        return f"{self.path} (bytes {self.first:,} to {self.last:,})"
+
+    def __reduce__(self):
+        return FileRange, (self.path, self.first, self.last)
+
+    def size(self):
+        return self.last - self.first
+
+
+def read_in_shares(path):
+    """Whether ``path`` is one uncompressed regular file, which ranks can read in
+    byte shares (a compressed one is read from its start: whole, on every rank)."""
+    from hogwild.datasets.files import MAGIC
+    path = Path(path)
+    try:
+        if not path.is_file():
+            return False
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return False
+    return not any(head.startswith(magic) for magic in MAGIC.values())
+
+
+def share_of_file(path, index, count):
+    """The FileRange of share ``index`` of ``count`` nearly equal byte shares."""
+    size = Path(path).stat().st_size
+    return FileRange(path, index * size // count, (index + 1) * size // count)
+
+
 def is_pattern(text):
     return any(c in text for c in "*?[")
 
@@ -77,9 +118,9 @@ def part_files(spec):
 
 
 def check_files(source, what=""):
-    """check_regular of a file, or of each file of Parts."""
+    """check_regular of a file, a FileRange's file, or each file of Parts."""
     for path in source if isinstance(source, Parts) else (source,):
-        check_regular(path, what=what)
+        check_regular(path.path if isinstance(path, FileRange) else path, what=what)
 
 
 def listing(parts):
@@ -143,13 +184,15 @@ def rank_parts(parts, comm, host):
 
 
 def data_source(path):
-    """``path`` as the readers take it: Parts as they are, a folder or glob pattern
-    as its Parts, anything else a Path."""
-    if isinstance(path, Parts):
+    """``path`` as the readers take it: Parts and a FileRange as they are, a folder
+    or glob pattern as its Parts, anything else a Path."""
+    if isinstance(path, (Parts, FileRange)):
         return path
     return part_files(path) or Path(path)
 
 
 def first_file(source):
-    """The file a format is read off (the first of Parts)."""
+    """The file a format is read off (the first of Parts, a FileRange's file)."""
+    if isinstance(source, FileRange):
+        return source.path
     return source[0] if isinstance(source, Parts) else source

@@ -156,8 +156,8 @@ def test_ranks_given_part_files_read_their_own_and_train_as_one_process(tmp_path
     """``--data`` a folder of part files under ``--ranks 2``: each rank reads a share
     of the parts (one disk here: shared out, none read twice), the statistics
     behind the automatic step and penalty are the job's, and the test error is
-    within 0.5 points of one process's on the whole file. More ranks than parts is
-    one line."""
+    within 0.5 points of one process's on the whole file; the whole file, each
+    rank half of its bytes, the same. More ranks than parts is one line."""
     import gzip
     from hogwild.datasets.registry import SVM_DATASETS
     a9a = SVM_DATASETS["a9a"]
@@ -187,6 +187,15 @@ def test_ranks_given_part_files_read_their_own_and_train_as_one_process(tmp_path
     assert ranked["step"] == pytest.approx(one["step"], rel=1e-9)
     assert abs(ranked["test_error"] - one["test_error"]) <= 0.005
     assert len(ranked["hosts"]) == 1  # this machine's two ranks
+    # one uncompressed file: each rank the lines that start in its half of the bytes
+    halves = subprocess.run(HOGWILD + common + ["--data", str(whole), "--ranks", "2"],
+                            capture_output=True, text=True, timeout=JOB_DEADLINE, env=env)
+    assert halves.returncode == 0, halves.stderr[-3000:]
+    halved = json.loads(halves.stdout)
+    shares = halved["distributed"]["samples_by_rank"]
+    assert halved["distributed"]["samples"] == "own" and sum(shares) == len(lines) \
+        and min(shares) > 0 and halved["reg"] == one["reg"]
+    assert abs(halved["test_error"] - one["test_error"]) <= 0.005
     many = subprocess.run(HOGWILD + common + ["--data", str(parts), "--ranks", "4",
                                               "--oversubscribe"],
                           capture_output=True, text=True, timeout=JOB_DEADLINE, env=env)

@@ -480,3 +480,38 @@ def test_parts_are_shared_out_by_the_hosts_that_hold_them():
     with pytest.raises(HogwildError, match=r"^rank 3 \(host h1\) has no part file of p to "
                                            r"read: every rank needs one on its own host"):
         assign([("h0", [a, b, c]), ("h0", [a, b, c]), ("h1", [d]), ("h1", [d])], "p")
+
+
+def test_byte_shares_of_one_file_hold_each_line_once(tmp_path, small_blocks):
+    """The lines that start in each of N byte shares are the file's, each once, in
+    order, whatever N (a delimited file's header in the first share alone); a
+    compressed file cannot be shared and says so; a bad line names its share."""
+    import scipy.sparse as sp
+    from hogwild.datasets.delimited import delimited_layout
+    from hogwild.datasets.parts import share_of_file
+    path = tmp_path / "rows.svm"
+    path.write_text(random_svmlight(np.random.default_rng(9), 900))
+    whole = load_svmlight(path)
+    for count in (1, 2, 3, 8):
+        shares = [load_svmlight(share_of_file(path, k, count), n_features=whole.X.shape[1])
+                  for k in range(count)]
+        assert (sp.vstack([s.X for s in shares]) != whole.X).nnz == 0
+        np.testing.assert_array_equal(np.concatenate([s.y for s in shares]), whole.y)
+    table = tmp_path / "t.csv"
+    table.write_text("click,age,city\n" + "".join(f"{i % 2},{i % 9},c{i % 4}\n"
+                                                  for i in range(400)))
+    layout = delimited_layout(table)
+    shares = [load_delimited(share_of_file(table, k, 3), like=layout) for k in range(3)]
+    assert sum(s.X.shape[0] for s in shares) == 400
+    assert (sp.vstack([s.X for s in shares]) != load_delimited(table).X).nnz == 0
+    packed = tmp_path / "rows.svm.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    with pytest.raises(HogwildError, match=r"rows.svm.gz is gzip-compressed: a share of its "
+                                           r"bytes cannot be read apart \(give part files\)"):
+        load_svmlight(share_of_file(packed, 1, 2))
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:600]) + "1 3:x\n" + "".join(lines[600:]))
+    second = share_of_file(path, 1, 2)
+    with pytest.raises(DataFormatError, match=rf"rows.svm \(bytes {second.first:,} to "
+                                              rf"{second.last:,}\), line \d+: malformed"):
+        load_svmlight(second)

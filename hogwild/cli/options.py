@@ -47,7 +47,8 @@ def build_parser():
                           "bzip2, xz or zstd; any size the disk holds: one larger than "
                           "memory trains from disk), a folder or glob pattern of such part "
                           "files (read as one; in an MPI job each rank reads its share of "
-                          "those on its own host), clicks:ROWSxFEATURESxNNZ for a "
+                          "those on its own host, or of one uncompressed file's bytes), "
+                          "clicks:ROWSxFEATURESxNNZ for a "
                           "generated click log (power-law hashed features), or criteo:ROWS "
                           "for a generated log in Criteo's layout (default: "
                           f"{DEFAULT_SVM_DATASET}, shipped with hogwild)")

@@ -207,25 +207,34 @@ def _format_text(rows):
 
 def _svm_data(args):
     """(train, test, pool) of --data and --test: in an MPI job given part files (a
-    folder or pattern), this rank's own share of them (read_own_parts) and the
-    pool that sums the statistics of every rank's; else the whole data set and
-    LOCAL."""
+    folder or pattern), this rank's own share of them (read_own_parts), given one
+    uncompressed file (and no summation servers, which hold no samples), its share
+    of the file's bytes (read_own_share), and the pool that sums the statistics of
+    every rank's; else the whole data set and LOCAL."""
     from hogwild.backends.mpi.pool import LOCAL, JobPool
-    from hogwild.datasets.parts import part_files
+    from hogwild.datasets.parts import part_files, read_in_shares
     from hogwild.datasets.registry import load_svm_data, reading_bar
 
-    parts = part_files(args.data) if args.backend == "mpi" else None
-    if parts is None:
+    parts = shares = None
+    if args.backend == "mpi":
+        from hogwild.backends.mpi import agree, import_mpi
+        parts = part_files(args.data)
+        shares = parts is None and read_in_shares(args.data) and not args.summation_servers
+        MPI = import_mpi()  # ranks that would read apart and whole would wait apart
+        agree(MPI.COMM_WORLD, "the data", {"data read as": "parts of each host's" if parts
+                                           else "shares of one file" if shares else "whole"})
+    if parts is None and not shares:
         train, test = load_svm_data(args.data, args.test, progress=not args.json,
                                     reading=reading_of(args))
         return train, test, LOCAL
-    from hogwild.backends.mpi import import_mpi
-    from hogwild.datasets.formats import read_own_parts
-    MPI = import_mpi()
-    train, test = read_own_parts(parts, reading_of(args), MPI.COMM_WORLD,
-                                 MPI.Get_processor_name(), args.test,
-                                 reading_bar(not args.json and job_rank() == 0))
-    return train, test, JobPool(MPI, MPI.COMM_WORLD)
+    from hogwild.datasets.formats import read_own_parts, read_own_share
+    comm, bar = MPI.COMM_WORLD, reading_bar(not args.json and job_rank() == 0)
+    if parts is None:
+        train, test = read_own_share(args.data, reading_of(args), comm, args.test, bar)
+    else:
+        train, test = read_own_parts(parts, reading_of(args), comm, MPI.Get_processor_name(),
+                                     args.test, bar)
+    return train, test, JobPool(MPI)
 
 
 def _hosts(pool, peak):

@@ -51,6 +51,11 @@ def job_chief():
     return _SURVIVORS.get("chief", job_rank() == 0)
 
 
+def job_comm(MPI):
+    """The job's communicator: COMM_WORLD, or once ranks were lost the survivors'."""
+    return _SURVIVORS.get("comm") or MPI.COMM_WORLD
+
+
 def survived(MPI, survivors, chief):
     """Record that ranks of this job were lost and this process goes on among
     ``survivors``, as their chief or not. A new chief whose stdout the command

@@ -22,12 +22,18 @@ class LocalPool:
 
 
 class JobPool:
-    """Statistics summed (or labels united) over the ranks of ``comm``."""
+    """Statistics summed (or labels united) over the job's ranks (its survivors,
+    once ranks were lost)."""
 
     own = True
 
-    def __init__(self, MPI, comm):
-        self.MPI, self.comm = MPI, comm
+    def __init__(self, MPI):
+        self.MPI = MPI
+
+    @property
+    def comm(self):
+        from hogwild.backends.mpi.job import job_comm
+        return job_comm(self.MPI)
 
     def sum(self, value):
         """A number or array summed over the ranks (every rank gets the sum)."""
@@ -61,5 +67,4 @@ def samples_pool(backend, distributed):
     if samples != "own":
         return LOCAL
     from hogwild.backends.mpi.job import import_mpi
-    MPI = import_mpi()
-    return JobPool(MPI, MPI.COMM_WORLD)
+    return JobPool(import_mpi())

@@ -54,7 +54,7 @@ def lost_line(record, syncs, trainers, reducer, algorithm):
     went_on = (f"hogwild: rank {record['rank']} was lost in epoch {record['epoch']} (after "
                f"{syncs:,} syncs); {trainers} rank{'s go' if trainers > 1 else ' goes'} on")
     if "samples_lost" in record:  # its samples were its own: nobody else holds them
-        return (f"{went_on} without its {record['samples_lost']:,} samples (they were on its "
-                "host alone)")
+        return (f"{went_on} without its {record['samples_lost']:,} samples (no other rank "
+                "holds them)")
     return (f"{went_on} with its samples, its unfinished piece's updates (at most "
             f"{record['unfinished_piece_samples']:,}) lost")
