@@ -172,12 +172,11 @@ def test_ranks_given_part_files_read_their_own_and_train_as_one_process(tmp_path
     whole.write_text("".join(lines))
     common = ["run", "svm", "--epochs", "8", "--seed", "0", "--json", "--test",
               str(a9a.folder() / a9a.test)]
-    env = {**os.environ, "HOGWILD_CACHE_DIR": str(tmp_path / "cache")}
     single = subprocess.run(HOGWILD + common + ["--data", str(whole)], capture_output=True,
-                            text=True, timeout=JOB_DEADLINE, env=env)
+                            text=True, timeout=JOB_DEADLINE)
     assert single.returncode == 0, single.stderr[-3000:]
     done = subprocess.run(HOGWILD + common + ["--data", str(parts), "--ranks", "2"],
-                          capture_output=True, text=True, timeout=JOB_DEADLINE, env=env)
+                          capture_output=True, text=True, timeout=JOB_DEADLINE)
     assert done.returncode == 0, done.stderr[-3000:]
     one, ranked = json.loads(single.stdout), json.loads(done.stdout)
     shares = ranked["distributed"]["samples_by_rank"]
@@ -189,7 +188,7 @@ def test_ranks_given_part_files_read_their_own_and_train_as_one_process(tmp_path
     assert len(ranked["hosts"]) == 1  # this machine's two ranks
     # one uncompressed file: each rank the lines that start in its half of the bytes
     halves = subprocess.run(HOGWILD + common + ["--data", str(whole), "--ranks", "2"],
-                            capture_output=True, text=True, timeout=JOB_DEADLINE, env=env)
+                            capture_output=True, text=True, timeout=JOB_DEADLINE)
     assert halves.returncode == 0, halves.stderr[-3000:]
     halved = json.loads(halves.stdout)
     shares = halved["distributed"]["samples_by_rank"]
@@ -198,7 +197,7 @@ def test_ranks_given_part_files_read_their_own_and_train_as_one_process(tmp_path
     assert abs(halved["test_error"] - one["test_error"]) <= 0.005
     many = subprocess.run(HOGWILD + common + ["--data", str(parts), "--ranks", "4",
                                               "--oversubscribe"],
-                          capture_output=True, text=True, timeout=JOB_DEADLINE, env=env)
+                          capture_output=True, text=True, timeout=JOB_DEADLINE)
     assert many.returncode == 2
     assert re.search(rf"hogwild: error: rank \d: 4 ranks read the 3 part files of "
                      rf"{re.escape(str(parts))}: each rank needs one at least", many.stderr)
