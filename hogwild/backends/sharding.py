@@ -48,6 +48,24 @@ def node_samples(n_samples, nodes, node):
     return int(first), int(last)
 
 
+def own_shares(comm, n_samples):
+    """{rank: its samples} of a job whose ranks each hold their own (``comm``'s
+    ranks), or a HogwildError naming a rank that holds none."""
+    shares = dict(enumerate(comm.allgather(n_samples)))
+    empty = [rank for rank, n in shares.items() if n == 0]
+    if empty:
+        raise HogwildError(f"rank {empty[0]} holds no samples of its own: every rank needs "
+                           "some to train on")
+    return shares
+
+
+def job_mean_times(comm, loss_sum, samples, n):
+    """The job's mean loss (every rank's ``loss_sum`` over its ``samples``) times
+    ``n``: what a rank that divides by its own n reports as the job's mean."""
+    total, count = comm.allreduce(np.array([loss_sum, samples], np.float64))
+    return float(total) * n / count if count else 0.0
+
+
 def pieces_per_epoch(n_samples, nodes, every):
     """How many pieces every node cuts its share of an epoch into, each of about
     ``every`` samples, a reconcile after each (an MPI sync, a Ray clock): the

@@ -211,7 +211,7 @@ def _svm_data(args):
     uncompressed file (and no summation servers, which hold no samples), its share
     of the file's bytes (read_own_share), and the pool that sums the statistics of
     every rank's; else the whole data set and LOCAL."""
-    from hogwild.backends.mpi.pool import LOCAL, JobPool
+    from hogwild.pooling import LOCAL, JobPool
     from hogwild.datasets.parts import part_files, read_in_shares
     from hogwild.datasets.registry import load_svm_data, reading_bar
 

@@ -3,7 +3,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from hogwild.backends import get_backend
-from hogwild.backends.mpi.pool import LOCAL, samples_pool
+from hogwild.pooling import LOCAL, samples_pool
 from hogwild.config import RunControls
 from hogwild.disk_arrays import csr_rows_taken, in_threads, part_bounds
 from hogwild.engine import fit as engine_fit

@@ -235,7 +235,7 @@ def class_weights(class_weight, classes, codes, pool=None):
     """Each sample's class weight (``codes``: its index in ``classes``): from a dict
     {label: weight}, or "balanced" (n / (K x the class's count), as scikit-learn's,
     counted over the job's samples where ``pool`` has them, a
-    hogwild.backends.mpi.pool), or None (all 1: returns None)."""
+    hogwild.pooling), or None (all 1: returns None)."""
     if class_weight is None:
         return None
     if isinstance(class_weight, str) and class_weight == "balanced":

@@ -5,7 +5,7 @@ import functools
 import numpy as np
 from numba import njit
 
-from hogwild.backends.mpi.pool import LOCAL
+from hogwild.pooling import LOCAL
 from hogwild.disk_arrays import extremes, occurrences, pieces
 from hogwild.errors import HogwildError
 from hogwild.objective import Metric, Objective
@@ -199,7 +199,7 @@ def svm_file_objective(data, loss="hinge", reg=1e-4, seed=None, fit_intercept=Tr
 def auto_step(X, pool=LOCAL):
     """0.2 / mean ||x_e||^2: a step that keeps each update's change of the margin
     about 0.2 whatever the feature scaling (the mean over the job's samples in
-    ``pool``, a hogwild.backends.mpi.pool)."""
+    ``pool``, a hogwild.pooling)."""
     # a piece at a time (X may lie on disk); X.multiply(X) would copy X
     mean_sq_norm = pool.sum(sum(_sum_of_squares(piece) for piece in pieces(X.data))) \
         / pool.sum(X.shape[0])

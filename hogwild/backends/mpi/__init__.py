@@ -65,8 +65,8 @@ starts MPI on import: import_mpi does, when a run or a command needs it.
 from hogwild.backends.mpi.backend import MPIBackend
 from hogwild.backends.mpi.hierarchy import HierarchicalReducer, Nodes
 from hogwild.backends.mpi.job import (STARTED_FOLDER_VARIABLE, agree, import_mpi, in_mpi_job,
-                                      job_chief, job_local_size, job_rank, job_size,
-                                      meet_before_exit)
+                                      job_chief, job_comm, job_local_size, job_rank,
+                                      job_size, meet_before_exit)
 from hogwild.backends.mpi.launcher import remove_stale_sessions
 from hogwild.backends.mpi.probe import SitOut, measure_link, probe_sizes, time_algorithms
 from hogwild.backends.mpi.settings import AllreduceSettings, check_summation_servers, \
@@ -76,6 +76,7 @@ from hogwild.backends.mpi.survival import rank_lost
 
 __all__ = ["STARTED_FOLDER_VARIABLE", "AllreduceSettings", "HierarchicalReducer", "MPIBackend",
            "Nodes", "SitOut", "SummationService", "agree", "check_summation_servers",
-           "import_mpi", "in_mpi_job", "job_chief", "job_local_size", "job_rank", "job_size",
+           "import_mpi", "in_mpi_job", "job_chief", "job_comm", "job_local_size", "job_rank",
+           "job_size",
            "measure_link", "meet_before_exit", "probe_sizes", "rank_lost",
            "remove_stale_sessions", "step_factor", "time_algorithms"]

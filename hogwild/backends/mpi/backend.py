@@ -16,8 +16,8 @@ from hogwild.backends.mpi.settings import LOCAL_SCHEDULERS, check_summation_serv
 from hogwild.backends.mpi.summation import SummationService
 from hogwild.backends.mpi.survival import lost_line, rank_lost, shrink, world_ranks
 from hogwild.backends.mpi.tuning import tuned_communicator
-from hogwild.backends.sharding import FlatLayout, node_samples, piece_plans, pieces_per_epoch, \
-    run_seed
+from hogwild.backends.sharding import (FlatLayout, job_mean_times, node_samples, own_shares,
+                                      piece_plans, pieces_per_epoch, run_seed)
 from hogwild.backends.threads import ThreadsBackend
 from hogwild.cluster_costs import summation_service
 from hogwild.collectives import LinkCosts, choose
@@ -106,16 +106,9 @@ class MPIBackend(HostBackend):
         return self.trainers * planned
 
     def share(self, params, data, n_samples):
-        """This rank's share of the samples (``samples="own"``: all it holds, the
-        job's counted by every rank), the parameters made rank 0's."""
-        self.own = self.settings.samples == "own"
-        if self.own:
-            self.shares = dict(enumerate(self.comm.allgather(n_samples)))
-            empty = [rank for rank, n in self.shares.items() if n == 0]
-            if empty:
-                raise HogwildError(f"rank {empty[0]} holds no samples of its own: every rank "
-                                   "needs some to train on")
-        elif self.trainers > n_samples:
+        self.own = self.settings.samples == "own"  # (then every sample it holds is its share)
+        self.shares = self.own and own_shares(self.comm, n_samples)
+        if not self.own and self.trainers > n_samples:
             training = " that train" if self.servers else ""
             raise HogwildError(f"{self.trainers} ranks{training} for {n_samples} samples: at "
                                "most one rank per sample")
@@ -140,11 +133,9 @@ class MPIBackend(HostBackend):
             self.first, self.last = (0, self.n) if self.own else \
                 node_samples(self.n, self.trainers, self.rank)
             self.planner = self.scheduler.planner(self.last - self.first, self.workers)
-        if self.own:  # as many as the largest share of the survivors needs
-            largest = max(self.shares[rank] for rank in self.world)
-            self.pieces = pieces_per_epoch(largest, 1, self.settings.sync_every)
-        else:
-            self.pieces = pieces_per_epoch(self.n, self.trainers, self.settings.sync_every)
+        self.pieces = pieces_per_epoch(max(self.shares[r] for r in self.world), 1,
+                                       self.settings.sync_every) if self.own else \
+            pieces_per_epoch(self.n, self.trainers, self.settings.sync_every)
 
     def replicated(self):
         return self.local.replicated()
@@ -247,11 +238,8 @@ class MPIBackend(HostBackend):
         def summed():  # on the share this rank has now (again after a lost rank)
             last = min(self.last, n)
             mine = loops.sum_loss(params, data, self.first, last) if last > self.first else 0.0
-            if not self.own:
-                return self.comm.allreduce(mine)
-            # the job's mean loss, times the n this rank divides by
-            total, samples = self.comm.allreduce(np.array([mine, max(last - self.first, 0)]))
-            return float(total) * n / samples if samples else 0.0
+            return job_mean_times(self.comm, mine, max(last - self.first, 0), n) if self.own \
+                else self.comm.allreduce(mine)
         return self._collective(summed)
 
     def stop_agreed(self, requested):

@@ -32,7 +32,7 @@ class JobPool:
 
     @property
     def comm(self):
-        from hogwild.backends.mpi.job import job_comm
+        from hogwild.backends.mpi import job_comm
         return job_comm(self.MPI)
 
     def sum(self, value):
@@ -66,5 +66,5 @@ def samples_pool(backend, distributed):
         else getattr(distributed, "samples", "whole")
     if samples != "own":
         return LOCAL
-    from hogwild.backends.mpi.job import import_mpi
+    from hogwild.backends.mpi import import_mpi
     return JobPool(import_mpi())
