@@ -156,13 +156,12 @@ def read_own_share(path, reading, comm, test=None, progress=None):
     (its size and fingerprint: every rank, on a shared disk or with copies) share
     it out in rank order, and a host whose file differs reads its own among its
     ranks. Read alike on every rank (read_own)."""
-    from hogwild.datasets.parts import Parts, listing, share_of_file
-    (held,) = listing(Parts([path], Path(path).parent))
-    held = held[1:]  # (size, fingerprint): the same file wherever its name or folder
+    from hogwild.datasets.parts import fingerprint, share_of_file
+    held = (Path(path).stat().st_size, fingerprint(path))  # the same file wherever its name
     every = comm.allgather(held)
     sharing = [rank for rank, other in enumerate(every) if other == held]
     mine = share_of_file(path, sharing.index(comm.Get_rank()), len(sharing))
-    job_bytes = sum(size for size, _ in {tuple(other) for other in every})
+    job_bytes = sum(size for size, _ in set(every))
     return read_own(mine, job_bytes, reading, comm, test, progress)
 
 

@@ -130,10 +130,10 @@ def listing(parts):
     root = Path(parts.spec) if Path(parts.spec).is_dir() else \
         Path(os.path.commonpath([str(p.parent) for p in parts]))
     return [(str(p.relative_to(root)) if p.is_relative_to(root) else p.name,
-             p.stat().st_size, _fingerprint(p)) for p in parts]
+             p.stat().st_size, fingerprint(p)) for p in parts]
 
 
-def _fingerprint(path):
+def fingerprint(path):
     """CRC-32 of the file's first and last FINGERPRINT_BYTES."""
     with open(path, "rb") as f:
         head = f.read(FINGERPRINT_BYTES)
