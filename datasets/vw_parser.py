@@ -175,11 +175,14 @@ def parse_block(buf, mask, slot_of, slots, indptr, indices, values, labels, weig
                     h = hash_name(buf, k, name_end, namespace)
                 k = name_end
                 if k < end and buf[k] == _COLON:
-                    token = _token_end(buf, k + 1, end)
-                    value, status = _number(buf, k + 1, token)
+                    # one pass over a number's bytes: scanned, then its end checked
+                    value, token, status = scan_float(buf, k + 1, end)
                     if status == NOT_FINITE:
                         return rows, nnz, side_nnz, line, NOT_FINITE, line, start
-                    if status != OK:  # name:text, the text hashed within the name
+                    if status != OK or (token < end and not _blank(buf[token])
+                                        and buf[token] != _BAR):
+                        # name:text, the text hashed within the name
+                        token = _token_end(buf, k + 1, end)
                         h = hash_name(buf, k + 1, token, h)
                         value = 1.0
                     k = token

@@ -13,6 +13,7 @@ when set, still wins; other packages' functions are not affected.
 """
 import hashlib
 import os
+import types
 import warnings
 from pathlib import Path
 
@@ -29,7 +30,7 @@ class HogwildCacheLocator(caching._CacheLocator):
     its path>, so two installs (a venv and a checkout) never share index files."""
 
     def __init__(self, py_func, py_file):
-        self._py_file = py_file
+        self._py_file, self._py_func = py_file, py_func
         self._lineno = py_func.__code__.co_firstlineno
         folder = Path(py_file).resolve().parent
         self._folder_name = f"{folder.name}_{hashlib.sha1(str(folder).encode()).hexdigest()[:16]}"
@@ -40,15 +41,14 @@ class HogwildCacheLocator(caching._CacheLocator):
 
     def get_source_stamp(self):
         stat = os.stat(self._py_file)
-        return stat.st_mtime, stat.st_size
+        return stat.st_mtime, stat.st_size, _callee_stamps(self._py_func, self._py_file)
 
     def get_disambiguator(self):
         return str(self._lineno)
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        module = getattr(py_func, "__module__", None) or ""
-        if module.split(".")[0] not in _PACKAGES or not os.path.exists(py_file):
+        if not _ours(getattr(py_func, "__module__", None)) or not os.path.exists(py_file):
             return None
         locator = cls(py_func, py_file)
         try:
@@ -60,6 +60,55 @@ class HogwildCacheLocator(caching._CacheLocator):
                 or caching._UserWideCacheLocator
             return user_wide.from_function(py_func, py_file)
         return locator
+
+
+def _callee_stamps(py_func, own_file):
+    """(file, mtime, size) of every other source file of hogwild's whose functions
+    ``py_func`` calls, directly or through them (or whose module it names): numba
+    stamps a cache entry with its own file alone, so an edit to a helper that a
+    kernel of another module inlines (a hash, a number scanner) would otherwise
+    leave that kernel's old machine code in use."""
+    files, seen = set(), set()
+
+    def names(code):
+        yield from code.co_names
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                yield from names(const)
+
+    def visit(fn):
+        if id(fn) in seen:
+            return
+        seen.add(id(fn))
+        values = [fn.__globals__[name] for name in names(fn.__code__) if name in fn.__globals__]
+        values += [cell.cell_contents for cell in fn.__closure__ or ()
+                   if cell.cell_contents is not fn]
+        for value in values:
+            if isinstance(value, types.ModuleType):
+                if _ours(value.__name__) and getattr(value, "__file__", None):
+                    files.add(value.__file__)
+                continue
+            value = getattr(value, "py_func", value)
+            if isinstance(value, types.FunctionType) and _ours(value.__module__):
+                files.add(value.__code__.co_filename)
+                visit(value)
+
+    try:
+        visit(py_func)
+    except ValueError:  # a closure cell not yet filled: its function is stamped alone
+        pass
+    stamps = []
+    for name in sorted(files - {own_file}):
+        try:
+            stat = os.stat(name)
+        except OSError:
+            continue
+        stamps.append((name, stat.st_mtime_ns, stat.st_size))
+    return tuple(stamps)
+
+
+def _ours(module):
+    return (module or "").split(".")[0] in _PACKAGES
 
 
 def install():

@@ -86,3 +86,33 @@ def test_the_checkout_imports_its_subpackages_without_an_editable_finder(tmp_pat
     done = subprocess.run([sys.executable, "-c", CHECKOUT_ONLY, str(REPO)], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_kernels_cache_stamp_changes_with_the_helpers_it_calls_from_other_modules(
+        monkeypatch):
+    """numba stamps a cache entry with its function's own file alone; the Vowpal
+    Wabbit parser inlines the hash and the number scanner from two other modules, so
+    an edit to either must make its cached machine code stale too."""
+    import hogwild.numba_cache as numba_cache
+    from hogwild.datasets import hashing, vw_parser
+
+    kernel = vw_parser.parse_block.py_func
+    locator = numba_cache.HogwildCacheLocator(kernel, kernel.__code__.co_filename)
+    before = locator.get_source_stamp()
+    named = [name for name, _, _ in before[2]]
+    assert hashing.__file__ in named
+    assert any(name.endswith("svmlight_parser.py") for name in named)
+    assert kernel.__code__.co_filename not in named
+
+    real_stat = os.stat
+
+    def edited(path, *args, **kwargs):
+        stat = real_stat(path, *args, **kwargs)
+        if str(path) != hashing.__file__:
+            return stat
+        fields = list(stat[:10]) + [None] * 3 + [stat.st_atime_ns, stat.st_mtime_ns + 1,
+                                                 stat.st_ctime_ns]
+        return os.stat_result(fields)  # the same file, its modification a moment later
+
+    monkeypatch.setattr(numba_cache.os, "stat", edited)
+    assert locator.get_source_stamp() != before
