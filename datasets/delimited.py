@@ -25,7 +25,7 @@ from hogwild.datasets import delimited_parser as P
 from hogwild.datasets.files import TextBlocks
 from hogwild.datasets.hashing import DEFAULT_HASH_BITS, MAX_HASH_BITS, hash_text
 from hogwild.datasets.parts import check_files, data_source, first_file
-from hogwild.datasets.ingest import Piece, TextFormat, parsed
+from hogwild.datasets.ingest import Piece, TextFormat, block_arrays, parsed
 from hogwild.datasets.ratings import is_number
 from hogwild.disk_arrays import on_disk
 from hogwild.errors import DataFormatError, HogwildError, check_int, choose
@@ -197,9 +197,9 @@ class DelimitedFormat(TextFormat):
         rows = (data.size + 1) // 2 + 1
         features = rows * max(int((self.roles >= P.NUMERIC).sum()), 1)
         features = min(features, data.size + 1)  # a feature takes a byte of text at least
-        out = {"indptr": np.empty(rows + 1, np.int64), "indices": np.empty(features, np.int32),
-               "values": np.empty(features, np.float32), "labels": np.empty(rows, np.float64),
-               "weights": np.empty(rows, np.float32), "row_lines": np.empty(rows, np.int64)}
+        out = block_arrays({"indptr": (rows + 1, np.int64), "indices": (features, np.int32),
+                            "values": (features, np.float32), "labels": (rows, np.float64),
+                            "weights": (rows, np.float32), "row_lines": (rows, np.int64)})
         rows, nnz, lines, status, bad_line, bad_at, column = P.parse_block(
             data, self.header_lines if first else 0, self.separator, self.roles, self.seeds,
             self.mask, self.scale, out["indptr"], out["indices"], out["values"],

@@ -20,7 +20,8 @@ import scipy.sparse as sp
 
 from hogwild.datasets import svmlight_parser as P
 from hogwild.datasets.parts import check_files, data_source
-from hogwild.datasets.ingest import Piece, TextFormat, cached_entries, parsed
+from hogwild.datasets.ingest import (Piece, TextFormat, block_arrays, cached_entries,
+                                     parsed)
 from hogwild.disk_arrays import on_disk
 from hogwild.errors import DataFormatError, HogwildError, check_int
 from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory, size_text
@@ -64,9 +65,9 @@ class SvmlightFormat(TextFormat):
 
     def parse(self, data, first=False):
         rows, nonzeros = (data.size + 1) // 2 + 1, (data.size + 1) // 4 + 1
-        out = {"indptr": np.empty(rows + 1, np.int64), "indices": np.empty(nonzeros, np.int32),
-               "values": np.empty(nonzeros, np.float32), "labels": np.empty(rows, np.float64),
-               "row_lines": np.empty(rows, np.int64), "qids": np.empty(rows, np.int64)}
+        out = block_arrays({"indptr": (rows + 1, np.int64), "indices": (nonzeros, np.int32),
+                            "values": (nonzeros, np.float32), "labels": (rows, np.float64),
+                            "row_lines": (rows, np.int64), "qids": (rows, np.int64)})
         base = 0 if self.base is None else self.base
         (rows, nnz, lines, status, bad_line, bad_at, low, high, any_qid) = P.parse_block(
             data, base, self.zero_based is False, out["indptr"], out["indices"], out["values"],

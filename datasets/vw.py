@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from hogwild.datasets import vw_parser as P
 from hogwild.datasets.hashing import DEFAULT_HASH_BITS, MAX_HASH_BITS
 from hogwild.datasets.parts import check_files, data_source
-from hogwild.datasets.ingest import Piece, TextFormat, parsed
+from hogwild.datasets.ingest import Piece, TextFormat, block_arrays, parsed
 from hogwild.errors import HogwildError, check_int
 
 _CACHE_VERSION = "vw-1"
@@ -109,13 +109,15 @@ class VWFormat(TextFormat):
     def parse(self, data, first=False):
         rows, features = (data.size + 1) // 2 + 1, (data.size + 1) // 2 + 1
         sides = len(self.letters)
-        out = {"indptr": np.empty(rows + 1, np.int64), "indices": np.empty(features, np.int32),
-               "values": np.empty(features, np.float32), "labels": np.empty(rows, np.float64),
-               "weights": np.empty(rows, np.float32), "row_lines": np.empty(rows, np.int64),
-               "side_offsets": np.empty(rows * sides + 1, np.int64),
-               "side_indices": np.empty(features if sides else 0, np.int32),
-               "side_values": np.empty(features if sides else 0, np.float32)}
-        scratch = np.empty(features, np.int8)
+        out = block_arrays({
+            "indptr": (rows + 1, np.int64), "indices": (features, np.int32),
+            "values": (features, np.float32), "labels": (rows, np.float64),
+            "weights": (rows, np.float32), "row_lines": (rows, np.int64),
+            "side_offsets": (rows * sides + 1, np.int64),
+            "side_indices": (features if sides else 0, np.int32),
+            "side_values": (features if sides else 0, np.float32),
+            "feature_slot": (features, np.int8)})
+        scratch = out.pop("feature_slot")
         (rows, nnz, side_nnz, lines, status, bad_line, bad_at) = P.parse_block(
             data, self.mask, self.slot_of, sides, out["indptr"], out["indices"], out["values"],
             out["labels"], out["weights"], out["row_lines"], out["side_offsets"],

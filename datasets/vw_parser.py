@@ -41,15 +41,17 @@ def _blank(c):
 
 @njit(nogil=True, cache=True, inline="always")
 def _name_end(buf, i, end):
-    """The end of a name (of a feature or namespace) from i: a blank, ':', '|'."""
-    while i < end and not _blank(buf[i]) and buf[i] != _COLON and buf[i] != _BAR:
+    """The end of a name (of a feature or namespace) from i: a blank, ':', '|' or
+    the line's end."""
+    while i < end and not _blank(buf[i]) and buf[i] != _COLON and buf[i] != _BAR \
+            and buf[i] != _NL:
         i += 1
     return i
 
 
 @njit(nogil=True, cache=True, inline="always")
 def _token_end(buf, i, end):
-    while i < end and not _blank(buf[i]) and buf[i] != _BAR:
+    while i < end and not _blank(buf[i]) and buf[i] != _BAR and buf[i] != _NL:
         i += 1
     return i
 
@@ -120,31 +122,29 @@ def parse_block(buf, mask, slot_of, slots, indptr, indices, values, labels, weig
     line = 0
     indptr[0] = 0
     side_offsets[0] = 0
+    end = n  # each scan below stops at a line's end too: a line is read in one pass
     while i < n:
         line += 1
         start = i
-        end = i
-        while end < n and buf[end] != _NL:
-            end += 1
-        i = end + 1
         k = start
         while k < end and _blank(buf[k]):
             k += 1
-        if k == end:
+        if k == end or buf[k] == _NL:
+            i = k + 1
             continue
         bar = k
-        while bar < end and buf[bar] != _BAR:
+        while bar < end and buf[bar] != _BAR and buf[bar] != _NL:
             bar += 1
         status = _labels(buf, start, bar, (labels, weights), rows)
         if status != OK:
             return rows, nnz, side_nnz, line, status, line, start
         lo = nnz
         k = bar
-        while k < end:  # at a '|'
+        while k < end and buf[k] == _BAR:
             k += 1
             slot = -1
             scale = 1.0
-            if k >= end or _blank(buf[k]) or buf[k] == _BAR:
+            if k >= end or _blank(buf[k]) or buf[k] == _BAR or buf[k] == _NL:
                 namespace = 0
                 slot = slot_of[_SPACE]
             else:
@@ -159,7 +159,7 @@ def parse_block(buf, mask, slot_of, slots, indptr, indices, values, labels, weig
                         return rows, nnz, side_nnz, line, BAD_SCALE, line, start
                     k = token
             nameless = 0
-            while k < end and buf[k] != _BAR:
+            while k < end and buf[k] != _BAR and buf[k] != _NL:
                 if _blank(buf[k]):
                     k += 1
                     continue
@@ -180,7 +180,7 @@ def parse_block(buf, mask, slot_of, slots, indptr, indices, values, labels, weig
                     if status == NOT_FINITE:
                         return rows, nnz, side_nnz, line, NOT_FINITE, line, start
                     if status != OK or (token < end and not _blank(buf[token])
-                                        and buf[token] != _BAR):
+                                        and buf[token] != _BAR and buf[token] != _NL):
                         # name:text, the text hashed within the name
                         token = _token_end(buf, k + 1, end)
                         h = hash_name(buf, k + 1, token, h)
@@ -202,6 +202,7 @@ def parse_block(buf, mask, slot_of, slots, indptr, indices, values, labels, weig
                     side_values[side_nnz] = values[f]
                     side_nnz += 1
             side_offsets[rows * slots + s + 1] = side_nnz
+        i = k + 1  # past the line's end
         nnz = sort_row(indices, values, lo, nnz)
         row_lines[rows] = line
         rows += 1

@@ -18,15 +18,27 @@ from hogwild import numba_cache  # noqa: E402
 
 numba_cache.install()  # before any module below defines a cached numba function
 
-from hogwild.config import RunControls, TrainingConfig  # noqa: E402
-from hogwild.engine import fit  # noqa: E402
-from hogwild.limits import usable_cores  # noqa: E402
-from hogwild.results import EpochRecord, FitResult  # noqa: E402
 from hogwild.errors import DataFormatError, DivergenceError, HogwildError  # noqa: E402
-from hogwild.objective import Metric, Objective  # noqa: E402
-from hogwild.schedulers import SCHEDULERS  # noqa: E402
-from hogwild.steps import STEP_SCHEDULES  # noqa: E402
-from hogwild.vertex_programs import vertex_program  # noqa: E402
+
+# The engine's names are imported when first used, so that a program that reads a
+# file (hogwild.datasets) or loads a model does not pay for the engine, its
+# backends and schedulers at start-up.
+_LAZY = {"RunControls": "hogwild.config", "TrainingConfig": "hogwild.config",
+         "fit": "hogwild.engine", "usable_cores": "hogwild.limits",
+         "EpochRecord": "hogwild.results", "FitResult": "hogwild.results",
+         "Metric": "hogwild.objective", "Objective": "hogwild.objective",
+         "SCHEDULERS": "hogwild.schedulers", "STEP_SCHEDULES": "hogwild.steps",
+         "vertex_program": "hogwild.vertex_programs"}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'hogwild' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 
