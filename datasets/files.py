@@ -116,11 +116,14 @@ _READERS = {"gzip": lambda raw, path: gzip.GzipFile(fileobj=raw),
 class Block:
     """Whole lines of a text file: ``data`` (uint8), the 1-based number of its first
     line being known only once the blocks before it are parsed; ``start`` its
-    offset in the (decompressed) text, ``read`` the file's bytes read so far."""
+    offset in the (decompressed) text, ``read`` the file's bytes read so far;
+    ``buffer`` the memory ``data`` lies in (given back to TextBlocks' ``spare`` once
+    the block is parsed, to hold a later block)."""
 
     data: np.ndarray
     start: int
     read: int
+    buffer: bytearray = None
 
 
 class TextBlocks:
@@ -132,10 +135,13 @@ class TextBlocks:
     is the file's (device, inode, size, times) when opened: ``check_unchanged``
     compares it after the read, and a file edited while it was read is refused.
     ``window`` (first, last): the lines that start in those bytes alone, of an
-    uncompressed file (one rank's share of it)."""
+    uncompressed file (one rank's share of it). ``spare``: a list of buffers that
+    blocks already parsed gave back (Block.buffer), taken before new ones are made:
+    new memory for every block costs a page fault every 4 KB of it."""
 
-    def __init__(self, path, block_bytes, max_line_bytes, window=None):
+    def __init__(self, path, block_bytes, max_line_bytes, window=None, spare=None):
         self.path, self.block_bytes, self.max_line_bytes = path, block_bytes, max_line_bytes
+        self.spare = [] if spare is None else spare
         self.raw = _open_regular(path)
         self.size = os.fstat(self.raw.fileno()).st_size
         self.identity = _identity(os.fstat(self.raw.fileno()))
@@ -207,7 +213,8 @@ class TextBlocks:
         carry, start, lone_cr = b"", 0, None
         size = self.block_bytes
         while True:
-            buffer = bytearray(size)
+            buffer = self.spare.pop() if self.spare and len(self.spare[-1]) == size else \
+                bytearray(size)
             buffer[:len(carry)] = carry
             end = self._fill(buffer, len(carry))
             ended = end < len(buffer)  # the file's end is in this buffer
@@ -231,7 +238,7 @@ class TextBlocks:
                 carry, size = bytes(buffer[:end]), min(2 * size, self.max_line_bytes)
                 continue
             carry, size = bytes(buffer[cut:end]), self.block_bytes
-            yield Block(np.frombuffer(buffer, np.uint8, cut), start, self.bytes_read())
+            yield Block(np.frombuffer(buffer, np.uint8, cut), start, self.bytes_read(), buffer)
             start += cut
             if ended:
                 return

@@ -341,8 +341,13 @@ def read_text(path, fmt, sink, budget=None, progress=None):
                     raise
         return before + block.read
 
-    def finished(future):
+    spare = []  # the buffers of blocks parsed and appended, for the next blocks
+
+    def finished(job):
+        future, block = job
         done = future.result()
+        if len(block.buffer) == budget.block_bytes and len(spare) < budget.in_flight:
+            spare.append(block.buffer)  # (a longer line's, or CR-ended text's, is not)
         if progress is not None:
             progress(done, total_bytes)
 
@@ -354,18 +359,19 @@ def read_text(path, fmt, sink, budget=None, progress=None):
                 share = name if isinstance(name, FileRange) else None
                 with TextBlocks(name if share is None else share.path, budget.block_bytes,
                                 budget.max_line_bytes,
-                                None if share is None else (share.first, share.last)) as blocks:
+                                None if share is None else (share.first, share.last),
+                                spare) as blocks:
                     for k, block in enumerate(blocks):
                         decided = threading.Event() if fmt.needs_first and ticket == 0 else None
                         opens_file = k == 0 and (share is None or share.first == 0)
-                        pending.append(pool.submit(job, ticket, file, block, opens_file,
-                                                   before, decided))
+                        pending.append((pool.submit(job, ticket, file, block, opens_file,
+                                                    before, decided), block))
                         ticket += 1
                         if decided is not None:
-                            while not decided.wait(0.05) and not pending[0].done():
+                            while not decided.wait(0.05) and not pending[0][0].done():
                                 pass
                         while pending and (len(pending) >= budget.in_flight or
-                                           pending[0].done()):
+                                           pending[0][0].done()):
                             finished(pending.popleft())
                         if failed:
                             break
@@ -378,7 +384,7 @@ def read_text(path, fmt, sink, budget=None, progress=None):
                 finished(pending.popleft())
         finally:
             failed.append(None)  # the jobs still queued skip their turn's work
-            for future in pending:
+            for future, _ in pending:
                 future.cancel()
     return totals
 
