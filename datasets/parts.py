@@ -20,7 +20,7 @@ from hogwild.paths import check_regular
 
 # A folder's files that are not data: hidden files, and Hadoop's and Spark's markers
 # and checksums (_SUCCESS, _committed_..., .part-00000.crc)
-_SKIPPED_PREFIXES = (".", "_")
+SKIPPED_PREFIXES = (".", "_")
 FINGERPRINT_BYTES = 1 << 16
 
 
@@ -101,7 +101,7 @@ def part_files(spec):
     path = Path(text)
     if path.is_dir():
         files = sorted((p for p in path.iterdir()
-                        if not p.name.startswith(_SKIPPED_PREFIXES) and p.is_file()),
+                        if not p.name.startswith(SKIPPED_PREFIXES) and p.is_file()),
                        key=_name_order)
         if not files:
             raise HogwildError(f"{text} is a folder without data files (hidden files and "

@@ -34,6 +34,7 @@ from hogwild.cli.ranks import abort_job, launch
 from hogwild.cli.run import run_cuts, run_implicit, run_mc, run_svm
 from hogwild.backends.mpi import agree, check_summation_servers, import_mpi, in_mpi_job, \
     job_rank, job_size, meet_before_exit, rank_lost
+from hogwild.datasets.outputs import check_outputs
 from hogwild.errors import HogwildError, Interrupted
 from hogwild.interrupts import interrupts_kept
 from hogwild.paths import not_regular
@@ -101,6 +102,21 @@ def _check_output(path, option):
                            f"({error.strerror})") from None
 
 
+def _check_outputs(args):
+    """Every output option checked (_check_output), and none naming a file the run
+    reads or another output's (a checkpoint may be the one --resume reads)."""
+    plot = getattr(args, "plot", "none")
+    outputs = {"--save": getattr(args, "save", None), "--out": getattr(args, "out", None),
+               "--markdown": getattr(args, "markdown", None),
+               "--plot": None if plot == "none" else plot,
+               "--checkpoint": getattr(args, "checkpoint", None)}
+    for option, path in outputs.items():
+        _check_output(path, option)
+    check_outputs(outputs, {option: getattr(args, option[2:], None)
+                            for option in ("--data", "--test", "--resume", "--terminals")},
+                  may_share={("--checkpoint", "--resume")})
+
+
 def _mpi_command(args):
     """Whether the command runs as an MPI job."""
     return getattr(args, "backend", None) == "mpi" or args.command == "allreduce-probe"
@@ -151,12 +167,7 @@ def _dispatch(args, argv=()):
                 return launch(args.ranks, argv, args.oversubscribe)
             if getattr(args, "backend", None) == "gpu":
                 _use_gpu(args)
-            _check_output(getattr(args, "save", None), "--save")
-            _check_output(getattr(args, "out", None), "--out")
-            _check_output(getattr(args, "markdown", None), "--markdown")
-            if getattr(args, "plot", "none") != "none":
-                _check_output(args.plot, "--plot")
-            _check_output(getattr(args, "checkpoint", None), "--checkpoint")
+            _check_outputs(args)
             if args.command == "datasets":
                 list_datasets(args)
             elif args.command == "bench":

@@ -13,6 +13,7 @@ import tempfile
 
 import numpy as np
 
+from hogwild.datasets.outputs import check_script_outputs
 from hogwild.datasets.ratings import split_ratings
 from hogwild.datasets.registry import load_ratings
 from hogwild.problems.matrix_completion import MatrixFactorization
@@ -32,6 +33,7 @@ def main():
                         help="where to save the model (default: a temporary file, "
                              "removed at the end)")
     args = parser.parse_args()
+    check_script_outputs(parser, {"--model-file": args.model_file}, {"--data": args.data})
 
     # Hold out 20% of the ratings to measure the test RMSE.
     train, test = split_ratings(load_ratings(args.data), 0.2, seed=0)

@@ -12,6 +12,7 @@ import argparse
 
 import numpy as np
 
+from hogwild.datasets.outputs import check_script_outputs
 from hogwild.paths import shared_data_dir
 from hogwild.problems import segmentation
 
@@ -29,6 +30,7 @@ def main():
     parser.add_argument("--out", default="segmentation.png",
                         help="the label PNG to write (default: segmentation.png)")
     args = parser.parse_args()
+    check_script_outputs(parser, {"--out": args.out}, {"--image": args.image})
 
     image = segmentation.read_gray(args.image)
     seeds = segmentation.auto_seeds(image, args.labels, seed=0)

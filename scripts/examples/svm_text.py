@@ -10,6 +10,7 @@ its test split). The plot needs matplotlib (pip install 'hogwild[plots]').
 import argparse
 import itertools
 
+from hogwild.datasets.outputs import check_script_outputs
 from hogwild.datasets.registry import load_svm_data
 from hogwild.problems.sparse_svm import SparseSVM
 
@@ -27,6 +28,8 @@ def main():
     parser.add_argument("--plot", default="svm-test-error.png",
                         help="the plot PNG to write (default: svm-test-error.png)")
     args = parser.parse_args()
+    check_script_outputs(parser, {"--plot": args.plot},
+                         {"--data": args.data, "--test": args.test})
 
     # Rows are TF-IDF vectors with one label each; the two classes of a binary set.
     train, test = load_svm_data(args.data, args.test)
