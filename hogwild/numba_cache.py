@@ -10,9 +10,18 @@ an empty namespace package that shadows the real one. So hogwild's modules cache
 under hogwild's cache directory instead (hogwild.paths.cache_dir()/numba, one
 folder per source folder), like the generated kernel modules. NUMBA_CACHE_DIR,
 when set, still wins; other packages' functions are not affected.
+
+Those files are input like any other: numba loads a data file's machine code as it
+finds it, and 256 damaged bytes in one (a disk error, a crash mid-write) ended every
+later run in an LLVM assertion (SIGABRT). So each file hogwild's caches hold starts
+with the SHA-256 of what numba wrote, checked before numba reads it; a damaged file,
+or one that is no regular file (a FIFO, a link to a device), is a miss with a warning,
+compiled and cached anew.
 """
 import hashlib
+import io
 import os
+import pickle
 import types
 import warnings
 from pathlib import Path
@@ -20,7 +29,7 @@ from pathlib import Path
 from numba.core import caching
 
 from hogwild.errors import HogwildError
-from hogwild.paths import cache_dir, code_cache_folder
+from hogwild.paths import cache_dir, code_cache_folder, not_regular
 
 _PACKAGES = ("hogwild",)  # hogwild.problems and hogwild.datasets included
 
@@ -122,6 +131,98 @@ def install():
     locators.insert(first, HogwildCacheLocator)
     impl._locator_classes = locators
     _tolerate_cache_failures(caching.Cache)
+    _sign_cache_files(caching.IndexDataCacheFile)
+
+
+_SIGNED = b"hogwild-signed numba cache 1\n"  # then the SHA-256 of numba's bytes, then them
+MAX_CACHE_FILE = 1 << 30  # bytes: far more than any compiled function's
+
+
+class DamagedCacheFile(Exception):
+    """A cache file whose bytes are not those hogwild wrote, or no regular file."""
+
+
+def _signed(payload):
+    return _SIGNED + hashlib.sha256(payload).digest() + payload
+
+
+def _verified(path):
+    """numba's bytes in the cache file ``path``, their SHA-256 checked; None for an
+    unsigned file (numba's own format). FileNotFoundError where there is none;
+    DamagedCacheFile for one damaged, too large, or no regular file (read without
+    blocking on a FIFO or following a link)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as error:  # a link (ELOOP), a folder, no permission
+        raise DamagedCacheFile(f"{path}: {error.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        kind = not_regular(info.st_mode)
+        if kind is not None or info.st_size > MAX_CACHE_FILE:
+            raise DamagedCacheFile(f"{path} is {kind or 'larger than any compiled function'}")
+        data = f.read()
+    if not data.startswith(_SIGNED):
+        return None
+    digest, payload = data[len(_SIGNED):len(_SIGNED) + 32], data[len(_SIGNED) + 32:]
+    if hashlib.sha256(payload).digest() != digest:
+        raise DamagedCacheFile(f"{path} is damaged: its bytes are not those written")
+    return payload
+
+
+def _sign_cache_files(file_class):
+    """numba's index and data files under hogwild's cache folder written signed
+    (_signed) and read only once verified (_verified): an unsigned index (another
+    version's) is an empty one, an unsigned or damaged data file a DamagedCacheFile
+    (which _tolerate_cache_failures turns into a miss)."""
+    save_index, load_index = file_class._save_index, file_class._load_index
+    save_data, load_data = file_class._save_data, file_class._load_data
+
+    def ours(cache_file):
+        return Path(cache_file._cache_path).is_relative_to(cache_dir())
+
+    def _load_index(self):
+        if not ours(self):
+            return load_index(self)
+        try:
+            payload = _verified(self._index_path)
+        except FileNotFoundError:
+            return {}
+        if payload is None:
+            return {}
+        stream = io.BytesIO(payload)
+        if pickle.load(stream) != self._version:
+            return {}
+        stamp, overloads = pickle.loads(stream.read())
+        return overloads if stamp == self._source_stamp else {}
+
+    def _save_index(self, overloads):
+        if not ours(self):
+            return save_index(self, overloads)
+        payload = pickle.dumps(self._version, protocol=-1) + \
+            self._dump((self._source_stamp, overloads))
+        with self._open_for_write(self._index_path) as f:
+            f.write(_signed(payload))
+
+    def _load_data(self, name):
+        if not ours(self):
+            return load_data(self, name)
+        path = self._data_path(name)
+        payload = _verified(path)  # (a missing file: numba's load sees a miss)
+        if payload is None:
+            raise DamagedCacheFile(f"{path} is not signed: not a file hogwild wrote")
+        return pickle.loads(payload)
+
+    def _save_data(self, name, data):
+        if not ours(self):
+            return save_data(self, name, data)
+        with self._open_for_write(self._data_path(name)) as f:
+            f.write(_signed(self._dump(data)))
+
+    file_class._save_index, file_class._load_index = _save_index, _load_index
+    file_class._save_data, file_class._load_data = _save_data, _load_data
 
 
 _WARNED = set()
