@@ -41,7 +41,10 @@ def atomic_file(path, mode="wb"):
     except OSError as error:
         raise HogwildError(f"cannot write {path}: {error.strerror or error}") from None
     finally:
-        temporary.unlink(missing_ok=True)
+        try:
+            temporary.unlink(missing_ok=True)
+        except OSError:  # a read-only folder, where it was never made
+            pass
 
 
 def _remove_dead_writers(path):

@@ -636,6 +636,7 @@ def test_every_problem_lists_the_shared_options_in_one_group(capsys, monkeypatch
 
 def test_each_problem_takes_its_defaults_from_the_library():
     from hogwild.cli import build_parser
+    from hogwild.cli.options import control_fields
     from hogwild.problems.graph_cuts import CUT_TRAINING
     from hogwild.problems.matrix_completion import MatrixFactorization
     from hogwild.problems.sparse_svm import SparseSVM
@@ -647,7 +648,8 @@ def test_each_problem_takes_its_defaults_from_the_library():
         args = parser.parse_args(["run", problem])
         for name in ("epochs", "step", "decay", "step_schedule", "scheduler", "shuffle_block"):
             assert getattr(args, name) == defaults[name], (problem, name)
-        assert args.checkpoint == f"hogwild-{problem}-checkpoint.npz"
+        assert args.checkpoint is None  # (given none, control_fields names the default)
+        assert control_fields(args)["checkpoint"] == f"hogwild-{problem}-checkpoint.npz"
     assert parser.parse_args(["run", "svm", "--step-schedule", "inverse"]).step_schedule == \
         "inverse"
 

@@ -1,15 +1,19 @@
-"""A file the command or an example writes never replaces one it reads: each such typo is one
-line, exit 2, before anything is read or trained, and every input is left byte for
-byte as it was."""
+"""A file the command or an example writes never replaces one it reads: each such
+typo is one line, exit 2, before anything is read or trained, and every input is
+left byte for byte as it was; and a folder that cannot be written refuses only the
+outputs asked for there, each with one line."""
+import errno
 import hashlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from hogwild import HogwildError
 from hogwild.cli import main
 
 SVM_ROWS = "".join(f"{1 if k % 3 else -1} 1:{k % 7 / 7:.3f} {2 + k % 5}:1\n" for k in range(60))
@@ -114,3 +118,42 @@ def test_the_examples_refuse_an_output_that_names_an_input(folder, script, argv,
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"{script}: error: {message}; give another path\n"
     assert {path: _digest(path) for path in folder.rglob("*") if path.is_file()} == before
+
+
+def _read_only(folder):
+    """What writing a file into ``folder`` raises where its disk is mounted read-only
+    (root writes through permission bits, so the test cannot make one)."""
+    def refuse(*args, dir=None, **kwargs):
+        if dir is not None and os.path.samefile(dir, folder):
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real(*args, dir=dir, **kwargs)
+    real = tempfile.TemporaryFile
+    return refuse
+
+
+def test_a_read_only_working_folder_refuses_only_a_checkpoint_asked_for_there(
+        folder, capsys, monkeypatch):
+    """The Ctrl-C checkpoint goes to the working folder unless --checkpoint says
+    otherwise: a run that names none is not refused for a folder it may never write."""
+    monkeypatch.setattr(tempfile, "TemporaryFile", _read_only(folder))
+    assert main(["run", "svm", "--data", "train.svm", "--epochs", "1"]) == 0
+    capsys.readouterr()
+    assert main(["run", "svm", "--data", "train.svm", "--epochs", "1",
+                 "--checkpoint", "run.ckpt"]) == 2
+    assert capsys.readouterr().err == (f"hogwild: error: --checkpoint run.ckpt: the folder "
+                                       f"{folder} is not writable (Read-only file system)\n")
+
+
+def test_a_file_that_cannot_be_written_is_one_error_on_a_read_only_disk(tmp_path, monkeypatch):
+    """Nothing to remove where the temporary file could not be made: its removal
+    failing too (EROFS, not ENOENT) was a traceback in place of the error."""
+    from hogwild import atomic
+
+    def refuse(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(atomic, "open", refuse, raising=False)
+    monkeypatch.setattr(atomic.Path, "unlink", refuse)
+    with pytest.raises(HogwildError, match=r"^cannot write .*model\.npz: Read-only file system$"):
+        with atomic.atomic_file(tmp_path / "model.npz") as f:
+            f.write(b"x")

@@ -331,7 +331,7 @@ def _add_training_options(parser, problem):
                             "--seed); --epochs is the total")
     group.add_argument("--json", action="store_true",
                        help="print one JSON result on stdout instead of the text report")
-    parser.set_defaults(checkpoint=f"hogwild-{problem}-checkpoint.npz", **defaults)
+    parser.set_defaults(**defaults)
 
 
 def _staleness(text):
@@ -454,9 +454,11 @@ def estimator_fields(args):
 
 def control_fields(args):
     """The RunControls fields of the shared options (the CLI checkpoints on Ctrl-C
-    only, unless --checkpoint-every is given)."""
-    return {"checkpoint": args.checkpoint, "checkpoint_every": args.checkpoint_every,
-            "resume": args.resume}
+    only, unless --checkpoint-every is given, by default into the working folder:
+    checked as the run starts only where --checkpoint names it, so that a read-only
+    folder refuses no run that is never interrupted)."""
+    return {"checkpoint": args.checkpoint or f"hogwild-{args.problem}-checkpoint.npz",
+            "checkpoint_every": args.checkpoint_every, "resume": args.resume}
 
 
 def _add_mc_parser(problems, rating_datasets):
