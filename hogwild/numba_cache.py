@@ -172,11 +172,29 @@ def _verified(path):
     return payload
 
 
+def _signed_payload(path, strict):
+    """_verified(path) where the file is signed; None for an unsigned one. ``strict``
+    (a file of hogwild's cache folder): every file read as _verified reads it; else
+    (another package's cache, or one of hogwild's written before the cache folder
+    moved) the file is first opened as numba opens it, and only a signed one is
+    verified, so other caches behave as numba made them."""
+    if not strict:
+        try:
+            with open(path, "rb") as f:
+                if f.read(len(_SIGNED)) != _SIGNED:
+                    return None
+        except OSError:
+            return None  # numba's own reader says what it is
+    return _verified(path)
+
+
 def _sign_cache_files(file_class):
     """numba's index and data files under hogwild's cache folder written signed
-    (_signed) and read only once verified (_verified): an unsigned index (another
-    version's) is an empty one, an unsigned or damaged data file a DamagedCacheFile
-    (which _tolerate_cache_failures turns into a miss)."""
+    (_signed), and a signed file read only once verified, wherever it lies (a test,
+    or a user, may move HOGWILD_CACHE_DIR after numba made a function's cache): in
+    hogwild's folder an unsigned index (another version's) is an empty one, an
+    unsigned or damaged data file a DamagedCacheFile (which
+    _tolerate_cache_failures turns into a miss)."""
     save_index, load_index = file_class._save_index, file_class._load_index
     save_data, load_data = file_class._save_data, file_class._load_data
 
@@ -184,14 +202,13 @@ def _sign_cache_files(file_class):
         return Path(cache_file._cache_path).is_relative_to(cache_dir())
 
     def _load_index(self):
-        if not ours(self):
-            return load_index(self)
+        strict = ours(self)
         try:
-            payload = _verified(self._index_path)
+            payload = _signed_payload(self._index_path, strict)
         except FileNotFoundError:
             return {}
         if payload is None:
-            return {}
+            return {} if strict else load_index(self)
         stream = io.BytesIO(payload)
         if pickle.load(stream) != self._version:
             return {}
@@ -207,11 +224,11 @@ def _sign_cache_files(file_class):
             f.write(_signed(payload))
 
     def _load_data(self, name):
-        if not ours(self):
-            return load_data(self, name)
-        path = self._data_path(name)
-        payload = _verified(path)  # (a missing file: numba's load sees a miss)
+        strict, path = ours(self), self._data_path(name)
+        payload = _signed_payload(path, strict)  # (a missing file: numba's load sees a miss)
         if payload is None:
+            if not strict:
+                return load_data(self, name)
             raise DamagedCacheFile(f"{path} is not signed: not a file hogwild wrote")
         return pickle.loads(payload)
 
@@ -255,7 +272,7 @@ def _tolerate_cache_failures(cache_class):
         try:
             return save(self, sig, data)
         except Exception as error:  # noqa: BLE001 - no space, read-only, a damaged index
-            if not ours(self):
+            if not (ours(self) or isinstance(error, DamagedCacheFile)):
                 raise
             forget(self, "written", error)
         try:  # once more, over no index
@@ -267,7 +284,7 @@ def _tolerate_cache_failures(cache_class):
         try:
             return load(self, sig, target_context)
         except Exception as error:  # noqa: BLE001 - a damaged file fails in many ways
-            if not ours(self):
+            if not (ours(self) or isinstance(error, DamagedCacheFile)):
                 raise
             forget(self, "read", error)
             return None

@@ -67,3 +67,22 @@ def test_a_cache_file_in_numbas_own_format_is_compiled_again_in_silence(tmp_path
     status, out, err = _run(tmp_path)
     assert (status, out) == (0, "True 0") and "Damaged" not in err, err[-2000:]
     assert _run(tmp_path)[:2] == (0, "True 1")
+
+
+MOVED_AFTER_IMPORT = """
+import os, sys
+import numpy as np
+from hogwild.index_check import _nondecreasing  # its cache is where the folder was
+os.environ["HOGWILD_CACHE_DIR"] = sys.argv[1]
+print(_nondecreasing(np.arange(5)), sum(_nondecreasing.stats.cache_hits.values()))
+"""
+
+
+def test_signed_files_load_after_the_cache_folder_moves_under_a_process(tmp_path):
+    """A function's cache stays where numba made it when HOGWILD_CACHE_DIR changes
+    later (as tests do): its signed files must still load, not reach numba's reader."""
+    assert _run(tmp_path)[:2] == (0, "True 0")
+    done = subprocess.run([sys.executable, "-c", MOVED_AFTER_IMPORT, str(tmp_path / "moved")],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HOGWILD_CACHE_DIR": str(tmp_path)})
+    assert (done.returncode, done.stdout.strip()) == (0, "True 1"), done.stderr[-2000:]
