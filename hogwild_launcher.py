@@ -1,6 +1,8 @@
 """The ``hogwild`` command's entry point. It sits outside the package because
 importing hogwild takes a second (numba): a Ctrl-C then, before the command's own
-handling is in place, would end in a KeyboardInterrupt traceback. An import that
+handling is in place, would end in a KeyboardInterrupt traceback. SIGTERM and
+SIGHUP (how systemd, Kubernetes and Slurm stop a job; a closed terminal) do what a
+Ctrl-C does at the moment they arrive, and the command exits 143 or 129 for them. An import that
 a Ctrl-C interrupts may also fail otherwise (numpy turns it into an ImportError,
 "PyCapsule_Import could not import module datetime"), and one may swallow it: a
 Ctrl-C seen during the imports ends the command whatever became of it.
@@ -28,6 +30,24 @@ def _forget_interrupted_pyrun():
         pass
 
 
+def _stop_signals_as_ctrl_c(received):
+    """From now on SIGTERM and SIGHUP, unless inherited as ignored (nohup), do what
+    SIGINT's handler of the moment does: a KeyboardInterrupt during start-up, data
+    making or saving (whose clean-up runs), a stop after the epoch while training
+    (hogwild.interrupts installs its handler for all three there). Each is
+    appended to ``received``."""
+    def as_ctrl_c(signum, frame):
+        received.append(signum)
+        handler = signal.getsignal(signal.SIGINT)
+        if not callable(handler):  # SIGINT ignored or default: SIGTERM still stops
+            raise KeyboardInterrupt
+        handler(signum, frame)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) != signal.SIG_IGN:
+            signal.signal(signum, as_ctrl_c)
+
+
 GC_YOUNG_OBJECTS = 50_000  # Python's default, 700, collects ~30 times as often
 
 
@@ -37,7 +57,8 @@ def main():
     # them took 0.25 s of a run's 1.3 s start (median of 10). Rarer young-object
     # collections still bound what garbage cycles hold.
     gc.set_threshold(GC_YOUNG_OBJECTS, *gc.get_threshold()[1:])
-    interrupted = []
+    interrupted, received = [], []
+    _stop_signals_as_ctrl_c(received)
 
     def interrupt(signum, frame):
         interrupted.append(signum)
@@ -58,7 +79,9 @@ def main():
     except KeyboardInterrupt:
         print("hogwild: interrupted", file=sys.stderr)
         status = 130
-    if status in (130, 143):
+    if status == 130 and received:  # the interrupt was a SIGTERM's or a SIGHUP's
+        status = 128 + received[0]
+    if status in (129, 130, 143):
         _forget_interrupted_pyrun()
     return _exit_now(status)
 

@@ -7,6 +7,7 @@ import numpy as np
 from hogwild.structure import Graph
 from hogwild.datasets.files import read_text_bytes
 from hogwild.errors import DataFormatError
+from hogwild.limits import available_memory
 
 
 def _lines(path):
@@ -26,6 +27,7 @@ def read_dimacs(path):
         if fields[0] == "p" and len(fields) >= 4 and n is None \
                 and _number(fields[2], MAX_VERTICES) is not None:
             n = _number(fields[2], MAX_VERTICES)
+            _check_vertices_fit(n, f"{path}, line {number}: {line.strip()[:80]!r}")
         elif fields[0] == "e" and len(fields) >= 3 and n is not None:
             a, b = (_number(field, n) or 0 for field in fields[1:3])
             if not (1 <= a <= n and 1 <= b <= n):
@@ -83,6 +85,18 @@ def read_weighted_edges(path):
 
 
 MAX_VERTICES = 2**31 - 1  # a DIMACS graph's vertices are numbered in int32
+BYTES_PER_VERTEX = 16  # the graph's row index and one array a vertex beside it
+
+
+def _check_vertices_fit(n, header):
+    """A header's vertex count, against the memory available before anything of
+    that size is made (a one-edge file declaring 2e9 vertices was killed by the
+    kernel)."""
+    needed, memory = BYTES_PER_VERTEX * (n + 1), available_memory()
+    if memory is not None and needed > memory:
+        raise DataFormatError(f"{header} declares {n:,} vertices, which need "
+                              f"{needed / 2**30:.1f} GiB, more than the "
+                              f"{memory / 2**30:.1f} GiB of memory available")
 
 
 def _number(text, largest=2**63 - 1):

@@ -432,7 +432,7 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
         A bad option, objective or input, named before any work (DivergenceError,
         a subclass: training diverged).
     hogwild.errors.Interrupted
-        A KeyboardInterrupt: a Ctrl-C or SIGTERM stopped the run after an epoch.
+        A KeyboardInterrupt: a Ctrl-C, SIGTERM or SIGHUP stopped the run after an epoch.
 
     Notes
     -----
@@ -440,7 +440,7 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
     ``checkpoint_every`` epochs, after the last one and after a Ctrl-C is written
     there atomically; ``resume=PATH`` continues it up to ``epochs`` in total, for the
     deterministic schedulers (serial, blocked, colored, cyclades) bitwise as an
-    uninterrupted run. The first Ctrl-C (or SIGTERM) stops the fit after the
+    uninterrupted run. The first Ctrl-C (or SIGTERM, SIGHUP) stops the fit after the
     current epoch; a second abandons the epoch. These hold on every backend.
 
     Reproducibility: with a seed, ``serial``, ``blocked``, ``colored`` and

@@ -32,9 +32,9 @@ class WorkerLost(HogwildError):
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C (SIGINT) or SIGTERM stopped training. After the first signal, the run
-    stops after a whole epoch: ``epoch`` epochs are done and, when the run had a
-    checkpoint path, their state is in ``checkpoint``. A second signal abandons the
+    """Ctrl-C (SIGINT), SIGTERM or SIGHUP stopped training. After the first signal,
+    the run stops after a whole epoch: ``epoch`` epochs are done and, when the run had
+    a checkpoint path, their state is in ``checkpoint``. A second signal abandons the
     epoch under way (``epoch`` is None; the last checkpoint is intact).
     ``signum`` is the signal; a command line exits with 128 + signum."""
 

@@ -1,6 +1,7 @@
-"""Ctrl-C and SIGTERM: during training they stop the run after the current epoch
-(stop_after_epoch); during start-up a Ctrl-C ends it at once, and must not be lost
-(interrupts_kept).
+"""Ctrl-C, SIGTERM and SIGHUP: during training they stop the run after the current
+epoch (stop_after_epoch); during start-up a Ctrl-C ends it at once, and must not be
+lost (interrupts_kept). A signal the process inherited as ignored (nohup's SIGHUP,
+a background job's SIGINT) stays ignored.
 
 numba compiles through llvmlite, whose Python code is not safe against an
 exception raised between two of its lines: a half-made wrapper's __del__ fails
@@ -20,7 +21,7 @@ import threading
 
 from hogwild.errors import Interrupted
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _remembered = []  # SIGINTs delivered while interrupts_kept's handler was in place
 
 
@@ -107,8 +108,8 @@ class StopRequest:
 
 @contextlib.contextmanager
 def stop_after_epoch(announce=True):
-    """While training: the first Ctrl-C or SIGTERM asks to stop after the current
-    epoch (the returned request's ``is_set``), a second one interrupts at once;
+    """While training: the first Ctrl-C, SIGTERM or SIGHUP asks to stop after the
+    current epoch (the returned request's ``is_set``), a second one interrupts at once;
     ``announce``: say so on stderr (the reporting process alone: every rank of an
     MPI job gets the signal). Only the main thread can install signal handlers;
     elsewhere both signals keep their usual effect. A Ctrl-C of the start-up that
@@ -128,7 +129,8 @@ def stop_after_epoch(announce=True):
             print(f"hogwild: stopping after this epoch ({again} again to abandon it)",
                   file=sys.stderr, flush=True)
 
-    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
+    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS
+                if signal.getsignal(signum) != signal.SIG_IGN}
     try:
         yield requested
     finally:

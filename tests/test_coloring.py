@@ -116,6 +116,24 @@ def test_read_dimacs_and_its_errors(tmp_path):
         read_dimacs(bad)
 
 
+def test_a_dimacs_header_declaring_more_vertices_than_memory_holds_is_refused(tmp_path,
+                                                                               monkeypatch):
+    """A one-edge file whose header declared 2,000,000,000 vertices was allocated
+    before any check, and the kernel killed the run 36 s later."""
+    from hogwild.datasets import graphs
+
+    bomb = tmp_path / "bomb.col"
+    bomb.write_text("c bomb\np edge 2000000000 1\ne 1 2\n")
+    monkeypatch.setattr(graphs, "available_memory", lambda: 2**30)
+    with pytest.raises(DataFormatError) as error:
+        read_dimacs(bomb)
+    assert str(error.value) == (f"{bomb}, line 2: 'p edge 2000000000 1' declares "
+                                "2,000,000,000 vertices, which need 29.8 GiB, more than the "
+                                "1.0 GiB of memory available")
+    bomb.write_text("p edge 60000000 1\ne 1 2\n")  # 0.9 GiB: fits
+    assert read_dimacs(bomb).n_vertices == 60_000_000
+
+
 def test_read_edge_list_maps_ids_and_skips_count_lines(tmp_path):
     path = tmp_path / "edges.txt"
     path.write_text("# comment\n5\n3\n10\t20\n20\t35\n35\t10\n")

@@ -792,20 +792,25 @@ def _maps(pid, library):
         return False
 
 
+STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
-def test_ctrl_c_while_the_command_imports_is_one_line_and_exit_130(tmp_path):
+@pytest.mark.parametrize("signum", STOP_SIGNALS)
+def test_ctrl_c_while_the_command_imports_is_one_line_and_exit_130(tmp_path, signum):
     """Ctrl-C while the command imported numba (its first second) printed a
     KeyboardInterrupt traceback (exit -2). Ctrl-C reaches the whole process group, as
-    a terminal's does."""
+    a terminal's does; so do a scheduler's SIGTERM and a closed terminal's SIGHUP,
+    which killed the command without a word."""
     command = [sys.executable, "-m", "hogwild_launcher", "run", "mc", "--data",
                "jumbo:3000x3000x300000", "--epochs", "50"]
     env = {**os.environ, "HOGWILD_CACHE_DIR": str(tmp_path / "cache")}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, start_new_session=True, env=env, cwd=tmp_path)
     _wait_for(lambda: _maps(process.pid, "_multiarray_umath"), "numpy import")  # numba next
-    os.killpg(process.pid, signal.SIGINT)
+    os.killpg(process.pid, signum)
     out, err = process.communicate(timeout=120)
-    assert process.returncode == 130, err
+    assert process.returncode == 128 + signum, err
     assert err.startswith("hogwild: interrupted") and "Traceback" not in err, err
     assert len(err.splitlines()) == 1, err
 
@@ -826,22 +831,47 @@ def _spawned_children(pid):
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
-def test_ctrl_c_while_worker_processes_start_is_the_parents_alone(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_while_worker_processes_start_is_the_parents_alone(tmp_path, signum):
     """Ctrl-C while the processes backend's children imported numpy and numba gave a
     KeyboardInterrupt traceback in each child and 'worker 1 ... killed by signal
-    SIGINT while starting' (exit 2): the children are now born ignoring SIGINT, and
-    the parent stops as for any Ctrl-C (exit 130)."""
+    SIGINT while starting' (exit 2): the children are now born ignoring the stop
+    signals, and the parent stops as for any Ctrl-C (exit 130; 143 for SIGTERM)."""
     command = [sys.executable, "-m", "hogwild_launcher", "run", "svm", "--backend",
                "processes", "--workers", "2", "--epochs", "50"]
     env = {**os.environ, "HOGWILD_CACHE_DIR": str(tmp_path / "cache")}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, start_new_session=True, env=env, cwd=tmp_path)
     _wait_for(lambda: _spawned_children(process.pid), "worker process")
-    os.killpg(process.pid, signal.SIGINT)
+    os.killpg(process.pid, signum)
     out, err = process.communicate(timeout=300)
-    assert process.returncode == 130, err
+    assert process.returncode == 128 + signum, err
     assert "Traceback" not in err and "killed by signal" not in err, err
     assert err.splitlines()[-1].startswith("hogwild: interrupted"), err
+
+
+def _entries_in_progress(root, pid):
+    return list(Path(root).rglob(f".tmp-{pid}-*"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_or_sighup_while_data_is_made_removes_the_entry_and_says_so(signum):
+    """SIGTERM or SIGHUP while a Jumbo matrix was made killed the command without a
+    word and left the partial cache entry (.tmp-PID, gigabytes at scale); Ctrl-C
+    there already cleaned up and exited 130."""
+    cache = os.environ["HOGWILD_CACHE_DIR"]
+    spec = f"jumbo:400000x100000x{30_000_000 + signum}"  # made by this test alone
+    process = subprocess.Popen([sys.executable, "-m", "hogwild_launcher", "run", "mc",
+                                "--data", spec, "--epochs", "1"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    _wait_for(lambda: _entries_in_progress(cache, process.pid) or process.poll() is not None,
+              "cache entry in progress")
+    os.killpg(process.pid, signum)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 128 + signum, err
+    assert err == "hogwild: interrupted\n"
+    assert _entries_in_progress(cache, process.pid) == []
 
 
 def test_labels_of_types_that_do_not_compare_are_one_error():

@@ -134,7 +134,7 @@ def start_run(tmp_path, scheduler="hogwild", poisoned=-1, replication="shared"):
     script.write_text(RUN)
     return subprocess.Popen([sys.executable, str(script), str(tmp_path / "run.npz"),
                              scheduler, str(poisoned), replication], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def wait_for_epoch(process, epoch):
@@ -175,20 +175,45 @@ def test_an_exception_in_a_worker_reaches_the_parent(tmp_path, scheduler, replic
     assert load_checkpoint(tmp_path / "run.npz").epoch == 2
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_ctrl_c_or_sigterm_in_the_parent_checkpoints_and_cleans_up(tmp_path, signum):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("group", [False, True], ids=["parent", "group"])
+def test_ctrl_c_sigterm_or_sighup_checkpoints_and_cleans_up(tmp_path, signum, group):
+    """Sent to the parent, or to the whole process group as systemd, Kubernetes and
+    Slurm stop a job (which ended the run with 'worker 1 killed by signal SIGTERM',
+    the epoch lost): the workers leave the stopping to the parent."""
     process = start_run(tmp_path)
     (child,) = wait_for_epoch(process, 1)
-    process.send_signal(signum)
+    (os.killpg if group else os.kill)(process.pid, signum)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 128 + signum, err
-    again = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
+    again = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
     assert f"hogwild: stopping after this epoch ({again} again to abandon it)" in err
-    assert "Traceback" not in err
+    assert "Traceback" not in err and "killed by signal" not in err
     assert not pid_running(child)
     epoch = int(err.split("interrupted after epoch ")[1].split(";")[0])
     assert load_checkpoint(tmp_path / "run.npz").epoch == epoch >= 1
     assert segment_folders(process.pid) == set()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
+@pytest.mark.parametrize("scheduler", ["hogwild", "locked"])
+def test_a_stopped_worker_is_named_and_ends_the_run(tmp_path, scheduler):
+    """A SIGSTOPped worker hung the run for ever (the parent waited for its reply,
+    or, locked, for the lock it held)."""
+    from hogwild.backends.processes import STOPPED_SECONDS
+
+    process = start_run(tmp_path, scheduler)
+    (child,) = wait_for_epoch(process, 2)
+    os.kill(child, signal.SIGSTOP)
+    stopped_at = time.monotonic()
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 2, err
+    assert (f"worker 1 (pid {child}) was stopped (SIGSTOP or a debugger) for "
+            f"{STOPPED_SECONDS:g} s in epoch ") in err
+    assert time.monotonic() - stopped_at < STOPPED_SECONDS + 20
+    assert not pid_running(child)
+    assert segment_folders(process.pid) == set()
+    assert load_checkpoint(tmp_path / "run.npz").epoch >= 2
 
 
 def pid_running(pid):

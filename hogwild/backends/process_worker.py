@@ -15,6 +15,7 @@ import numpy as np
 
 from hogwild.backends.replicas import Replicas
 from hogwild.backends.shared_memory import attach
+from hogwild.interrupts import STOP_SIGNALS
 from hogwild.kernels.compiler import slp_vectorizer
 from hogwild.kernels.plans import Share, give_up, pieces, run_share, warm_up
 
@@ -89,8 +90,9 @@ def _die_with_parent(parent):
 def worker_main(pipe, setup, me):
     """Attach the run's arrays, load the loops, then run epochs on command. A
     parent gone (its pipe closed) ends the child quietly."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # born blocked: processes.py
+    for signum in STOP_SIGNALS:  # Ctrl-C, SIGTERM and SIGHUP are the parent's to handle
+        signal.signal(signum, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # born blocked: processes.py
     try:
         setup = pickle.loads(setup)
         _die_with_parent(setup["parent"])

@@ -13,14 +13,16 @@ so they start in about the time a Python process takes to import numpy and numba
 
 Failures: a child that raises sends its exception, re-raised in the parent with
 the child's traceback as a note. A watchdog thread in the parent waits on the
-children's process sentinels; when one dies (SIGKILL, a crash) it frees the
+children's process sentinels; when one dies (SIGKILL, a crash), or stays stopped
+(SIGSTOP, a debugger) for STOPPED_SECONDS while the parent runs, it frees the
 ``locked`` scheduler's lock if the dead worker held it and raises the abort word
 at once, so no worker waits for it, and the parent stops the run between two
 pieces of its own share (pieces of about CHUNK_SAMPLES updates) with an error
 naming the worker and the signal. Every segment is deleted when the backend
 closes, however the run ended; once every child has attached a segment its file
 is unlinked (hogwild.backends.shared_memory), so nothing large outlives a killed
-parent. Children ignore SIGINT from birth: Ctrl-C is the parent's (see
+parent. Children ignore the stop signals from birth: Ctrl-C, SIGTERM and SIGHUP,
+sent to the parent or to its whole process group, are the parent's (see
 hogwild.engine.fit). Children die with their parent: the kernel kills them when it
 dies (PR_SET_PDEATHSIG on Linux; elsewhere a thread watches the parent's pid), so
 no orphan spins on a core after the parent was killed.
@@ -50,6 +52,7 @@ from hogwild.backends.process_worker import (CHUNK_SAMPLES, COUNTER_STRIDE, POLL
 from hogwild.backends.shared_memory import SegmentSet
 from hogwild.backends.threads import replication_of
 from hogwild.errors import HogwildError
+from hogwild.interrupts import STOP_SIGNALS
 from hogwild.kernels.atomics import GATE_STRIDE, abort_gates
 from hogwild.kernels.compiler import slp_vectorizer
 from hogwild.replication import ReplicationSettings
@@ -62,15 +65,31 @@ def _dumps_functions(loops):
 
 
 
+HEARTBEAT_SECONDS = 1.0  # how often the watchdog looks for a stopped child
+STOPPED_SECONDS = 10.0  # a child stopped this long, while the parent runs, ends the run
+
+
+def _stopped(pid):
+    """Whether process ``pid`` is stopped (by a signal or a tracer), from Linux's
+    /proc; False where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t")
+    except (OSError, IndexError):
+        return False
+
+
 @contextlib.contextmanager
-def _born_with_sigint_blocked():
-    """Children started inside hold SIGINT blocked from their first instruction (a
-    signal mask survives fork and exec) until worker_main ignores it, so that a
-    Ctrl-C while they import numpy and numba is the parent's alone, not a
-    KeyboardInterrupt traceback in each child. The parent's own disposition is never
-    SIG_IGN here: another of its threads (numba's, multiprocessing's) may be handed
-    a process-wide SIGINT, and would discard it. A Ctrl-C of this moment is kept
-    and raised once the block ends, so that no child is left half started.
+def _born_with_stop_signals_blocked():
+    """Children started inside hold the stop signals (SIGINT, SIGTERM, SIGHUP)
+    blocked from their first instruction (a signal mask survives fork and exec)
+    until worker_main ignores them, so that a Ctrl-C while they import numpy and
+    numba is the parent's alone, not a KeyboardInterrupt traceback in each child,
+    and a SIGTERM sent to the whole process group does not kill them. The parent's
+    own disposition is never SIG_IGN here: another of its threads (numba's,
+    multiprocessing's) may be handed a process-wide SIGINT, and would discard it. A
+    Ctrl-C of this moment is kept and raised once the block ends, so that no child
+    is left half started.
     multiprocessing's resource tracker is started first: its start unblocks SIGINT
     on its way out."""
     if threading.current_thread() is not threading.main_thread():
@@ -79,14 +98,14 @@ def _born_with_sigint_blocked():
     resource_tracker.ensure_running()
     kept = []
     previous = signal.signal(signal.SIGINT, lambda signum, frame: kept.append(signum))
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # runs the handler
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # runs the handlers
         signal.signal(signal.SIGINT, previous)
         if kept:
-            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(kept[0])
 
 
 class ProcessesBackend(HostBackend):
@@ -113,7 +132,8 @@ class ProcessesBackend(HostBackend):
         self._kind = None  # the running epoch's kind of share: spans, locked, gated, phased
         self._shared = []  # specs of params then data, in order
         self._counters = self._segments.create((workers * COUNTER_STRIDE,), np.int64)
-        self._dead = None  # (worker, process) once the watchdog sees a child die
+        self._dead = None  # the worker once the watchdog sees it die (or stopped)
+        self._stopped = None  # the worker the watchdog found stopped too long
         self._closing = threading.Event()
         self._wake_watchdog = self._watchdog = None
 
@@ -166,7 +186,7 @@ class ProcessesBackend(HostBackend):
             parent_end, child_end = context.Pipe()
             process = context.Process(target=worker_main, args=(child_end, setup, w),
                                       name=f"hogwild-worker-{w}", daemon=True)
-            with _born_with_sigint_blocked():
+            with _born_with_stop_signals_blocked():
                 process.start()
                 child_end.close()
                 self._processes[w], self._pipes[w] = process, parent_end
@@ -180,11 +200,28 @@ class ProcessesBackend(HostBackend):
             self._watchdog.start()
 
     def _watch(self, wake):
-        """Wait for a child to die (or the backend to close); on a death, record it
-        and open the gates so that no worker waits for the dead one."""
+        """Wait for a child to die (or the backend to close), looking every
+        HEARTBEAT_SECONDS whether one is stopped (SIGSTOP, a debugger); on a death,
+        or a child stopped for STOPPED_SECONDS while this process runs, record it
+        and open the gates so that no worker waits for it."""
         sentinels = {p.sentinel: w for w, p in self._processes.items()}
-        ready = multiprocessing.connection.wait(list(sentinels) + [wake])
-        dead = [sentinels[item] for item in ready if item in sentinels]
+        stopped_since = {}
+        while True:
+            ready = multiprocessing.connection.wait(list(sentinels) + [wake],
+                                                    HEARTBEAT_SECONDS)
+            dead = [sentinels[item] for item in ready if item in sentinels]
+            if ready:
+                break
+            now = time.monotonic()
+            for w, process in self._processes.items():
+                if _stopped(process.pid):
+                    stopped_since.setdefault(w, now)
+                else:
+                    stopped_since.pop(w, None)
+            dead = [w for w, since in stopped_since.items() if now - since >= STOPPED_SECONDS]
+            if dead:
+                self._stopped = dead[0]
+                break
         if dead and not self._closing.is_set():
             self._dead = dead[0]
             give_up(self._kind, self._sync[0], dead[0])
@@ -323,27 +360,28 @@ class ProcessesBackend(HostBackend):
 
     def _death(self, w, epoch):
         process = self._processes[w]
-        process.join(timeout=1)
-        code = process.exitcode
-        how = (f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
-               else f"exited with status {code}")
+        if w == self._stopped:
+            how = f"was stopped (SIGSTOP or a debugger) for {STOPPED_SECONDS:g} s"
+        else:
+            process.join(timeout=1)
+            code = process.exitcode
+            how = (f"killed by signal {signal.Signals(-code).name}"
+                   if code is not None and code < 0 else f"exited with status {code}")
         when = f"in epoch {epoch + 1}" if epoch is not None else "while starting"
         return (f"worker {w} (pid {process.pid}) {how} {when}; the run was stopped and its "
                 "shared memory removed")
 
     def _fail(self):
-        """Stop every child now: open the gates so none waits, then terminate."""
+        """Stop every child now: open the gates so none waits, then kill them (they
+        ignore SIGTERM, which is the parent's to handle)."""
         if self._sync is not None:
             abort_gates(self._sync[0])
         self._closing.set()
         for process in self._processes.values():
             if process.is_alive():
-                process.terminate()
-        for process in self._processes.values():
-            process.join(timeout=5)
-            if process.is_alive():
                 process.kill()
-                process.join()
+        for process in self._processes.values():
+            process.join(timeout=5)  # a process in uninterruptible sleep is left to die
 
     def close(self):
         """Stop the children and delete every segment, whatever happens on the way."""

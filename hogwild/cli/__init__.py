@@ -13,8 +13,9 @@
     hogwild datasets
 
 Errors caused by the input print one line, ``hogwild: error: ...``, and exit 2;
-Ctrl-C (or SIGTERM) finishes the epoch, writes the checkpoint, says where, and
-exits 130 (143); a second one abandons the epoch, leaving the last checkpoint.
+Ctrl-C (or SIGTERM, or SIGHUP) finishes the epoch, writes the checkpoint, says
+where, and exits 130 (143, 129); a second one abandons the epoch, leaving the last
+checkpoint.
 In an MPI job rank 0 alone prints, the ranks first check that they run the same
 command, any error on any rank (a usage error, a bug's exception, before or after
 MPI starts) ends the whole job (MPI_Abort), and --ranks forwards the first Ctrl-C
