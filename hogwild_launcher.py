@@ -97,7 +97,7 @@ def _exit_now(status):
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except (OSError, ValueError):  # a closed pipe: the normal exit would say so
+    except (OSError, ValueError, AttributeError):  # a closed pipe or stream: exit normally
         return status
     os._exit(status if isinstance(status, int) else 0 if status is None else 1)
 

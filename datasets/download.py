@@ -7,6 +7,8 @@ download is checked against a SHA-256 (an md5 only where no SHA-256 of the
 original is known), and downloads and extracted files are capped in size, so a
 hostile server or archive cannot fill the disk.
 """
+import contextlib
+import errno
 import hashlib
 import os
 import tempfile
@@ -39,6 +41,22 @@ def _too_large(what, limit):
                         "or archive that large is not a rating dataset)")
 
 
+WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES)
+
+
+@contextlib.contextmanager
+def _written(destination):
+    """A write into the cache that fails for want of room or rights: one error line
+    naming the file, not a traceback (the partial file is removed by the caller)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in WRITE_ERRORS:
+            raise
+        raise HogwildError(f"cannot write {destination}: {exc.strerror}; free space there, "
+                           "or set HOGWILD_CACHE_DIR to a folder with room") from None
+
+
 def fetch(url, destination, sha256=None, md5=None, progress=True):
     """Stream ``url`` into ``destination`` (atomically: a partial download never
     lands there), at most MAX_DOWNLOAD_BYTES, and check its ``sha256`` (else its
@@ -49,13 +67,14 @@ def fetch(url, destination, sha256=None, md5=None, progress=True):
     kind = not_regular(os.stat(local).st_mode) if local and os.path.exists(local) else None
     if kind is not None:  # a FIFO would block the read for ever
         raise HogwildError(f"cannot download {url}: it is {kind}, not a regular file")
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=destination.parent, prefix=".download-")
+    with _written(destination):
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=destination.parent, prefix=".download-")
     kind, expected = ("sha256", sha256) if sha256 is not None or md5 is None else ("md5", md5)
     digest = hashlib.new(kind)
     received = 0
     try:
-        with os.fdopen(fd, "wb") as out:
+        with _written(destination), os.fdopen(fd, "wb") as out:
             try:
                 response = urllib.request.urlopen(url, timeout=60)
             except (urllib.error.URLError, OSError, ValueError) as exc:
@@ -91,9 +110,10 @@ def extract_member(archive, member, destination):
     """Copy one file out of a zip archive (atomically), at most MAX_EXTRACTED_BYTES
     (counted as it is inflated: a zip header's sizes can lie)."""
     destination = Path(destination)
-    fd, tmp = tempfile.mkstemp(dir=destination.parent, prefix=".extract-")
+    with _written(destination):
+        fd, tmp = tempfile.mkstemp(dir=destination.parent, prefix=".extract-")
     try:
-        with os.fdopen(fd, "wb") as out, zipfile.ZipFile(archive) as z:
+        with _written(destination), os.fdopen(fd, "wb") as out, zipfile.ZipFile(archive) as z:
             if member not in z.namelist():
                 raise HogwildError(f"{archive} has no {member}; it holds: "
                                    f"{', '.join(z.namelist()[:10])}")

@@ -28,7 +28,7 @@ from hogwild.evaluation import evaluator, held_out_bytes
 from hogwild.disk_arrays import in_memory, on_disk
 from hogwild.index_check import check_indices, compiling, declared_ids_hold
 from hogwild.interrupts import interrupts_kept, stop_after_epoch
-from hogwild.kernels.compiler import compile_loops
+from hogwild.kernels.compiler import check_compiler, compile_loops
 from hogwild.limits import (available_memory, check_workers, default_workers,
                             return_freed_memory, size_text)
 from hogwild.objective import Objective
@@ -447,6 +447,7 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
     ``cyclades`` are bitwise reproducible with any number of workers; ``hogwild``
     and ``locked`` with several workers only in distribution.
     """
+    check_compiler()
     config, controls = settle(config, controls, **options)
     with interrupts_kept():  # a Ctrl-C while a kernel compiles is not lost
         run = _Run(objective, config, controls)

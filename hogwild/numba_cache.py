@@ -29,7 +29,7 @@ from pathlib import Path
 from numba.core import caching
 
 from hogwild.errors import HogwildError
-from hogwild.paths import cache_dir, code_cache_folder, not_regular
+from hogwild.paths import cache_dir, code_cache_folder, not_regular, process_temporary_folder
 
 _PACKAGES = ("hogwild",)  # hogwild.problems and hogwild.datasets included
 
@@ -64,10 +64,14 @@ class HogwildCacheLocator(caching._CacheLocator):
             code_cache_folder("numba", locator._folder_name)  # 0700, and nobody else's
             locator.ensure_cache_path()
         except (OSError, HogwildError):  # an unwritable or untrusted cache directory:
-            # numba's user-wide cache rather than its in-tree one (the installed package)
-            user_wide = getattr(caching, "UserWideCacheLocator", None) \
-                or caching._UserWideCacheLocator
-            return user_wide.from_function(py_func, py_file)
+            # this process's own temporary folder, not numba's user-wide cache (outside
+            # the folder the user named) nor its in-tree one (the installed package)
+            try:
+                locator._cache_path = str(process_temporary_folder() / "numba" /
+                                          locator._folder_name)
+                locator.ensure_cache_path()
+            except OSError:  # no temporary folder either: numba's next locator
+                return None
         return locator
 
 

@@ -39,6 +39,8 @@ def private_folder(*parts) -> Path:
         except FileExistsError:
             pass
         info = folder.lstat()
+        if folder == root and stat.S_ISLNK(info.st_mode) and info.st_uid == os.getuid():
+            info = _linked_folder(folder)  # the user's link to their cache's new place
         mode = stat.S_IMODE(info.st_mode)
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or mode & 0o022:
             whose = "not a folder" if not stat.S_ISDIR(info.st_mode) else \
@@ -49,6 +51,40 @@ def private_folder(*parts) -> Path:
                                "it yours with mode 0700, or set HOGWILD_CACHE_DIR to a "
                                "private folder")
     return folders[-1]
+
+
+def _linked_folder(link):
+    """The stat of the folder that ``link`` (the cache folder, a link of the user's
+    own) leads to, checked as the cache folder's parent is: one that others could
+    swap is refused. A link that leads nowhere is reported as not a folder."""
+    try:
+        target = link.resolve(strict=True)
+        info = target.stat()
+    except (OSError, RuntimeError):  # a dangling link, or a loop of links
+        return link.lstat()
+    parent = target.parent.stat()
+    if stat.S_IMODE(parent.st_mode) & 0o002 and not parent.st_mode & stat.S_ISVTX:
+        raise HogwildError(f"cache folder {link} leads to {target}, in {target.parent}, "
+                           "which other users may write to without the sticky bit: hogwild "
+                           "does not use it; set HOGWILD_CACHE_DIR to a private folder")
+    return info
+
+
+_temporary = []  # this process's own temporary folder, once made
+
+
+def process_temporary_folder() -> Path:
+    """A temporary folder of this process's own (mode 0700), removed at exit: where
+    compiled code goes when the cache folder cannot be written or trusted, rather
+    than anywhere the user did not name (numba's own fallback is ~/.cache/numba)."""
+    if not _temporary:
+        import atexit
+        import shutil
+        import tempfile
+
+        _temporary.append(Path(tempfile.mkdtemp(prefix="hogwild-code-")))
+        atexit.register(shutil.rmtree, _temporary[0], True)
+    return _temporary[0]
 
 
 code_cache_folder = private_folder  # cached code: callers fall back to a temporary folder

@@ -10,6 +10,12 @@ faults land inside epochs) and injects one fault, at a random moment of an epoch
     kill-parent            SIGKILL of the training process
     sigterm                SIGTERM of the training process (must checkpoint and exit 143)
     ctrl-c                 SIGINT of the training process (must checkpoint and exit 130)
+    sigterm-group          SIGTERM of the whole process group, as systemd, Kubernetes
+                           and Slurm stop a job (the same: checkpoint, exit 143)
+    sighup-group           SIGHUP of the whole process group, as a closed terminal
+                           sends it (checkpoint, exit 129)
+    sigstop-worker         SIGSTOP of a worker process (processes): the run ends with
+                           an error naming it (exit 2), no hang
     raise                  an exception inside an update, in a random epoch and sample
     kill-at-start          SIGKILL of the training process before its first epoch
     kill-worker-at-start   SIGKILL of a worker process while it starts (processes)
@@ -43,6 +49,7 @@ with the same figures: scripts/file_faults.py):
     ctrl-c-at-start        SIGINT of the process group, as a terminal's Ctrl-C, at a
                            random moment before the first epoch (the imports, the
                            data being made or checked, compiling): exit 130
+    sigterm-at-start       the same with SIGTERM, as a scheduler stops a job: exit 143
 
 Then it counts, all of which must be 0:
 
@@ -98,16 +105,20 @@ MPI_SCHEDULERS = ("hogwild", "locked", "serial")
 DETERMINISTIC = ("serial", "blocked", "colored", "cyclades")
 BACKENDS = ("threads", "processes", "mpi", "files")
 FAULTS = {
-    "threads": ("kill-parent", "sigterm", "ctrl-c", "raise", "kill-at-start"),
+    "threads": ("kill-parent", "sigterm", "ctrl-c", "raise", "kill-at-start", "sigterm-group",
+                "sighup-group"),
     "processes": ("kill-worker", "kill-parent", "sigterm", "ctrl-c", "raise", "kill-at-start",
-                  "kill-worker-at-start", "ctrl-c-while-workers-start"),
+                  "kill-worker-at-start", "ctrl-c-while-workers-start", "sigterm-group",
+                  "sighup-group", "sigstop-worker"),
     "mpi": ("kill-rank", "kill-mpirun", "raise-in-rank", "mismatch", "kill-mpirun-at-start"),
     "files": ("truncate-mid-run", "edit-mid-run", "truncate-between-runs", "edit-between-runs",
-              "fifo-in-cache", "ctrl-c-at-start"),
+              "fifo-in-cache", "ctrl-c-at-start", "sigterm-at-start"),
 }
 EXPECTED_STATUS = {"kill-worker": 2, "sigterm": 143, "ctrl-c": 130, "raise": 1,
                    "kill-worker-at-start": 2, "ctrl-c-while-workers-start": 130,
+                   "sigterm-group": 143, "sighup-group": 129, "sigstop-worker": 2,
                    "mismatch": "non-zero", "kill-rank": "non-zero", "raise-in-rank": "non-zero"}
+GROUP_SIGNALS = {"sigterm-group": signal.SIGTERM, "sighup-group": signal.SIGHUP}
 RAISING = ("raise", "raise-in-rank")
 AT_START = ("kill-at-start", "kill-worker-at-start", "ctrl-c-while-workers-start",
             "kill-mpirun-at-start", "mismatch")
@@ -339,6 +350,10 @@ def inject(rng, process, backend, fault, record):
     time.sleep(rng.uniform(0, 1.5) * epoch_seconds)  # a random moment of an epoch
     if fault == "kill-worker" or fault == "kill-rank":
         os.kill(workers[-1], signal.SIGKILL)
+    elif fault == "sigstop-worker":
+        os.kill(workers[-1], signal.SIGSTOP)
+    elif fault in GROUP_SIGNALS:
+        os.killpg(process.pid, GROUP_SIGNALS[fault])  # the training process and workers
     else:
         process.send_signal({"kill-parent": signal.SIGKILL, "kill-mpirun": signal.SIGKILL,
                              "sigterm": signal.SIGTERM, "ctrl-c": signal.SIGINT}[fault])

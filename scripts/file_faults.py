@@ -8,6 +8,7 @@ read the same bytes end with the same figures, so a run that ends well on
 damaged files must end with the figures of the same run on intact ones.
 """
 import json
+import math
 import os
 import shutil
 import signal
@@ -41,12 +42,16 @@ STREAM_MEMORY = "8MB"  # below either's 16 or 24 MB of training samples
 # CPython's death by SIGINT: hogwild_launcher)
 EXPECTED_STATUS = {"truncate-mid-run": (0, 2), "edit-mid-run": (0, 2),
                    "truncate-between-runs": (0,), "edit-between-runs": (0,),
-                   "fifo-in-cache": (0,), "ctrl-c-at-start": (130,)}
+                   "fifo-in-cache": (0,), "ctrl-c-at-start": (130,),
+                   "sigterm-at-start": (143,)}
+AT_START_SIGNALS = {"ctrl-c-at-start": signal.SIGINT, "sigterm-at-start": signal.SIGTERM}
 STREAMED = ("edit-mid-run",)
 # A Ctrl-C in the first few tens of milliseconds lands in the interpreter's own
 # start-up, before any line of hogwild runs: CPython then stops with this fatal
-# error (exit 1), as any Python program would. Recorded, not counted.
+# error (exit 1), as any Python program would; a SIGTERM then kills it silently
+# (within PYTHON_STARTUP_SECONDS of launch). Recorded, not counted.
 PYTHON_STARTUP = "Fatal Python error: init_import_site"
+PYTHON_STARTUP_SECONDS = 0.5
 
 
 class Runs:
@@ -141,12 +146,12 @@ def plant_fifo(rng, runs):
 def inject(rng, runs, fault, process, reference, started, making_data):
     """Wait for the moment of a fault that lands during the run, and inject it; for a
     Ctrl-C, when it was sent (seconds after launch) and whether the run had ended."""
-    if fault == "ctrl-c-at-start":
+    if fault in AT_START_SIGNALS:
         startup = reference["startup_making_data_s" if making_data else "startup_s"]
         time.sleep(rng.uniform(0, startup))
         sent = {"startup_s": startup, "sent_after_s": time.monotonic() - started,
                 "ended_before": process.poll() is not None}
-        os.killpg(process.pid, signal.SIGINT)  # the whole group, as a terminal does
+        os.killpg(process.pid, AT_START_SIGNALS[fault])  # the whole group, as a terminal does
         return sent
     moment = rng.uniform(0, reference["run_s"] * 0.8)
     while time.monotonic() - started < moment and process.poll() is None:
@@ -171,7 +176,7 @@ def trial(rng, all_runs, fault, folder, hang_seconds, counts):
     reference = runs.reference(streamed, folder)
     record = {"backend": "files", "scheduler": "default", "problem": name, "fault": fault}
     entry = runs.entry()
-    making_data = fault == "ctrl-c-at-start" and rng.random() < 0.5
+    making_data = fault in AT_START_SIGNALS and rng.random() < 0.5
     if making_data:
         shutil.rmtree(entry)  # so that the Ctrl-C may land while the data is made
     record["making_data"] = making_data
@@ -222,10 +227,13 @@ def judge(record, runs, process, out, reference, fault, hang_seconds, counts):
     record["status"] = status
     record["hangs"] = int(hung)
     allowed = EXPECTED_STATUS.get(fault, (0,))
-    python_startup = fault == "ctrl-c-at-start" and PYTHON_STARTUP in err
+    sent_after = record.get("signal", {}).get("sent_after_s", math.inf)
+    python_startup = (fault == "ctrl-c-at-start" and PYTHON_STARTUP in err
+                      or fault == "sigterm-at-start" and status == -signal.SIGTERM
+                      and err == "" and sent_after < PYTHON_STARTUP_SECONDS)
     if python_startup:
         record["python_startup"] = True
-        allowed = (1,)
+        allowed = (1, -signal.SIGTERM)
     # a refusal is one line naming the file; anything else (a signal) is wrong
     record["wrong_exits"] = int(not hung and (status not in allowed or status == 2 and not (
         len(errors) == 1 and ".npy" in errors[0])))

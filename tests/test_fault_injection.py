@@ -1,6 +1,7 @@
 """scripts/fault_injection.py --quick (issues 16 and 28): every fault (a killed worker,
 the training process killed with SIGKILL or SIGTERM, Ctrl-C, an exception in an
-update, kills and Ctrl-C during start-up; on MPI jobs a killed rank or mpirun, an exception on
+update, kills and Ctrl-C during start-up, SIGTERM and SIGHUP of the whole process
+group, a stopped worker; on MPI jobs a killed rank or mpirun, an exception on
 one rank, ranks with other settings) on both CPU backends and MPI, at random
 moments, leaves no hang, wrong exit status, stray traceback, orphan worker or rank,
 shared memory, corrupt checkpoint or resume that differs from an uninterrupted run;
@@ -20,12 +21,14 @@ SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "fault_injection.p
 COUNTS = ("hangs", "wrong_exits", "tracebacks", "orphans", "leftover_bytes", "leftover_dirs",
           "corrupt", "resume_diffs", "wrong_answers")
 FAULTS = {
-    "threads": ("kill-parent", "sigterm", "ctrl-c", "raise", "kill-at-start"),
+    "threads": ("kill-parent", "sigterm", "ctrl-c", "raise", "kill-at-start", "sigterm-group",
+                "sighup-group"),
     "processes": ("kill-worker", "kill-parent", "sigterm", "ctrl-c", "raise", "kill-at-start",
-                  "kill-worker-at-start", "ctrl-c-while-workers-start"),
+                  "kill-worker-at-start", "ctrl-c-while-workers-start", "sigterm-group",
+                  "sighup-group", "sigstop-worker"),
     "mpi": ("kill-rank", "kill-mpirun", "raise-in-rank", "mismatch", "kill-mpirun-at-start"),
     "files": ("truncate-mid-run", "edit-mid-run", "truncate-between-runs", "edit-between-runs",
-              "fifo-in-cache", "ctrl-c-at-start"),
+              "fifo-in-cache", "ctrl-c-at-start", "sigterm-at-start"),
 }
 
 

@@ -1024,3 +1024,127 @@ def test_a_jumbo_matrix_killed_while_written_leaves_nothing_behind(tmp_path, mon
     monkeypatch.setenv("HOGWILD_CACHE_DIR", str(tmp_path))
     train, _, _ = make_jumbo(50, 40, 3000, rank=2)
     assert not list(root.glob(".tmp-*")) and len(train) == 3000
+
+
+# --- the process's own surroundings: streams, encodings, limits ------------------------
+
+def _shell(command, tmp_path, **env):
+    """``command`` run by sh in ``tmp_path``: (status, stdout, stderr)."""
+    done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env={**os.environ, **env})
+    return done.returncode, done.stdout, done.stderr
+
+
+HOGWILD_SH = " ".join(HOGWILD)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", ["run svm --epochs 1 --json", "run svm --epochs 1",
+                                  "datasets", "run svm --help"])
+def test_a_full_stdout_is_one_line_and_exit_2(tmp_path, argv):
+    """stdout on a full disk (/dev/full) ended in an OSError traceback."""
+    status, _, err = _shell(f"{HOGWILD_SH} {argv} > /dev/full", tmp_path)
+    assert status == 2, err
+    one_line_error(err, "cannot write to standard output (No space left on device)")
+
+
+def test_a_closed_stdout_is_one_line_and_a_closed_stderr_costs_nothing(tmp_path):
+    """A closed stdout ended in an AttributeError traceback (exit 1); a closed stderr
+    must neither fail the run nor send its lines to stdout."""
+    status, _, err = _shell(f"{HOGWILD_SH} run svm --epochs 1 --json >&-", tmp_path)
+    assert status == 2, err
+    one_line_error(err, "cannot write to standard output (it is closed)")
+    status, out, _ = _shell(f"{HOGWILD_SH} run svm --epochs 1 --json 2>&-", tmp_path)
+    assert status == 0
+    assert json.loads(out)["test_error"] < 0.2
+    status, out, _ = _shell(f"{HOGWILD_SH} run svm --data nowhere.svm 2>&-", tmp_path)
+    assert (status, out) == (2, "")
+
+
+def test_a_path_that_stdout_cannot_encode_is_escaped(tmp_path):
+    """PYTHONIOENCODING=ascii and a non-ASCII data path: UnicodeEncodeError traceback."""
+    folder = tmp_path / "données"
+    folder.mkdir()
+    (folder / "tr.svm").write_text("".join(f"{i % 2} 1:{i % 7 + 1} 2:{i % 3}\n"
+                                           for i in range(200)))
+    status, out, err = _shell(f"{HOGWILD_SH} run svm --data données/tr.svm --epochs 1",
+                              tmp_path, PYTHONIOENCODING="ascii")
+    assert status == 0, err
+    assert "on donn\\xe9es/tr.svm (200 x 2" in out.splitlines()[-1]
+    status, out, err = _shell(f"{HOGWILD_SH} run svm --data données/tr.svm --epochs 1 --json",
+                              tmp_path, PYTHONIOENCODING="ascii")
+    assert status == 0 and json.loads(out)["data"] == "données/tr.svm"
+
+
+def test_numba_turned_off_is_one_line():
+    """NUMBA_DISABLE_JIT=1: NotImplementedError traceback from an atomic intrinsic."""
+    status, _, err = cli("run", "svm", "--epochs", "1", env={"NUMBA_DISABLE_JIT": "1"})
+    assert status == 2
+    one_line_error(err, "hogwild needs numba's compiler, which NUMBA_DISABLE_JIT=1 turns off: "
+                        "unset NUMBA_DISABLE_JIT")
+
+
+def test_too_few_file_descriptors_are_one_line(tmp_path):
+    """RLIMIT_NOFILE 32 with the processes backend: OSError (EMFILE) traceback."""
+    status, _, err = _shell(f"ulimit -n 32 && {HOGWILD_SH} run svm --epochs 1 --workers 2 "
+                            "--backend processes", tmp_path)
+    assert status == 2, err
+    one_line_error(err, "Too many open files (this process may open 32 files): raise the limit "
+                        "(ulimit -n), or use fewer workers or --backend threads")
+
+
+def test_a_working_folder_deleted_before_the_start_is_one_line(tmp_path):
+    """numba's compiler raised FileNotFoundError from os.getcwd (a traceback)."""
+    status, _, err = _shell(f"mkdir gone && cd gone && rmdir ../gone && {HOGWILD_SH} run svm "
+                            "--epochs 1", tmp_path)
+    assert status == 2
+    one_line_error(err, "the current folder no longer exists (it was deleted or moved away): "
+                        "cd to a folder that exists")
+
+
+def test_a_user_index_past_int64_is_a_cold_start_not_an_index_error():
+    """ImplicitFactorization.recommend(2**70) raised IndexError from numpy."""
+    from hogwild.problems.matrix_completion.implicit import ImplicitFactorization
+
+    X = sp.random(50, 40, density=0.2, format="csr", random_state=0)
+    model = ImplicitFactorization(epochs=1, workers=1, random_state=0).fit(X)
+    with pytest.warns(UserWarning, match=f"user {2**70} has no training interactions"):
+        items, _ = model.recommend(2**70, n=3)
+    with pytest.warns(UserWarning, match="user 50 has no training interactions"):
+        np.testing.assert_array_equal(items, model.recommend(50, n=3)[0])
+
+
+def _mapped_csr(tmp_path, X):
+    """X with its arrays memory-mapped from .npy files, as a cache entry's are."""
+    arrays = {}
+    for name in ("data", "indices", "indptr"):
+        np.save(tmp_path / f"{name}.npy", getattr(X, name))
+        arrays[name] = np.load(tmp_path / f"{name}.npy", mmap_mode="r")
+    return sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=X.shape)
+
+
+@pytest.mark.parametrize("index", [-5, 2**31 - 1])
+def test_a_mapped_matrix_edited_under_a_model_is_one_error_not_a_crash(tmp_path, index):
+    """An in-memory click-log run segfaulted when its cached indices were overwritten
+    in place mid-run: the train error read the map, past the model's end. A
+    column index out of range anywhere was read unchecked too."""
+    from hogwild.problems.sparse_svm import SparseSVM
+
+    X = sp.random(400, 30, density=0.2, format="csr", random_state=0, dtype=np.float32)
+    y = np.arange(400) % 2
+    model = SparseSVM(epochs=1, workers=1, random_state=0).fit(X, y)
+    mapped = _mapped_csr(tmp_path, X)
+    expected = model.predict(X)
+    np.testing.assert_array_equal(model.predict(mapped), expected)
+    with open(tmp_path / "indices.npy", "r+b") as f:  # the last nonzero's column
+        f.seek(-4, os.SEEK_END)
+        f.write(np.int32(index).tobytes())
+    with pytest.raises(HogwildError) as error:
+        model.predict(mapped)
+    assert str(error.value) == (f"{tmp_path / 'indices.npy'}: id {index} at position "
+                                f"{X.nnz - 1:,} is not in 0..29")
+    bad = X.copy()
+    bad.indices[-1] = index
+    with pytest.raises(HogwildError) as error:
+        model.decision_function(bad)
+    assert str(error.value) == f"id {index} at position {X.nnz - 1:,} is not in 0..29"

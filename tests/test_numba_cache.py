@@ -86,3 +86,32 @@ def test_signed_files_load_after_the_cache_folder_moves_under_a_process(tmp_path
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "HOGWILD_CACHE_DIR": str(tmp_path)})
     assert (done.returncode, done.stdout.strip()) == (0, "True 1"), done.stderr[-2000:]
+
+
+def test_an_unusable_cache_folder_keeps_compiled_code_in_a_private_folder_gone_at_exit(
+        tmp_path):
+    """Where the cache folder cannot be used (here a file), numba's own fallback put
+    compiled code in ~/.cache/numba, outside every folder the user named."""
+    home, temporary = tmp_path / "home", tmp_path / "tmp"
+    home.mkdir()
+    temporary.mkdir()
+    (tmp_path / "cache").write_text("")
+    done = subprocess.run([sys.executable, "-c", COMPILE_ONE], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "HOGWILD_CACHE_DIR": str(tmp_path /
+                                                                                    "cache"),
+                                            "HOME": str(home), "TMPDIR": str(temporary),
+                                            "XDG_CACHE_HOME": str(home / ".cache")})
+    assert (done.returncode, done.stdout.strip()) == (0, "True 0"), done.stderr
+    assert list(home.iterdir()) == [] and list(temporary.iterdir()) == []
+
+
+def test_a_cache_folder_that_is_the_users_link_to_their_own_folder_is_used(tmp_path):
+    """A cache moved to a bigger disk and linked from its old place was refused as
+    "not a folder": every run compiled again."""
+    real = tmp_path / "bigger-disk" / "hogwild"
+    real.mkdir(parents=True, mode=0o700)
+    link = tmp_path / "cache"
+    link.symlink_to(real)
+    assert _run(link)[:2] == (0, "True 0")
+    assert _run(link)[:2] == (0, "True 1")  # loaded from the linked folder
+    assert (real / "numba").is_dir()

@@ -2,6 +2,7 @@
 import gzip
 import hashlib
 import http.server
+import os
 import threading
 import zipfile
 
@@ -248,6 +249,30 @@ def test_download_errors_are_one_line(tmp_path):
     with pytest.raises(HogwildError, match=r"ml-100k.zip has no ml-100k/u.data; it holds: "
                                            r"other/u.data, ml-100k/README"):
         download_dataset("ml-100k", url=archive.as_uri(), sha256=sha256, progress=False)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="writes into /dev/full")
+def test_a_download_into_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
+    """An OSError (ENOSPC) traceback: the download's file is written to /dev/full."""
+    import hogwild.datasets.download as download
+    archive, sha256 = movielens_zip(tmp_path)
+    made, mkstemp = [], download.tempfile.mkstemp
+
+    def full_disk_file(dir, prefix):
+        fd, path = mkstemp(dir=dir, prefix=prefix)
+        os.dup2(os.open("/dev/full", os.O_WRONLY), fd)
+        made.append(path)
+        return fd, path
+
+    monkeypatch.setattr(download.tempfile, "mkstemp", full_disk_file)
+    destination = RATINGS_DATASETS["ml-100k"].downloaded_path()
+    with pytest.raises(HogwildError) as error:
+        download_dataset("ml-100k", url=archive.as_uri(), sha256=sha256, progress=False)
+    assert str(error.value).startswith("cannot write ")
+    assert str(error.value).endswith(": No space left on device; free space there, or set "
+                                     "HOGWILD_CACHE_DIR to a folder with room")
+    assert made and not any(os.path.exists(path) for path in made)
+    assert not destination.exists()
 
 
 def test_a_missing_named_dataset_says_how_to_get_it(monkeypatch, tmp_path):

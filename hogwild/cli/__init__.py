@@ -22,7 +22,9 @@ MPI starts) ends the whole job (MPI_Abort), and --ranks forwards the first Ctrl-
 to the ranks (under a bare mpirun, Ctrl-C ends the job at once: the last
 checkpoint stays).
 """
+import errno
 import os
+import resource
 import sys
 import tempfile
 import traceback
@@ -32,12 +34,14 @@ from hogwild.cli.commands import download, list_datasets, sparsity
 from hogwild.cli.options import check_numbers, build_parser
 from hogwild.cli.probe import run_probe
 from hogwild.cli.ranks import abort_job, launch
+from hogwild.cli.streams import guarded_streams
 from hogwild.cli.run import run_cuts, run_implicit, run_mc, run_svm
 from hogwild.backends.mpi import agree, check_summation_servers, import_mpi, in_mpi_job, \
     job_rank, job_size, meet_before_exit, rank_lost
 from hogwild.datasets.outputs import check_outputs
 from hogwild.errors import HogwildError, Interrupted
 from hogwild.interrupts import interrupts_kept
+from hogwild.kernels.compiler import check_compiler
 from hogwild.paths import not_regular
 
 __all__ = ["main", "build_parser"]
@@ -49,19 +53,23 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as usage:  # --help, or a usage error argparse has printed
-        if usage.code:
-            abort_job(usage.code)  # the other ranks of an MPI job must not wait for this one
-        raise
-    with warnings.catch_warnings():
-        warnings.simplefilter("default")
-        warnings.showwarning = _one_line_warning
-        status = _dispatch(args, argv)
-    if status and not getattr(args, "stopped_together", False):
-        abort_job(status)  # else the other ranks would wait for this one for ever
-    return status
+    with guarded_streams():
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as usage:  # --help, or a usage error argparse has printed
+            if usage.code:
+                abort_job(usage.code)  # the other ranks of an MPI job must not wait for this
+            raise
+        except HogwildError as exc:  # --help into a full disk
+            print(f"hogwild: error: {exc}", file=sys.stderr)
+            return 2
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            warnings.showwarning = _one_line_warning
+            status = _dispatch(args, argv)
+        if status and not getattr(args, "stopped_together", False):
+            abort_job(status)  # else the other ranks would wait for this one for ever
+        return status
 
 
 def _use_gpu(args):
@@ -101,6 +109,16 @@ def _check_output(path, option):
     except OSError as error:
         raise HogwildError(f"{option} {path}: the folder {folder} is not writable "
                            f"({error.strerror})") from None
+
+
+def _check_working_folder():
+    """A working folder deleted under the shell breaks every relative path, and
+    numba's compiler (which names source files relative to it)."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        raise HogwildError("the current folder no longer exists (it was deleted or moved "
+                           "away): cd to a folder that exists") from None
 
 
 def _check_outputs(args):
@@ -163,6 +181,8 @@ def _dispatch(args, argv=()):
                     agree(MPI.COMM_WORLD, "the command", {
                         "command": args.command, "problem": getattr(args, "problem", None),
                         "backend": getattr(args, "backend", None)})
+            check_compiler()
+            _check_working_folder()
             check_numbers(args)
             if not _runs_here(args):
                 return launch(args.ranks, argv, args.oversubscribe)
@@ -197,6 +217,14 @@ def _dispatch(args, argv=()):
         print("hogwild: error: out of memory; use smaller data (or a machine with more "
               "memory)", file=sys.stderr)
         return 1
+    except OSError as exc:  # the machine's limits, not a bug: one line
+        if exc.errno not in (errno.EMFILE, errno.ENFILE):
+            raise
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        print(f"hogwild: error: {_where()}{exc.strerror} (this process may open {limit} "
+              "files): raise the limit (ulimit -n), or use fewer workers or --backend "
+              "threads", file=sys.stderr)
+        return 2
     except Interrupted as stop:
         where = (f"; checkpoint written to {stop.checkpoint} (continue with --resume "
                  f"{stop.checkpoint})") if stop.checkpoint else ""

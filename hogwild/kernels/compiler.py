@@ -8,13 +8,10 @@ the code of the helpers they call and the constants they read, then load it:
 numba caches its loops like any module-level function, and an edited update gets
 a new fingerprint and therefore a fresh compile, never stale machine code.
 """
-import atexit
 import contextlib
 import hashlib
 import importlib.util
-import shutil
 import sys
-import tempfile
 import types
 import warnings
 from pathlib import Path
@@ -25,7 +22,7 @@ from numba.core import config as numba_config
 
 from hogwild.atomic import atomic_file
 from hogwild.errors import HogwildError
-from hogwild.paths import cache_dir, code_cache_folder
+from hogwild.paths import cache_dir, code_cache_folder, process_temporary_folder
 
 _TEMPLATE_PATH = Path(__file__).with_name("loops_template.py")
 _TEMPLATE_MARKER = "# ---- template body ----\n"
@@ -56,6 +53,15 @@ class CompiledLoops(NamedTuple):
     sum_loss: Callable
     sum_loss_checked: Callable
     source: LoopSource
+
+
+def check_compiler():
+    """Refuse to run without numba's compiler (NUMBA_DISABLE_JIT=1): the kernels'
+    atomics and intrinsics have no pure-Python form, and pure Python would be some
+    hundred times slower."""
+    if numba_config.DISABLE_JIT:
+        raise HogwildError("hogwild needs numba's compiler, which NUMBA_DISABLE_JIT=1 turns "
+                           "off: unset NUMBA_DISABLE_JIT")
 
 
 def registered_functions(key):
@@ -220,7 +226,7 @@ def _write_module(path, text):
         f.write(text)
 
 
-_private = []  # this process's fallback folder for generated modules, if needed
+_warned_private = []  # whether this process said its kernels have no cache
 
 
 def _private_folder(wanted, error):
@@ -228,14 +234,15 @@ def _private_folder(wanted, error):
     folder cannot be written (a read-only disk) or trusted (others may write to
     it): the run works, with one warning, and kernels are compiled afresh in each
     process. Removed at exit."""
-    if not _private:
-        _private.append(Path(tempfile.mkdtemp(prefix="hogwild-kernels-")))
-        atexit.register(shutil.rmtree, _private[0], True)
+    if not _warned_private:
+        _warned_private.append(True)
         reason = getattr(error, "strerror", None) or error
         warnings.warn(f"cannot keep compiled kernels in {wanted} ({reason}); "
                       "they are compiled afresh in every process (set HOGWILD_CACHE_DIR to a "
                       "writable folder to cache them)", stacklevel=3)
-    return _private[0]
+    folder = process_temporary_folder() / "kernels"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
 
 
 def compile_loops(update, loss, fastmath=False) -> CompiledLoops:

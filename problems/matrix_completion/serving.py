@@ -48,7 +48,7 @@ class Recommender:
         if isinstance(user, bool) or not isinstance(user, (int, np.integer)) or user < 0:
             raise HogwildError(f"user must be a user index >= 0, got {user!r}")
         indptr, seen_items = self._seen
-        if self._cold(np.array([user]))[0]:
+        if user >= self.user_factors_.shape[0] or self._cold(np.array([user]))[0]:
             warnings.warn(f"user {user} has no training interactions; recommending the most "
                           "popular items", stacklevel=2)
             scores = self.item_counts_.astype(np.float64)

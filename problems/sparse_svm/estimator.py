@@ -480,7 +480,7 @@ class SparseSVM(Params):
 
     def _class_scores(self, X):
         """The (n, K) scores of the one-vs-rest model."""
-        X = as_csr(X, n_features=self.n_features_in_, estimator=self)
+        X = as_csr(X, n_features=self.n_features_in_, estimator=self, own_indices=True)
         k = self.classes_.size
         intercepts = np.zeros(CLASS_SLOT + k + 16, np.float32)
         intercepts[CLASS_SLOT:CLASS_SLOT + k] = self.intercept_
@@ -513,7 +513,7 @@ class SparseSVM(Params):
         the rows split over the usable cores (a row's score waits on memory: one
         thread scored 10^6 rows of 20 hashed features in 0.35 s)."""
         self._check_fitted()
-        X = as_csr(X, n_features=self.n_features_in_, estimator=self)
+        X = as_csr(X, n_features=self.n_features_in_, estimator=self, own_indices=True)
         crossings = self._crossings_of(crossings, X)
         padded = np.zeros(INTERCEPT_PAD, np.float32)
         padded[INTERCEPT_SLOT] = self.intercept_[0]

@@ -8,7 +8,8 @@ import scipy.sparse as sp
 from numba import njit
 
 from hogwild.backends.host import all_finite
-from hogwild.disk_arrays import in_threads, mapped_file, occurrences, part_bounds, pieces
+from hogwild.disk_arrays import (in_memory, in_threads, mapped_file, occurrences, part_bounds,
+                                  pieces)
 from hogwild.errors import HogwildError, check_nonnegative, choose
 from hogwild.estimator import as_matrix
 from hogwild.limits import MODEL_BYTES_PER_FEATURE, available_memory
@@ -24,14 +25,17 @@ def check_reg(reg):
     return check_nonnegative("reg", reg)
 
 
-def as_csr(X, n_features=None, estimator=None):
-    """X as CSR with float32 values, no duplicates, and int32 indices and indptr where
-    they hold (int64 beyond 2^31 - 1 nonzeros: scipy's choice).
+def as_csr(X, n_features=None, estimator=None, own_indices=False):
+    """X as CSR with float32 values, no duplicates, column indices in 0..n_features
+    - 1, and int32 indices and indptr where they hold (int64 beyond 2^31 - 1
+    nonzeros: scipy's choice).
 
     Any scipy.sparse format or dense array is accepted and converted once, and other
     array-likes (lists, pandas frames) through hogwild.estimator.as_matrix. The
     caller's matrix is never modified. ``n_features``: the count a fitted
-    ``estimator`` expects.
+    ``estimator`` expects. ``own_indices``: indices and indptr memory-mapped from a
+    file are read into memory before they are checked, so that compiled code that
+    trusts them (scoring) cannot read out of bounds after an edit of the file.
     """
     X = as_matrix(X, estimator)
     if not (sp.issparse(X) or isinstance(X, np.ndarray)):
@@ -56,6 +60,10 @@ def as_csr(X, n_features=None, estimator=None):
         raise HogwildError(f"X must hold numbers, got dtype {X.dtype}")
     with np.errstate(over="ignore"):  # beyond float32's range becomes inf: refused below
         csr = sp.csr_matrix(X, dtype=np.float32)
+    source = mapped_file(csr.indices)  # named in errors, whether or not it is copied
+    if own_indices and (source or mapped_file(csr.indptr)):
+        csr = sp.csr_matrix((csr.data, in_memory(csr.indices), in_memory(csr.indptr)),
+                            shape=csr.shape)
     # a piece at a time: X may be memory-mapped from files larger than memory
     bounds = part_bounds(csr.data.size)
     if not all(in_threads(lambda part: all(all_finite([piece]) for piece in pieces(
@@ -63,8 +71,12 @@ def as_csr(X, n_features=None, estimator=None):
         raise HogwildError("X contains NaN, Inf or values beyond float32's range "
                            "(|x| > 3.4e38)")
     if not _canonical(csr):
-        if mapped_file(csr.indices):  # checked on the map: the copy's errors name no file
-            occurrences(csr.indices, csr.shape[1])  # (an id edited in it under a run)
+        try:  # an index out of range is an error (in a cache entry: an edit under a run)
+            occurrences(csr.indices, csr.shape[1])
+        except HogwildError as error:
+            if source is None or mapped_file(csr.indices):  # it names the file itself
+                raise
+            raise HogwildError(f"{source}: {error}") from None
         csr = csr.copy()
         csr.sum_duplicates()
     if csr.indices.dtype == np.int32:
@@ -74,16 +86,17 @@ def as_csr(X, n_features=None, estimator=None):
 
 
 def _canonical(csr):
-    """scipy's has_canonical_format (indices increasing within each row), checked a
-    piece of the indices at a time (see hogwild.disk_arrays.pieces), each thread
-    over a part of the rows."""
+    """scipy's has_canonical_format (indices increasing within each row), and
+    every index below the column count, checked a piece of the indices at a time
+    (see hogwild.disk_arrays.pieces), each thread over a part of the rows."""
     indptr = np.asarray(csr.indptr)
     rows = part_bounds(csr.shape[0], (1 << 20) * csr.shape[0] // max(csr.indices.size, 1))
 
     def check_part(part):
         row, previous, start = int(rows[part]), -1, int(indptr[rows[part]])
         for piece in pieces(csr.indices[start:indptr[rows[part + 1]]]):
-            ok, row, previous = _increasing_within_rows(indptr, piece, start, row, previous)
+            ok, row, previous = _increasing_within_rows(indptr, piece, start, row, previous,
+                                                        csr.shape[1])
             if not ok:
                 return False
             start += piece.size
@@ -93,14 +106,15 @@ def _canonical(csr):
 
 
 @njit(nogil=True, cache=True)
-def _increasing_within_rows(indptr, piece, start, row, previous):
-    """Whether the nonzeros start.. (``piece``) keep each row's indices increasing,
-    carrying the row and the last index seen from one piece to the next."""
+def _increasing_within_rows(indptr, piece, start, row, previous, n_cols):
+    """Whether the nonzeros start.. (``piece``) keep each row's indices increasing
+    and in 0..n_cols - 1, carrying the row and the last index seen from one piece
+    to the next."""
     for j in range(piece.size):
         k = start + j
         while indptr[row + 1] <= k:
             row += 1
-        if k > indptr[row] and piece[j] <= previous:
+        if k > indptr[row] and piece[j] <= previous or piece[j] < 0 or piece[j] >= n_cols:
             return False, row, previous
         previous = piece[j]
     return True, row, previous
