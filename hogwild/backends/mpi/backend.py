@@ -10,7 +10,7 @@ from hogwild.backends.host import aligned_copy
 from hogwild.backends.mpi.exchange import Allreduce
 from hogwild.backends.mpi.hierarchy import HierarchicalReducer, Nodes
 from hogwild.backends.mpi.job import agree, import_mpi, job_local_size, run_fields, survived
-from hogwild.backends.mpi.probe import measure_link
+from hogwild.backends.mpi.probe import measure_link, probe_sizes_for
 from hogwild.backends.mpi.settings import LOCAL_SCHEDULERS, check_summation_servers, \
     step_factor
 from hogwild.backends.mpi.summation import SummationService
@@ -150,7 +150,8 @@ class MPIBackend(HostBackend):
         self.costs, leaders_algorithm = LinkCosts(0, 0, 0), None
         if self.ranks > 1:
             self.nodes = Nodes.of(self.MPI, self.comm)
-            self.costs = measure_link(self.MPI, self.comm, partner=self.nodes.partner)
+            sizes = probe_sizes_for(size, self.settings.algorithm)
+            self.costs = measure_link(self.MPI, self.comm, sizes, partner=self.nodes.partner)
         self.choice, self.predictions = choose(self.ranks, size, self.costs)
         if self.servers:
             self.predictions["summation_service"] = summation_service(
@@ -162,7 +163,7 @@ class MPIBackend(HostBackend):
             return
         if self.ranks > 1:
             if len(self.nodes.sizes) > 1 or self.settings.algorithm == "hierarchical":
-                self.links_by_node = self.nodes.links(self.MPI, self.comm)
+                self.links_by_node = self.nodes.links(self.MPI, self.comm, sizes)
                 flat = self.nodes.choose(size, *self.links_by_node, self.costs)
                 if flat is not None:  # rounds between nodes at the link between them
                     self.choice, self.predictions = flat

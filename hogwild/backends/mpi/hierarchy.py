@@ -5,7 +5,7 @@ network by the flat algorithm the model chooses for the link between nodes, and
 a broadcast inside each node. Only the leaders' traffic crosses the network."""
 from dataclasses import dataclass
 
-from hogwild.backends.mpi.probe import measure_link
+from hogwild.backends.mpi.probe import PROBE_SIZES, measure_link
 from hogwild.backends.mpi.tuning import tuned_communicator
 from hogwild.cluster_costs import hierarchical
 from hogwild.collectives import choose
@@ -41,15 +41,16 @@ class Nodes:
         """Ranks per node where every node has as many, else None."""
         return self.sizes[0] if len(set(self.sizes)) == 1 else None
 
-    def links(self, MPI, comm):
+    def links(self, MPI, comm, sizes=PROBE_SIZES):
         """(the link inside a node, the link between nodes) as the start-up probe
-        measures them (hogwild.backends.mpi.probe): every node's ranks at once, then
-        the leaders; every rank gets rank 0's node's figures (every rank must choose
-        alike), None for a link with one rank to measure. Collective over comm."""
-        inside = measure_link(MPI, self.node) if self.node.Get_size() > 1 else None
+        measures them (hogwild.backends.mpi.probe) at ``sizes``: every node's ranks
+        at once, then the leaders; every rank gets rank 0's node's figures (every
+        rank must choose alike), None for a link with one rank to measure.
+        Collective over comm."""
+        inside = measure_link(MPI, self.node, sizes) if self.node.Get_size() > 1 else None
         between = None
         if self.leaders != MPI.COMM_NULL and self.leaders.Get_size() > 1:
-            between = measure_link(MPI, self.leaders)
+            between = measure_link(MPI, self.leaders, sizes)
         return comm.bcast(inside, root=0), comm.bcast(between, root=0)
 
     def choose(self, nbytes, inside, between, whole=None):

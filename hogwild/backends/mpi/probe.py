@@ -16,6 +16,20 @@ RING_STEPS = 3  # ring steps back to back in a repeat of the link probe
 STRAGGLER_BYTES = 1 << 18  # each rank's message to rank 0, timed to find a slow link
 
 
+def probe_sizes_for(nbytes, algorithm="auto"):
+    """The start-up probe's sizes for a run that exchanges ``nbytes`` a sync: those
+    of PROBE_SIZES below it and the first at or above it (an allreduce's messages
+    run from nbytes / ranks to nbytes), so a 1 KB model is not timed at 4 MiB
+    (77 s of a start-up between emulated hosts); the two smallest where
+    ``algorithm`` is named, which no prediction has to choose."""
+    if algorithm not in ("auto", "hierarchical"):
+        return PROBE_SIZES[:2]
+    below = [size for size in PROBE_SIZES if size < nbytes]
+    above = [size for size in PROBE_SIZES if size >= nbytes][:1]
+    sizes = below + above
+    return tuple(sizes) if len(sizes) >= 2 else PROBE_SIZES[:2]
+
+
 def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS, partner=1):
     """The MeasuredLink of ``comm``, each pattern timed at each of ``sizes``: a
     message, half the median ping-pong round trip between ranks 0 and ``partner``
@@ -68,7 +82,8 @@ def measure_link(MPI, comm, sizes=PROBE_SIZES, repeats=PROBE_REPEATS, partner=1)
                 pattern(buffer, incoming)
                 rounds.append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX))
             times[name].append(float(np.median(rounds[1:])) / per)
-    slowest = slowest_factor(comm, partner, repeats=min(repeats, 3))
+    slowest = slowest_factor(comm, partner, repeats=min(repeats, 3),
+                             size=min(STRAGGLER_BYTES, sizes[-1]))
     costs = None
     if rank == 0:
         a = np.ones(1 << 18, np.float32)  # 1 MiB
