@@ -206,22 +206,20 @@ class ProcessesBackend(HostBackend):
         and open the gates so that no worker waits for it."""
         sentinels = {p.sentinel: w for w, p in self._processes.items()}
         stopped_since = {}
-        while True:
+        dead = []
+        while not dead:
             ready = multiprocessing.connection.wait(list(sentinels) + [wake],
                                                     HEARTBEAT_SECONDS)
-            dead = [sentinels[item] for item in ready if item in sentinels]
-            if ready:
+            if ready:  # a death, or the backend closing
+                dead = [sentinels[item] for item in ready if item in sentinels]
                 break
             now = time.monotonic()
             for w, process in self._processes.items():
-                if _stopped(process.pid):
-                    stopped_since.setdefault(w, now)
-                else:
+                if not _stopped(process.pid):
                     stopped_since.pop(w, None)
-            dead = [w for w, since in stopped_since.items() if now - since >= STOPPED_SECONDS]
-            if dead:
-                self._stopped = dead[0]
-                break
+                elif now - stopped_since.setdefault(w, now) >= STOPPED_SECONDS:
+                    self._stopped = w
+                    dead = [w]
         if dead and not self._closing.is_set():
             self._dead = dead[0]
             give_up(self._kind, self._sync[0], dead[0])

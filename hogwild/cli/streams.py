@@ -1,12 +1,11 @@
 """The command's standard streams. A full disk or a failing device behind stdout
-(``> /dev/full``) is one error line and exit 2, not a traceback; a character that
-stdout's encoding lacks (PYTHONIOENCODING=ascii, a non-ASCII path) is escaped, as
-on stderr; behind stderr,
+(``> /dev/full``) is one error line and exit 2, not a traceback; behind stderr,
 which carries progress and diagnostics, a failed write is dropped, so the run
-still ends and reports on stdout. A stream the command was started without (a
-closed descriptor: Python then has None there) is an error on its first write for
-stdout, and the null device for stderr, so that no line meant for stderr lands in
-stdout (print's file=None means stdout)."""
+still ends and reports on stdout. A character that stdout's encoding lacks
+(PYTHONIOENCODING=ascii, a non-ASCII path) is escaped, as stderr escapes it. A
+stream the command was started without (a closed descriptor: Python then has
+None there) is an error on stdout's first write, and the null device for stderr,
+so that no line meant for stderr lands in stdout (print's file=None is stdout)."""
 import contextlib
 import os
 import sys
@@ -69,9 +68,8 @@ def _silence(stream):
 def guarded_streams():
     """sys.stdout and sys.stderr guarded while the command runs, then put back."""
     previous = sys.stdout, sys.stderr
-    with contextlib.suppress(AttributeError, ValueError):  # a path stdout cannot encode
-        sys.stdout.reconfigure(errors="backslashreplace")  # (PYTHONIOENCODING=ascii) as
-        # stderr writes it, not a UnicodeEncodeError
+    with contextlib.suppress(AttributeError, ValueError):  # None, or not a text stream
+        sys.stdout.reconfigure(errors="backslashreplace")
     sys.stdout = _Guarded(sys.stdout if sys.stdout is not None else _Closed(), "stdout")
     sys.stderr = _Guarded(sys.stderr if sys.stderr is not None else open(os.devnull, "w"),
                           "stderr")
