@@ -438,14 +438,13 @@ def fit(objective: Objective, config: Optional[TrainingConfig] = None,
     -----
     Checkpoints (hogwild.checkpoint): with ``checkpoint=PATH`` the state after every
     ``checkpoint_every`` epochs, after the last one and after a Ctrl-C is written
-    there atomically; ``resume=PATH`` continues it up to ``epochs`` in total, for the
-    deterministic schedulers (serial, blocked, colored, cyclades) bitwise as an
-    uninterrupted run. The first Ctrl-C (or SIGTERM, SIGHUP) stops the fit after the
-    current epoch; a second abandons the epoch. These hold on every backend.
+    there atomically; ``resume=PATH`` continues it up to ``epochs`` in total, bitwise
+    as an uninterrupted run for the schedulers below. On every backend, the first
+    Ctrl-C (or SIGTERM, SIGHUP) stops the fit after the epoch; a second abandons it.
 
-    Reproducibility: with a seed, ``serial``, ``blocked``, ``colored`` and
-    ``cyclades`` are bitwise reproducible with any number of workers; ``hogwild``
-    and ``locked`` with several workers only in distribution.
+    Reproducibility: with a seed, serial, blocked, colored and cyclades are bitwise
+    reproducible with any number of workers; hogwild and locked with several only in
+    distribution.
     """
     check_compiler()
     config, controls = settle(config, controls, **options)

@@ -200,7 +200,7 @@ def test_ctrl_c_sigterm_or_sighup_checkpoints_and_cleans_up(tmp_path, signum, gr
 def test_a_stopped_worker_is_named_and_ends_the_run(tmp_path, scheduler):
     """A SIGSTOPped worker hung the run for ever (the parent waited for its reply,
     or, locked, for the lock it held)."""
-    from hogwild.backends.processes import STOPPED_SECONDS
+    from hogwild.backends.process_watch import STOPPED_SECONDS
 
     process = start_run(tmp_path, scheduler)
     (child,) = wait_for_epoch(process, 2)

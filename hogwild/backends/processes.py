@@ -32,13 +32,10 @@ shared segments too, made by the parent's Replicas in order; each child builds t
 same Replicas over the same segments, and every worker runs its rounds and its
 slice of the merges as the threads do, at barriers in the run's gate segment.
 """
-import contextlib
 import multiprocessing
 import multiprocessing.connection
-import multiprocessing.resource_tracker as resource_tracker
 import os
 import pickle
-import signal
 import threading
 import time
 
@@ -49,10 +46,12 @@ from hogwild.backends.replicas import Replicas
 from hogwild.backends.process_worker import (CHUNK_SAMPLES, COUNTER_STRIDE, POLL_SECONDS,
                                              SPIN_SECONDS, ShareCommand, counting,
                                              run_in_pieces, worker_main)
+from hogwild.backends.process_watch import (HEARTBEAT_SECONDS, STOPPED_SECONDS,
+                                            born_with_stop_signals_blocked,
+                                            death_message, is_stopped, raise_remote)
 from hogwild.backends.shared_memory import SegmentSet
 from hogwild.backends.threads import replication_of
 from hogwild.errors import HogwildError
-from hogwild.interrupts import STOP_SIGNALS
 from hogwild.kernels.atomics import GATE_STRIDE, abort_gates
 from hogwild.kernels.compiler import slp_vectorizer
 from hogwild.replication import ReplicationSettings
@@ -63,49 +62,6 @@ def _dumps_functions(loops):
 
     return cloudpickle.dumps(loops.source)
 
-
-
-HEARTBEAT_SECONDS = 1.0  # how often the watchdog looks for a stopped child
-STOPPED_SECONDS = 10.0  # a child stopped this long, while the parent runs, ends the run
-
-
-def _stopped(pid):
-    """Whether process ``pid`` is stopped (by a signal or a tracer), from Linux's
-    /proc; False where it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t")
-    except (OSError, IndexError):
-        return False
-
-
-@contextlib.contextmanager
-def _born_with_stop_signals_blocked():
-    """Children started inside hold the stop signals (SIGINT, SIGTERM, SIGHUP)
-    blocked from their first instruction (a signal mask survives fork and exec)
-    until worker_main ignores them, so that a Ctrl-C while they import numpy and
-    numba is the parent's alone, not a KeyboardInterrupt traceback in each child,
-    and a SIGTERM sent to the whole process group does not kill them. The parent's
-    own disposition is never SIG_IGN here: another of its threads (numba's,
-    multiprocessing's) may be handed a process-wide SIGINT, and would discard it. A
-    Ctrl-C of this moment is kept and raised once the block ends, so that no child
-    is left half started.
-    multiprocessing's resource tracker is started first: its start unblocks SIGINT
-    on its way out."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    resource_tracker.ensure_running()
-    kept = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: kept.append(signum))
-    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # runs the handlers
-        signal.signal(signal.SIGINT, previous)
-        if kept:
-            signal.raise_signal(kept[0])
 
 
 class ProcessesBackend(HostBackend):
@@ -186,7 +142,7 @@ class ProcessesBackend(HostBackend):
             parent_end, child_end = context.Pipe()
             process = context.Process(target=worker_main, args=(child_end, setup, w),
                                       name=f"hogwild-worker-{w}", daemon=True)
-            with _born_with_stop_signals_blocked():
+            with born_with_stop_signals_blocked():
                 process.start()
                 child_end.close()
                 self._processes[w], self._pipes[w] = process, parent_end
@@ -215,7 +171,7 @@ class ProcessesBackend(HostBackend):
                 break
             now = time.monotonic()
             for w, process in self._processes.items():
-                if not _stopped(process.pid):
+                if not is_stopped(process.pid):
                     stopped_since.pop(w, None)
                 elif now - stopped_since.setdefault(w, now) >= STOPPED_SECONDS:
                     self._stopped = w
@@ -305,7 +261,7 @@ class ProcessesBackend(HostBackend):
                 message = self._pipes[w].recv()
                 if message[0] == "error":
                     self._fail()
-                    _raise_remote(w, message)
+                    raise_remote(w, message)
         except (EOFError, OSError):
             pass
         self._fail()
@@ -347,7 +303,7 @@ class ProcessesBackend(HostBackend):
                     continue
                 if message[0] == "error":
                     self._fail()
-                    _raise_remote(w, message)
+                    raise_remote(w, message)
                 results[w] = message[1]
             self._report(epoch, updates_before)
         return results
@@ -357,17 +313,7 @@ class ProcessesBackend(HostBackend):
             self.on_progress(updates_before + int(self._counters[0][::COUNTER_STRIDE].sum()))
 
     def _death(self, w, epoch):
-        process = self._processes[w]
-        if w == self._stopped:
-            how = f"was stopped (SIGSTOP or a debugger) for {STOPPED_SECONDS:g} s"
-        else:
-            process.join(timeout=1)
-            code = process.exitcode
-            how = (f"killed by signal {signal.Signals(-code).name}"
-                   if code is not None and code < 0 else f"exited with status {code}")
-        when = f"in epoch {epoch + 1}" if epoch is not None else "while starting"
-        return (f"worker {w} (pid {process.pid}) {how} {when}; the run was stopped and its "
-                "shared memory removed")
+        return death_message(w, self._processes[w], epoch, stopped=w == self._stopped)
 
     def _fail(self):
         """Stop every child now: open the gates so none waits, then kill them (they
@@ -405,14 +351,3 @@ class ProcessesBackend(HostBackend):
                 pipe.close()
         finally:
             self._segments.close()
-
-
-
-def _raise_remote(w, message):
-    _, payload, text = message
-    try:
-        exc = pickle.loads(payload)
-    except Exception:  # noqa: BLE001 - an exception type the parent cannot rebuild
-        exc = HogwildError(f"worker {w} failed: {text.strip().splitlines()[-1]}")
-    exc.add_note(f"raised in worker process {w}:\n{text}")
-    raise exc

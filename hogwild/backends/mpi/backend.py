@@ -380,19 +380,8 @@ class MPIBackend(HostBackend):
             "predicted_seconds": self.predictions,
             "predicted_sync_seconds": self.predictions.get(self.algorithm),
             "measured_sync_seconds": measured,
-            **self._hierarchy_report()}
-
-    def _hierarchy_report(self):
-        """The ranks of each node, and where they were measured, the links inside
-        and between nodes and the leaders' algorithm (a hierarchical allreduce)."""
-        if self.nodes is None:
-            return {}
-        inside, between = self.links_by_node or (None, None)
-        return {"ranks_per_node": list(self.nodes.sizes),
-                **({"link_inside_node": inside.figures()} if inside is not None else {}),
-                **({"link_between_nodes": between.figures()} if between is not None else {}),
-                **({"leaders_algorithm": self.leaders_algorithm}
-                   if self.algorithm == "hierarchical" else {})}
+            **(self.nodes.report(self.links_by_node, self.algorithm == "hierarchical",
+                                 self.leaders_algorithm) if self.nodes is not None else {})}
 
     def close(self):
         self.local.close()

@@ -82,6 +82,16 @@ class Nodes:
             inside = between  # no node reduce: the leaders are every rank
         return hierarchical(len(self.sizes), per_node, nbytes, inside, between)
 
+    def report(self, links, hierarchical, leaders_algorithm):
+        """The ranks of each node, and where they were measured, the links inside
+        and between nodes (``links``, as links() gave them, or None) and, for a
+        ``hierarchical`` allreduce, the leaders' algorithm."""
+        inside, between = links or (None, None)
+        return {"ranks_per_node": list(self.sizes),
+                **({"link_inside_node": inside.figures()} if inside is not None else {}),
+                **({"link_between_nodes": between.figures()} if between is not None else {}),
+                **({"leaders_algorithm": leaders_algorithm} if hierarchical else {})}
+
     def free(self, MPI):
         self.node.Free()
         if self.leaders != MPI.COMM_NULL:
