@@ -50,21 +50,38 @@ def _stop_signals_as_ctrl_c(received):
 
 GC_YOUNG_OBJECTS = 50_000  # Python's default, 700, collects ~30 times as often
 
+_guard = None  # (Ctrl-Cs seen, stop signals seen, SIGINT's handler before) once guarded
 
-def main():
-    # Start-up (the imports, then numba's first compiled call) makes some 10^5
-    # objects that live as long as the command: the cyclic collector's passes among
-    # them took 0.25 s of a run's 1.3 s start (median of 10). Rarer young-object
-    # collections still bound what garbage cycles hold.
-    gc.set_threshold(GC_YOUNG_OBJECTS, *gc.get_threshold()[1:])
-    interrupted, received = [], []
-    _stop_signals_as_ctrl_c(received)
+
+def guard_start_up(raise_at_once=True):
+    """Keep a Ctrl-C, SIGTERM or SIGHUP that lands while hogwild imports from becoming
+    a traceback: it is recorded, and ``main`` ends the command with exit 130 (143,
+    129). raise_at_once=False only records it, for imports that no code of ours
+    surrounds: runpy's import of the hogwild package under ``python -m hogwild.cli``,
+    whose ``__main__`` then calls ``main``."""
+    global _guard
+    if _guard is None:
+        # Start-up (the imports, then numba's first compiled call) makes some 10^5
+        # objects that live as long as the command: the cyclic collector's passes
+        # among them took 0.25 s of a run's 1.3 s start (median of 10). Rarer
+        # young-object collections still bound what garbage cycles hold.
+        gc.set_threshold(GC_YOUNG_OBJECTS, *gc.get_threshold()[1:])
+        received = []
+        _stop_signals_as_ctrl_c(received)
+        _guard = ([], received, signal.getsignal(signal.SIGINT))
+    interrupted = _guard[0]
 
     def interrupt(signum, frame):
         interrupted.append(signum)
-        raise KeyboardInterrupt
+        if raise_at_once:
+            raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
+    return _guard
+
+
+def main():
+    interrupted, received, previous = guard_start_up()
     try:
         from hogwild.cli import main as command
     except BaseException:

@@ -4,7 +4,16 @@ Describe a sparse separable objective with plain per-sample ``update`` and ``los
 functions (compiled by numba into the engine's loops), then ``fit`` it with many
 workers writing one shared parameter array without locks.
 """
+import sys as _sys
 from pathlib import Path as _Path
+
+# `python -m hogwild.cli` imports this package before the command's own start-up
+# guard could run: a Ctrl-C (or SIGTERM) during numba's import below is recorded
+# instead, and the command ends with exit 130 (143) as `hogwild` does.
+if _sys.argv[:1] == ["-m"] and {"hogwild.cli", "-mhogwild.cli"} & set(
+        getattr(_sys, "orig_argv", ())):
+    import hogwild_launcher as _launcher
+    _launcher.guard_start_up(raise_at_once=False)
 
 # In a source checkout the subpackages hogwild.problems and hogwild.datasets are the
 # folders problems/ and datasets/ beside this one (pyproject's package-dir). pip's

@@ -797,12 +797,14 @@ STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
 @pytest.mark.parametrize("signum", STOP_SIGNALS)
-def test_ctrl_c_while_the_command_imports_is_one_line_and_exit_130(tmp_path, signum):
+@pytest.mark.parametrize("entry", ["hogwild_launcher", "hogwild.cli"])
+def test_ctrl_c_while_the_command_imports_is_one_line_and_exit_130(tmp_path, signum, entry):
     """Ctrl-C while the command imported numba (its first second) printed a
-    KeyboardInterrupt traceback (exit -2). Ctrl-C reaches the whole process group, as
-    a terminal's does; so do a scheduler's SIGTERM and a closed terminal's SIGHUP,
-    which killed the command without a word."""
-    command = [sys.executable, "-m", "hogwild_launcher", "run", "mc", "--data",
+    KeyboardInterrupt traceback (exit -2), under `python -m hogwild.cli` too, whose
+    import of the hogwild package comes before any code of the command's. Ctrl-C
+    reaches the whole process group, as a terminal's does; so do a scheduler's
+    SIGTERM and a closed terminal's SIGHUP, which killed the command without a word."""
+    command = [sys.executable, "-m", entry, "run", "mc", "--data",
                "jumbo:3000x3000x300000", "--epochs", "50"]
     env = {**os.environ, "HOGWILD_CACHE_DIR": str(tmp_path / "cache")}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
