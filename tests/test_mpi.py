@@ -20,6 +20,7 @@ from hogwild.backends.sharding import pieces_per_epoch
 from hogwild.backends.shared_memory import PREFIX, segments_root
 from hogwild.cli.ranks import child_pids
 from hogwild.errors import HogwildError
+from hogwild.paths import process_ended
 from hogwild.problems.sparse_svm import INTERCEPT_PAD
 from launchers import JOB_DEADLINE, MPIRUN, mpirun, mpmd
 
@@ -700,7 +701,7 @@ def test_a_rank_killed_while_the_job_starts_ends_it_with_one_line():
                     for who in (f"rank 2 (pid {victim})", f"a rank (pid {victim})", "a rank")]
     # (as the launcher saw it: after its exec, before, or not at all)
     assert _job_segments(launcher) == []
-    assert not (segments_root() / f"{PREFIX}{proc.pid}-started").exists()
+    assert list(segments_root().glob(f"{PREFIX}{proc.pid}-*")) == []
 
 
 def test_ctrl_c_while_the_ranks_start_ends_the_job_with_one_line():
@@ -722,7 +723,42 @@ def test_ctrl_c_while_the_ranks_start_ends_the_job_with_one_line():
     assert err_lines(err, "hogwild:") == ["hogwild: interrupted while the MPI job started"]
     assert "Traceback" not in err
     assert _job_segments(launcher) == []
-    assert not (segments_root() / f"{PREFIX}{proc.pid}-started").exists()
+    assert list(segments_root().glob(f"{PREFIX}{proc.pid}-*")) == []
+
+
+@pytest.mark.parametrize("phase", ["start", "training"])
+def test_a_ranks_launcher_killed_leaves_nothing_behind(tmp_path, phase):
+    """`hogwild --ranks` killed by SIGKILL, while its ranks start or once they train,
+    left its /dev/shm/hogwild-PID-started folder (the ranks' marks past MPI_Init)
+    for some later run's sweep. Nothing of the job is left now: mpirun and the
+    ranks end (mpirun's SIGTERM when its parent dies), and neither shared-memory
+    folders nor Open MPI's session directory stay."""
+    import tempfile
+    checkpoint = tmp_path / "run.npz"
+    proc = subprocess.Popen(HOGWILD + ["run", "svm", "--ranks", "3", "--epochs", "3000",
+                                       "--checkpoint", str(checkpoint),
+                                       "--checkpoint-every", "1"],
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    launcher = _job_launcher(proc.pid, deadline)
+    try:
+        ranks = [_rank_pid(launcher, rank, deadline) for rank in range(3)]
+        while phase == "training" and not checkpoint.exists():
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()
+            time.sleep(0.01)
+        proc.kill()
+        proc.communicate(timeout=60)
+        for pid in [launcher, *ranks]:
+            while not process_ended(pid):
+                assert time.monotonic() < deadline, f"process {pid} outlived its launcher"
+                time.sleep(0.02)
+    finally:
+        if not process_ended(launcher):  # the job outlived its launcher: end it all
+            proc.kill()
+            os.killpg(launcher, signal.SIGKILL)
+    assert list(segments_root().glob(f"{PREFIX}{proc.pid}-*")) == []
+    assert _job_segments(launcher) == []
+    assert not (Path(tempfile.gettempdir()) / f"ompi.{launcher}").exists()
 
 
 def test_a_job_of_one_rank_started_without_mpirun_leaves_no_shared_memory():

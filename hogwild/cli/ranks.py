@@ -3,15 +3,18 @@ ranks on this machine under mpirun, and each rank of a job (``mpirun -n N hogwil
 run ... --backend mpi``) prints only on rank 0 and ends the whole job on an error."""
 import os
 import re
+import secrets
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from hogwild.backends.mpi import STARTED_FOLDER_VARIABLE, job_chief, remove_stale_sessions
-from hogwild.backends.shared_memory import PREFIX, remove_stale_folders, segments_root
+from hogwild.backends.mpi import STARTED_SOCKET_VARIABLE, job_chief, remove_stale_sessions
+from hogwild.backends.shared_memory import remove_stale_folders
 from hogwild.errors import HogwildError
 from hogwild.limits import check_workers, usable_cores
 from hogwild.paths import process_ended
@@ -80,18 +83,14 @@ def launch(ranks, argv, oversubscribe=False):
     command += [sys.executable, "-m", "hogwild.cli", *without_ranks(argv)]
     if argv and argv[0] == "run":
         command += ["--backend", "mpi"]
-    started = None
-    if "--with-ft" in command:  # ranks mark themselves past MPI_Init there
-        started = segments_root() / f"{PREFIX}{os.getpid()}-started"
-        shutil.rmtree(started, ignore_errors=True)
-        started.mkdir(mode=0o700)
+    started = StartedRanks(ranks) if "--with-ft" in command else None  # (told past MPI_Init)
     job = subprocess.Popen(command, start_new_session=True, preexec_fn=_die_with_parent,
                            env={"OMPI_MCA_mpi_yield_when_idle": "1", **os.environ,
-                                **({STARTED_FOLDER_VARIABLE: str(started)} if started else {})})
+                                **({STARTED_SOCKET_VARIABLE: started.name} if started else {})})
     asked = []
 
     def forward(signum, frame):
-        if asked or (started is not None and len(os.listdir(started)) < ranks):
+        if asked or (started is not None and len(started.pids) < ranks):
             job.send_signal(signal.SIGTERM)  # again, or while the ranks start: end it now
         else:
             for pid in child_pids(job.pid):
@@ -112,29 +111,62 @@ def launch(ranks, argv, oversubscribe=False):
         for signum, action in previous.items():
             signal.signal(signum, action)
         if started is not None:
-            shutil.rmtree(started, ignore_errors=True)
+            started.close()
         remove_stale_folders()  # what ranks that died with a killed mpirun left
         remove_stale_sessions()
 
 
+class StartedRanks:
+    """Which ranks are past MPI_Init: each connects to this abstract Unix socket
+    (Linux: a name in no folder, gone with this process however it dies, so a
+    killed launcher leaves nothing in /dev/shm or a temporary folder). Only this
+    user's connections count (the kernel's peer credentials): the name is visible
+    to every user of the host."""
+
+    def __init__(self, ranks):
+        self.name = f"hogwild-{os.getpid()}-{secrets.token_hex(8)}-started"
+        self.pids = set()
+        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._socket.bind("\0" + self.name)
+        self._socket.listen(ranks)
+        self._socket.setblocking(False)
+
+    def accept(self):
+        """Count the ranks that connected since the last call (by pid: a rank that
+        connected and died since still counts)."""
+        while True:
+            try:
+                connection, _ = self._socket.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            with connection:
+                pid, uid, _ = struct.unpack("3i", connection.getsockopt(
+                    socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+            if uid == os.getuid():
+                self.pids.add(pid)
+
+    def close(self):
+        self._socket.close()
+
+
 def _watch_start(job, ranks, started, asked):
-    """Until every rank marked itself past MPI_Init in ``started``, end the job if a
-    rank dies: mpirun keeps a fault-tolerant job whose rank dies, and the others
-    would wait in MPI_Init for ever. A rank killed before this watch saw it is
-    caught too: mpirun reaps it, and its count of reaped children's page faults
+    """Until every rank told ``started`` (a StartedRanks) it is past MPI_Init, end the
+    job if a rank dies: mpirun keeps a fault-tolerant job whose rank dies, and the
+    others would wait in MPI_Init for ever. A rank killed before this watch saw it
+    is caught too: mpirun reaps it, and its count of reaped children's page faults
     (/proc's cminflt) rises. False where a signal (``asked``, forward's) ended the
     start."""
     reaped = _reaped_faults(job.pid)
     seen = {}  # pid: world rank, of the ranks mpirun started
-    while job.poll() is None and len(os.listdir(started)) < ranks:
+    while job.poll() is None and len(started.pids) < ranks:
         if asked:
             return False
         for pid in child_pids(job.pid):
             if seen.get(pid, "?") == "?":  # (not yet where mpirun forked it, before exec)
                 seen[pid] = _world_rank(pid)
+        started.accept()
         dead = [f"{'a rank' if rank == '?' else f'rank {rank}'} (pid {pid})"
-                for pid, rank in seen.items()
-                if process_ended(pid) and not (started / str(rank)).exists()]
+                for pid, rank in seen.items() if process_ended(pid) and pid not in started.pids]
         if dead or _reaped_faults(job.pid) > reaped:
             if asked:
                 return False
@@ -147,7 +179,7 @@ def _watch_start(job, ranks, started, asked):
                 job.kill()
             return True
         time.sleep(0.05)
-    return not asked or len(os.listdir(started)) >= ranks
+    return not asked or len(started.pids) >= ranks
 
 
 def _reaped_faults(pid):

@@ -64,7 +64,7 @@ starts MPI on import: import_mpi does, when a run or a command needs it.
 """
 from hogwild.backends.mpi.backend import MPIBackend
 from hogwild.backends.mpi.hierarchy import HierarchicalReducer, Nodes
-from hogwild.backends.mpi.job import (STARTED_FOLDER_VARIABLE, agree, import_mpi, in_mpi_job,
+from hogwild.backends.mpi.job import (STARTED_SOCKET_VARIABLE, agree, import_mpi, in_mpi_job,
                                       job_chief, job_comm, job_local_size, job_rank,
                                       job_size, meet_before_exit)
 from hogwild.backends.mpi.launcher import remove_stale_sessions
@@ -74,7 +74,7 @@ from hogwild.backends.mpi.settings import AllreduceSettings, check_summation_ser
 from hogwild.backends.mpi.summation import SummationService
 from hogwild.backends.mpi.survival import rank_lost
 
-__all__ = ["STARTED_FOLDER_VARIABLE", "AllreduceSettings", "HierarchicalReducer", "MPIBackend",
+__all__ = ["STARTED_SOCKET_VARIABLE", "AllreduceSettings", "HierarchicalReducer", "MPIBackend",
            "Nodes", "SitOut", "SummationService", "agree", "check_summation_servers",
            "import_mpi", "in_mpi_job", "job_chief", "job_comm", "job_local_size", "job_rank",
            "job_size",

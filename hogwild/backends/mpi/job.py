@@ -6,6 +6,7 @@ import atexit
 import ctypes
 import dataclasses
 import os
+import socket
 import sys
 import time
 
@@ -19,7 +20,8 @@ SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 LOCAL_SIZE_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE")
 SEGMENT_PREFIX = "sm_segment."  # Open MPI's shared-memory transport, one file per rank
 SEGMENT_FOLDER_VARIABLE = "OMPI_MCA_btl_sm_backing_directory"  # where it makes them
-STARTED_FOLDER_VARIABLE = "HOGWILD_STARTED_FOLDER"  # where each rank marks MPI_Init done
+STARTED_SOCKET_VARIABLE = "HOGWILD_STARTED_SOCKET"  # whom each rank tells MPI_Init is done
+STARTED_CONNECT_SECONDS = 10  # a launcher stopped (SIGSTOP) does not hold a rank longer
 OPEN_MPI_LIBRARY = "libmpi.so.40"  # its soname since Open MPI 3
 
 
@@ -131,19 +133,21 @@ def import_mpi():
     if starting and MPI.COMM_WORLD.Get_size() > 1:
         unlink_shared_segments(MPI, folder)
         abort_on_uncaught(MPI)
-    if starting and os.environ.get(STARTED_FOLDER_VARIABLE):
-        _mark_started(os.environ[STARTED_FOLDER_VARIABLE])
+    if starting and os.environ.get(STARTED_SOCKET_VARIABLE):
+        _tell_launcher(os.environ[STARTED_SOCKET_VARIABLE])
     return MPI
 
 
-def _mark_started(folder):
-    """Tell the launcher (hogwild.cli.ranks.launch) that this rank is past MPI_Init:
-    a rank lost from now on is survived or ends the job by an error, where one lost
-    before leaves the others waiting in MPI_Init."""
+def _tell_launcher(name):
+    """Tell the launcher (hogwild.cli.ranks.StartedRanks) that this rank is past
+    MPI_Init by connecting to its abstract socket ``name``: a rank lost from now on
+    is survived or ends the job by an error, where one lost before leaves the
+    others waiting in MPI_Init."""
     try:
-        with open(os.path.join(folder, str(job_rank())), "w"):
-            pass
-    except OSError:  # the launcher is gone (or its folder): it waits for no one
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.settimeout(STARTED_CONNECT_SECONDS)
+            connection.connect("\0" + name)
+    except OSError:  # the launcher is gone, or on another host: it waits for no one
         pass
 
 
