@@ -33,11 +33,11 @@ import warnings
 from hogwild.cli.commands import download, list_datasets, sparsity
 from hogwild.cli.options import check_numbers, build_parser
 from hogwild.cli.probe import run_probe
-from hogwild.cli.ranks import abort_job, launch
+from hogwild.cli.ranks import abort_job, launch, say_error
 from hogwild.cli.streams import guarded_streams
 from hogwild.cli.run import run_cuts, run_implicit, run_mc, run_svm
 from hogwild.backends.mpi import agree, check_summation_servers, import_mpi, in_mpi_job, \
-    job_rank, job_size, meet_before_exit, rank_lost
+    job_rank, job_size, rank_lost
 from hogwild.datasets.outputs import check_outputs
 from hogwild.errors import HogwildError, Interrupted
 from hogwild.interrupts import interrupts_kept
@@ -208,10 +208,8 @@ def _dispatch(args, argv=()):
                 run_cuts(args)
             else:
                 run_svm(args)
-    except HogwildError as exc:
-        print(f"hogwild: error: {_where()}{exc}", file=sys.stderr, flush=True)
-        # every rank that fails alike says so and exits with the others, unaborted
-        args.stopped_together = in_mpi_job() and job_size() > 1 and meet_before_exit()
+    except HogwildError as exc:  # once per job; ranks that fail alike exit unaborted
+        args.stopped_together = say_error(str(exc))
         return 2
     except MemoryError:
         print("hogwild: error: out of memory; use smaller data (or a machine with more "

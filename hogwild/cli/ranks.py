@@ -230,6 +230,31 @@ def reports_here():
     return job_chief()
 
 
+def say_error(message):
+    """Print a hogwild error (``hogwild: error: MESSAGE``) once per job: in an MPI job
+    of several ranks the ranks first meet (meet_before_exit), then rank 0 says each
+    distinct message once, naming the ranks where not all share it (one bad
+    --resume file was one line per rank). A rank whose error the others do not
+    share says its own, before the caller aborts the job. Returns whether every
+    rank stopped together."""
+    from hogwild.backends.mpi import import_mpi, in_mpi_job, job_rank, job_size, \
+        meet_before_exit
+
+    if not in_mpi_job() or job_size() == 1:
+        print(f"hogwild: error: {message}", file=sys.stderr, flush=True)
+        return False
+    if not meet_before_exit():
+        print(f"hogwild: error: rank {job_rank()}: {message}", file=sys.stderr, flush=True)
+        return False
+    said = import_mpi().COMM_WORLD.allgather(message)  # every rank is here: it returns
+    for text in dict.fromkeys(said) if job_rank() == 0 else ():
+        ranks = [str(rank) for rank, theirs in enumerate(said) if theirs == text]
+        who = "" if len(ranks) == len(said) else \
+            f"rank{'s' if len(ranks) > 1 else ''} {', '.join(ranks)}: "
+        print(f"hogwild: error: {who}{text}", file=sys.stderr, flush=True)
+    return True
+
+
 def abort_job(status):
     """End every rank of this MPI job (a rank that failed alone would leave the
     others waiting in a collective, or in MPI_Init): MPI_Abort, after starting MPI
