@@ -781,6 +781,41 @@ def test_a_ranks_launcher_killed_leaves_nothing_behind(tmp_path, phase):
     assert not (Path(tempfile.gettempdir()) / f"ompi.{launcher}").exists()
 
 
+def test_mpirun_that_fails_before_any_rank_starts_is_named_in_a_line(tmp_path, monkeypatch,
+                                                                     capsys):
+    """mpirun that cannot start (a read-only TMPDIR: exit 213) printed only Open MPI's
+    banner: hogwild's line follows it, with mpirun's status."""
+    from hogwild.cli import ranks
+
+    fake = tmp_path / "mpirun"
+    fake.write_text("#!/bin/sh\necho 'PMIx detected a call to mkdir was unable to create' >&2\n"
+                    "exit 213\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(ranks, "find_mpirun", lambda: str(fake))
+    monkeypatch.setattr(ranks, "fault_tolerance", lambda mpirun: ["--with-ft", "ulfm"])
+    assert ranks.launch(2, ["run", "svm", "--epochs", "1"]) == 213
+    assert capsys.readouterr().err == ("hogwild: error: mpirun failed (exit 213) before any "
+                                       "rank started; its message is above\n")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a read-only tmpfs (needs root)")
+def test_a_read_only_temporary_folder_is_one_line_before_mpirun(tmp_path):
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)],
+                      capture_output=True).returncode:
+        pytest.skip("this machine does not let its root mount a tmpfs")
+    try:
+        done = subprocess.run(HOGWILD + ["run", "svm", "--ranks", "2", "--epochs", "1"],
+                              capture_output=True, text=True, timeout=JOB_DEADLINE,
+                              env={**os.environ, "TMPDIR": str(folder)})
+    finally:
+        subprocess.run(["umount", str(folder)], capture_output=True)
+    assert (done.returncode, done.stderr) == (2, (
+        f"hogwild: error: --ranks: the temporary folder {folder} is not writable, and Open "
+        "MPI keeps its session files there: set TMPDIR to a writable folder\n"))
+
+
 def test_a_job_of_one_rank_started_without_mpirun_leaves_no_shared_memory():
     """Open MPI's singleton would leave a 16 MiB segment in /dev/shm that no
     launcher removes; the backend starts it with the loopback transport alone, so

@@ -55,6 +55,16 @@ def without_ranks(argv):
     return kept
 
 
+def check_session_folder():
+    """Open MPI makes its session directory in TMPDIR (else /tmp) and, where it
+    cannot, exits 213 with a banner of its own: say so first, in one line."""
+    folder = os.environ.get("TMPDIR") or "/tmp"
+    if os.path.isdir(folder) and not os.access(folder, os.W_OK | os.X_OK):
+        raise HogwildError(f"--ranks: the temporary folder {folder} is not writable, and "
+                           "Open MPI keeps its session files there: set TMPDIR to a "
+                           "writable folder")
+
+
 def launch(ranks, argv, oversubscribe=False):
     """Run ``hogwild ARGV`` (a ``run`` with ``--backend mpi``) as ``ranks`` ranks under
     mpirun and return its exit status. mpirun runs in its own session: the first
@@ -65,6 +75,7 @@ def launch(ranks, argv, oversubscribe=False):
     workers are (check_workers). A run survives a lost rank where mpirun offers
     ULFM (fault_tolerance)."""
     check_workers(ranks, oversubscribe, name="--ranks")
+    check_session_folder()
     mpirun = find_mpirun()
     command = [mpirun, "-n", str(ranks)]
     if argv and argv[0] == "run":  # a lost rank's survivors go on training
@@ -102,11 +113,16 @@ def launch(ranks, argv, oversubscribe=False):
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        if started is not None and not _watch_start(job, ranks, started, asked):
+        start = _watch_start(job, ranks, started, asked) if started is not None else None
+        if start == "interrupted":
             job.wait()
             print("hogwild: interrupted while the MPI job started", file=sys.stderr)
             return 128 + asked[0]
-        return job.wait()
+        status = job.wait()
+        if status and start == "ended":  # by mpirun alone, before any rank told us
+            print(f"hogwild: error: mpirun failed (exit {status}) before any rank started; "
+                  "its message is above", file=sys.stderr)
+        return status
     finally:
         for signum, action in previous.items():
             signal.signal(signum, action)
@@ -154,13 +170,14 @@ def _watch_start(job, ranks, started, asked):
     job if a rank dies: mpirun keeps a fault-tolerant job whose rank dies, and the
     others would wait in MPI_Init for ever. A rank killed before this watch saw it
     is caught too: mpirun reaps it, and its count of reaped children's page faults
-    (/proc's cminflt) rises. False where a signal (``asked``, forward's) ended the
-    start."""
+    (/proc's cminflt) rises. Returns "started", "interrupted" (a signal, ``asked``
+    by forward, ended the start), "failed" (a rank died: said and ended here) or
+    "ended" (the job ended before any rank told ``started``)."""
     reaped = _reaped_faults(job.pid)
     seen = {}  # pid: world rank, of the ranks mpirun started
     while job.poll() is None and len(started.pids) < ranks:
         if asked:
-            return False
+            return "interrupted"
         for pid in child_pids(job.pid):
             if seen.get(pid, "?") == "?":  # (not yet where mpirun forked it, before exec)
                 seen[pid] = _world_rank(pid)
@@ -169,7 +186,7 @@ def _watch_start(job, ranks, started, asked):
                 for pid, rank in seen.items() if process_ended(pid) and pid not in started.pids]
         if dead or _reaped_faults(job.pid) > reaped:
             if asked:
-                return False
+                return "interrupted"
             print(f"hogwild: error: {dead[0] if dead else 'a rank'} died while the MPI job "
                   "started; ending the job", file=sys.stderr, flush=True)
             job.terminate()
@@ -177,9 +194,12 @@ def _watch_start(job, ranks, started, asked):
                 job.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 job.kill()
-            return True
+            return "failed"
         time.sleep(0.05)
-    return not asked or len(started.pids) >= ranks
+    started.accept()  # (the ranks that told it as the job ended)
+    if asked and len(started.pids) < ranks:
+        return "interrupted"
+    return "started" if started.pids else "ended"
 
 
 def _reaped_faults(pid):
