@@ -32,7 +32,7 @@ from hogwild.kernels.compiler import check_compiler, compile_loops
 from hogwild.limits import (available_memory, check_workers, default_workers,
                             return_freed_memory, size_text)
 from hogwild.objective import Objective
-from hogwild.phases import phase, training_starts
+from hogwild.phases import epoch_ends, phase, training_starts
 from hogwild.replication import GUARD_MEMORY_SHARE, GUARD_SAMPLES, Guard
 from hogwild.results import EpochRecord, FitResult
 from hogwild.schedulers import get_scheduler
@@ -283,6 +283,7 @@ class _Run:
                                  plan_seconds=plan_seconds, metric_seconds=metric_seconds,
                                  decay_held=self._holds_decay(value))
             self.history.append(record)
+            epoch_ends()
             if progress is not None and runner.reports:
                 progress((epoch + 1) * n, epochs * n)
             if controls.callback is not None and runner.reports:
@@ -325,10 +326,11 @@ class _Run:
     def _measure(self, runner, params, metrics):
         """(held-out scores, the record's metrics, their seconds): the validation on
         every rank (each decides the stop alike), the test metrics where the run
-        reports."""
+        reports (or, where the reporter may change, everywhere)."""
         measuring = time.perf_counter()
         held_out = self.validate(params)
-        measured = {**metrics(params), **held_out} if runner.reports else {}
+        measured = {**metrics(params), **held_out} \
+            if runner.reports or runner.measures_everywhere else {}
         return held_out, measured, time.perf_counter() - measuring
 
     def _epoch(self, runner, params, data, steps, epoch):

@@ -16,7 +16,7 @@ class PhaseLog:
     """Seconds per phase in the order they first ran (a phase run twice adds up),
     and ``on_start(name)`` called as each one starts. ``training_started`` is the
     time.perf_counter() at which the first epoch began (None until then), and
-    ``epochs_ended`` the time.perf_counter() at which each epoch was reported."""
+    ``epochs_ended`` the time.perf_counter() at which each epoch ended."""
 
     def __init__(self, on_start=None):
         self.seconds = {}
@@ -58,6 +58,14 @@ def training_starts():
         log.training_started = time.perf_counter()
         if log.on_start is not None:
             log.on_start("training")
+
+
+def epoch_ends():
+    """Note that an epoch ended now (the engine calls it on every process of a run,
+    so that one that becomes an MPI job's chief knows every epoch's time)."""
+    log = _current.get()
+    if log is not None:
+        log.epochs_ended.append(time.perf_counter())
 
 
 def seconds_since_launch(moment=None):

@@ -27,7 +27,7 @@ import sys
 import warnings
 
 from hogwild.bench.workloads import BUILDERS
-from hogwild.backends.ray import SSPSettings, import_ray
+from hogwild.backends.ray import SSPSettings, import_ray, start_local_ray
 from hogwild.engine import fit
 from hogwild.bench.machine import benchmark_arguments, describe_machine, publish
 
@@ -129,11 +129,11 @@ def main():
     parser.add_argument("--plot", help="write the objective-vs-time plot (PNG) here")
     args = parser.parse_args()
     ray = import_ray()
-    ray.init(num_cpus=max(2, args.nodes), include_dashboard=False, log_to_driver=False)
+    instance = start_local_ray(ray, max(2, args.nodes))  # this machine's alone, removed after
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a few MovieLens test ids unseen in training
         problems = [run_problem(p, args.quick, args.nodes, args.seed) for p in ("svm", "mc")]
-    ray.shutdown()
+    instance.close()
     report = {"benchmark": "ssp", "quick": args.quick, "machine": describe_machine(("ray",)),
               "nodes": args.nodes, "tolerance": TOLERANCE, "problems": problems,
               "within_tolerance": all(run["objective_over_single_node"] <= 1 + TOLERANCE

@@ -16,7 +16,7 @@ import statistics
 import sys
 import warnings
 
-from hogwild.backends.ray import SSPSettings, import_ray
+from hogwild.backends.ray import SSPSettings, import_ray, start_local_ray
 from hogwild.bench.machine import benchmark_arguments, describe_machine, publish
 from hogwild.bench.workloads import BUILDERS
 from hogwild.engine import fit
@@ -124,12 +124,12 @@ def main():
     parser.add_argument("--problems", default="svm,mc")
     args = parser.parse_args()
     ray = import_ray()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    instance = start_local_ray(ray, 2)  # this machine's alone, removed after
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a few MovieLens test ids unseen in training
         problems = [run_problem(p, args.quick, args.rounds, args.seed)
                     for p in args.problems.split(",")]
-    ray.shutdown()
+    instance.close()
     report = {"benchmark": "staleness_aware", "quick": args.quick,
               "machine": describe_machine(("ray",)), "rounds": args.rounds,
               "straggler": STRAGGLER, "problems": problems}

@@ -94,9 +94,9 @@ def local_ray():
     """One local Ray instance for the module (starting one takes seconds), started
     as backend "ray" starts its own; yields the sockets this process held before."""
     before = listening_sockets()
-    start_local_ray(ray, 4)
+    instance = start_local_ray(ray, 4)
     yield before
-    ray.shutdown()
+    instance.close()
 
 
 @pytest.fixture(scope="module")

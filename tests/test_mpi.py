@@ -647,7 +647,7 @@ def test_the_chief_killed_mid_run_is_survived_within_half_a_point_and_as_a_resum
     """--ranks runs under ULFM: rank 0 (the chief) killed by SIGKILL once the run
     wrote its first checkpoint, the others train its samples and finish (exit 0);
     rank 1 writes the later checkpoints and prints the JSON, which names the lost
-    rank; the test error is within 0.5 points of a run that lost nothing; and from
+    rank and has every epoch's test error and time; the test error is within 0.5 points of a run that lost nothing; and from
     the first checkpoint the survivors wrote, their run is bitwise a job of 2 ranks
     resumed from it."""
     from hogwild.checkpoint import load_checkpoint
@@ -681,6 +681,9 @@ def test_the_chief_killed_mid_run_is_survived_within_half_a_point_and_as_a_resum
     result = json.loads(out)
     (lost,) = result["distributed"]["lost_ranks"]
     assert lost["rank"] == 0 and result["distributed"]["ranks"] == 2
+    # the new chief reports every epoch as the lost one did, before the loss too
+    assert [sorted(set(record) & {"test_error", "elapsed_seconds"})
+            for record in result["history"]] == [["elapsed_seconds", "test_error"]] * 300
     assert err_lines(err, "hogwild: rank") == [
         f"hogwild: rank 0 was lost in epoch {lost['epoch']} (after {lost['after_syncs']:,} "
         "syncs); 2 ranks go on with its samples, its unfinished piece's updates (at most "

@@ -36,9 +36,9 @@ def local_ray():
     ray = pytest.importorskip("ray", reason="backend 'ray' needs Ray (hogwild[distributed])")
     from hogwild.backends.ray import start_local_ray
 
-    start_local_ray(ray, 2)
+    instance = start_local_ray(ray, 2)
     yield
-    ray.shutdown()
+    instance.close()
 
 
 def run(path, request, name, parties, **options):

@@ -44,6 +44,8 @@ class Backend(ABC):
     on_progress = None          # set by the engine: on_progress(updates done this epoch)
     reports = True              # this process reports: progress, callbacks, metrics and
     # checkpoints (False on MPI ranks other than 0, which train alongside)
+    measures_everywhere = False  # True: every process measures the test metrics (an MPI
+    # rank may become the chief when ranks are lost, and report the epochs before)
     streams_samples = False     # True: run_epoch and loss_sum take any data tuple the
     # engine gives (hogwild.streaming's slots, refilled between calls)
 

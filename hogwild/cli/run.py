@@ -58,7 +58,6 @@ def _progress(args, unit="updates"):
     bar = _progress_bar(enabled=not args.json and job_rank() == 0, unit=unit)
 
     def report(record):
-        log.epochs_ended.append(time.perf_counter())
         if bar is not None:
             bar.write(_epoch_line(record, args.epochs, unit), file=sys.stdout)
         elif not args.json:
@@ -155,10 +154,12 @@ def _history(history, log=None, started=None):
 
 
 def workers_text(scheduler, workers, distributed):
-    """The summary line's words on who trained: workers, or for an MPI job its
-    ranks, their threads and the allreduce."""
+    """The summary line's words on who trained: workers (and the Ray nodes that
+    were restarted), or for an MPI job its ranks, their threads and the allreduce."""
     if distributed is None or "ranks" not in distributed:
-        return f"{scheduler} x {workers} workers"
+        restarts = (distributed or {}).get("restarts", [])
+        return f"{scheduler} x {workers} workers" + (" (restarted: " + ", ".join(
+            f"node {r['node']} at clock {r['clock']}" for r in restarts) + ")" if restarts else "")
     dense, sparse = distributed["dense"]["syncs"], distributed["sparse"]["syncs"]
     ways = []
     servers = distributed.get("summation_servers", 0)

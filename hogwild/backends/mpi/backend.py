@@ -60,6 +60,7 @@ class MPIBackend(HostBackend):
         self.comm = MPI.COMM_WORLD
         self.rank, self.ranks = self.comm.Get_rank(), self.comm.Get_size()
         self.reports = self.rank == 0
+        self.measures_everywhere = True  # any survivor may become the chief
         self.settings, self.workers, self.epochs = config.distributed, workers, config.epochs
         self.servers = self.settings.summation_servers
         check_summation_servers(self.servers, self.ranks)

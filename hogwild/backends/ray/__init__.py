@@ -41,7 +41,8 @@ server's state.
 Where each part lives: settings.py (SSPSettings), server.py (the parameter
 server's shards and the clock table), node.py (a node actor and
 ParameterServer, its Reconciler), cluster.py (starting a private local Ray or
-joining a cluster) and backend.py (RayBackend). Nothing here imports Ray on
+joining a cluster), host.py (the process that owns a local instance and removes
+it when the driver ends) and backend.py (RayBackend). Nothing here imports Ray on
 import: import_ray does, when a run starts.
 """
 from hogwild.backends.ray.backend import RayBackend

@@ -57,13 +57,15 @@ class RayBackend(HostBackend):
         self.started = False
         self._loss, self._state = None, None
         self.started_ray = not self.ray.is_initialized()
+        self.local = None  # the LocalRay this run started
         if self.started_ray:
             if self.settings.address:
                 join_cluster(self.ray, self.settings.address)
             else:  # a local instance with room for every node actor
                 check_workers(self.nodes * workers, config.oversubscribe,
                               name="nodes x threads per node")
-                start_local_ray(self.ray, max(os.cpu_count() or 1, self.nodes * workers))
+                self.local = start_local_ray(self.ray,
+                                             max(os.cpu_count() or 1, self.nodes * workers))
 
     def worker_count(self, planned):
         return self.nodes * planned
@@ -183,6 +185,8 @@ class RayBackend(HostBackend):
                                      {"stopped_at_clock": clock}) from None
                 if node_died:
                     self.restarts.append({"node": node, "clock": clock})
+                    print(f"hogwild: node {node} died at clock {clock} (epoch {epoch + 1}); "
+                          "restarted from that clock", file=sys.stderr, flush=True)
                 else:  # a new actor, with the restored shard
                     ray.kill(self.running[node][0])
                 worker = self._new_node(node)
@@ -254,6 +258,9 @@ class RayBackend(HostBackend):
         for actor in actors + ([self.clock_table] if self.clock_table is not None else []):
             self.ray.kill(actor)
         self.running, self.built, self.shards, self.clock_table = {}, [], [], None
-        if self.started_ray:
+        if self.local is not None:
+            self.local.close()
+            self.local = None
+        elif self.started_ray:
             self.ray.shutdown()
-            self.started_ray = False
+        self.started_ray = False

@@ -1,8 +1,9 @@
 """Ray itself: importing it, starting a private local instance, joining a
 cluster with token authentication, and sending a user's code by value."""
-import atexit
 import os
 import re
+import secrets
+import select
 import shutil
 import socket
 import subprocess
@@ -22,41 +23,144 @@ def import_ray():
 
 
 
-def start_local_ray(ray, num_cpus):
-    """A new Ray instance of this machine alone: every service bound to the
-    loopback interface, never RAY_ADDRESS's or an already running cluster
-    (address="local"), its files created private (umask 077: the token file
-    ~/.ray/auth_token grants access to the instance) in a folder of this user's
-    alone (Ray makes its session folders mode 0777, and its default /tmp/ray is
-    shared by every user without the sticky bit), removed when this process ends."""
+SOCKET_PATH_BYTES = 107  # AF_UNIX's limit on Linux
+SESSION_SOCKET_CHARS = 65  # what Ray adds: /session_DATE_TIME_PID/sockets/plasma_store
+START_SECONDS = 120  # for the local instance to come up
+
+
+def instance_folder():
+    """A new private folder (mode 0700) for a local instance's files: in TMPDIR,
+    or in /tmp where TMPDIR's path leaves Ray's socket paths too long (Ray puts
+    them under the folder, and a Unix socket's path has at most 107 bytes)."""
+    longest = SOCKET_PATH_BYTES - SESSION_SOCKET_CHARS - len("/hogwild-ray-12345678")
+    places = [tempfile.gettempdir(), "/tmp"]
+    for place in places:
+        if len(os.fsencode(os.path.abspath(place))) <= longest:
+            try:
+                return tempfile.mkdtemp(prefix="hogwild-ray-", dir=place)
+            except OSError:
+                continue
+    raise HogwildError(f"a local Ray instance needs a writable temporary folder whose path "
+                       f"has at most {longest} bytes (Ray's socket paths under it are limited "
+                       f"to {SOCKET_PATH_BYTES}): TMPDIR={tempfile.gettempdir()} is too long "
+                       "and /tmp is not writable; set TMPDIR to a shorter writable folder")
+
+
+class LocalRay:
+    """A new Ray instance of this machine alone, owned by a host process of its own
+    (hogwild.backends.ray.host: its own session, so a signal to the driver's
+    process group never reaches Ray's services, and it removes every process and
+    file of the instance when the driver closes it or dies). Every service listens
+    on the loopback interface; RAY_ADDRESS or an instance already running here is
+    never joined; its files are private, in a folder of this user's alone (Ray makes
+    its session folders mode 0777, and its default /tmp/ray is every user's); its
+    authentication token is this process's own, given in the environment, so
+    nothing is written to ~/.ray."""
+
+    def __init__(self, ray, num_cpus):
+        self.ray, self.folder = ray, instance_folder()
+        self.restore = {name: os.environ.get(name) for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
+        if os.environ.get("RAY_AUTH_MODE", "").lower() != "disabled":
+            os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=_TOKEN)
+            _reload_auth_settings()
+        log = open(os.path.join(self.folder, "host.log"), "wb")
+        with log:
+            self.host = subprocess.Popen(
+                [sys.executable, "-m", "hogwild.backends.ray.host", self.folder, str(num_cpus)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                start_new_session=True)
+        try:
+            address = self._address()
+            loopback_only = ray_constants().ENABLE_RAY_CLUSTER
+            ray_constants().ENABLE_RAY_CLUSTER = False  # the driver's services on 127.0.0.1 too
+            try:
+                ray.init(address=address, include_dashboard=False, log_to_driver=False)
+            finally:
+                ray_constants().ENABLE_RAY_CLUSTER = loopback_only
+        except BaseException:
+            self.close()
+            raise
+        _errors_to_stderr(ray)
+
+    def _address(self):
+        """The instance's address, once the host says it is up; or the host's
+        last line as a HogwildError."""
+        ready = select.select([self.host.stdout], [], [], START_SECONDS)[0]
+        line = self.host.stdout.readline().decode(errors="replace").strip() if ready else ""
+        self.host.stdout.close()
+        if line:
+            return line
+        if self.host.poll() is None:
+            raise HogwildError(f"a local Ray instance did not start within {START_SECONDS} s")
+        self.host.wait()
+        said = [text for text in Path(self.folder, "host.log").read_text(
+            errors="replace").splitlines() if text.strip()]
+        raise HogwildError("could not start a local Ray instance: " + (
+            said[-1] if said else f"exit status {self.host.returncode}"))
+
+    def close(self):
+        """Disconnect, and wait until the host has removed the instance."""
+        if self.ray.is_initialized():
+            self.ray.shutdown()
+        if self.host.stdin:
+            self.host.stdin.close()
+        try:
+            self.host.wait(timeout=START_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.host.kill()
+            self.host.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+        for name, value in self.restore.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        _reload_auth_settings()
+
+
+_TOKEN = secrets.token_hex(32)  # this process's local instances' (one: Ray caches it)
+
+
+def _reload_auth_settings():
+    """Make this process's Ray read RAY_AUTH_MODE and the token again (it reads
+    them once, when first asked)."""
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
+def ray_constants():
     from ray._private import ray_constants
 
-    folder = tempfile.mkdtemp(prefix="hogwild-ray-")  # mode 0700
-    atexit.register(shutil.rmtree, folder, True)
-    loopback_only = ray_constants.ENABLE_RAY_CLUSTER  # Ray's own switch, off on macOS
-    ray_constants.ENABLE_RAY_CLUSTER = False  # and Windows: services on 127.0.0.1
-    umask = os.umask(0o077)
-    try:
-        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
-                 log_to_driver=False, _temp_dir=folder)
-    finally:
-        os.umask(umask)
-        ray_constants.ENABLE_RAY_CLUSTER = loopback_only
-    _make_private(ray_token_path())
+    return ray_constants
+
+
+def _errors_to_stderr(ray):
+    """Ray's driver prints the errors its raylet reports ('A worker died or was
+    killed ...') on stdout, where hogwild's output (--json) goes: on stderr
+    instead, beside hogwild's own line on what it did about it."""
+    worker = ray._private.worker
+    printing = worker.print_to_stdstream
+    if getattr(printing, "to_stderr", False):
+        return
+
+    def print_to_stderr(data, ignore_prefix):
+        printing({**data, "is_err": True}, ignore_prefix)
+
+    print_to_stderr.to_stderr = True
+    worker.print_to_stdstream = print_to_stderr
+
+
+def start_local_ray(ray, num_cpus):
+    """A private local Ray instance with ``num_cpus`` CPUs, joined by this process
+    (see LocalRay); close() it to stop it (it stops when this process ends anyway)."""
+    return LocalRay(ray, num_cpus)
 
 
 def ray_token_path():
     """Where Ray keeps its authentication token unless told otherwise."""
     return Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
-
-
-def _make_private(path):
-    """Mode 0600 for a file of ours that grants access (Ray writes it 0644)."""
-    try:
-        if path.is_file() and path.stat().st_uid == os.getuid():
-            path.chmod(0o600)
-    except OSError:
-        pass
 
 
 CONNECT_SECONDS = 10  # to reach a cluster's address before Ray itself tries
