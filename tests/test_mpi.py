@@ -530,6 +530,13 @@ def test_ranks_whose_mpirun_was_killed_exit_within_seconds_leaving_nothing():
                 pass
 
 
+def _cmdline(pid):
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # ended meanwhile
+        return b""
+
+
 def _ranks_of(pid):
     return sorted(child_pids(pid))
 
@@ -647,9 +654,9 @@ def test_the_chief_killed_mid_run_is_survived_within_half_a_point_and_as_a_resum
     """--ranks runs under ULFM: rank 0 (the chief) killed by SIGKILL once the run
     wrote its first checkpoint, the others train its samples and finish (exit 0);
     rank 1 writes the later checkpoints and prints the JSON, which names the lost
-    rank and has every epoch's test error and time; the test error is within 0.5 points of a run that lost nothing; and from
-    the first checkpoint the survivors wrote, their run is bitwise a job of 2 ranks
-    resumed from it."""
+    rank and has every epoch's test error and time; the test error is within 0.5
+    points of a run that lost nothing; and from the first checkpoint the survivors
+    wrote, their run is bitwise a job of 2 ranks resumed from it."""
     from hogwild.checkpoint import load_checkpoint
 
     # 300 epochs: the survivors write a checkpoint every 20 ms or so, for 5 s here;
@@ -700,6 +707,37 @@ def test_the_chief_killed_mid_run_is_survived_within_half_a_point_and_as_a_resum
     survivors, again = np.load(tmp_path / "lost.npz"), np.load(tmp_path / "resumed.npz")
     for name in ("coef", "intercept"):
         assert np.array_equal(survivors[name], again[name]), name
+
+
+@pytest.mark.parametrize("when", ["at once", "in MPI_Init"])
+def test_a_rank_killed_while_a_users_own_ulfm_job_starts_ends_it_with_one_line(when):
+    """Under a user's own ``mpirun --with-ft ulfm`` nothing of hogwild's watches the
+    ranks from outside, the others would wait in MPI_Init for ever, and mpirun
+    exits 0 when ranks die by a signal: each rank's start watcher ends the job
+    with one line and mpirun's exit 1. Killed at once (before its watcher runs:
+    another rank's sees it missing) or once its watcher runs (it sees it die)."""
+    proc = mpirun(3, HOGWILD + ["run", "svm", "--backend", "mpi", "--epochs", "3"],
+                  fault_tolerant=True, background=True)
+    deadline = time.monotonic() + 120
+    try:
+        victim = _rank_pid(proc.pid, 1, deadline)
+        while when == "in MPI_Init" and not any(
+                b"starting.py" in _cmdline(child) for child in child_pids(victim)):
+            assert time.monotonic() < deadline, "the rank started no watcher"
+            time.sleep(0.01)
+        os.kill(victim, signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:  # the job hung: end it
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 1, err[-3000:]
+    assert err_lines(err, "hogwild: error") in (
+        ["hogwild: error: a rank of this machine died while the MPI job started; ending "
+         "the job"], ["hogwild: error: rank 1 died while the MPI job started; ending the job"],
+        ["hogwild: error: a rank died before the first epoch (MPI_ERR_PROC_FAILED: Process "
+         "Failure); the job ends (its ranks survive a lost rank once training began)"]), err
+    assert "\0" not in err and "MPI_ABORT" not in err and "Traceback" not in err
 
 
 def test_a_rank_killed_while_the_job_starts_ends_it_with_one_line():

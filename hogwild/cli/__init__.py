@@ -36,6 +36,7 @@ from hogwild.cli.probe import run_probe
 from hogwild.cli.ranks import abort_job, launch, say_error
 from hogwild.cli.streams import guarded_streams
 from hogwild.cli.run import run_cuts, run_implicit, run_mc, run_svm
+from hogwild.backends.mpi.starting import first_to_say
 from hogwild.backends.mpi import agree, check_summation_servers, import_mpi, in_mpi_job, \
     job_rank, job_size, rank_lost
 from hogwild.datasets.outputs import check_outputs
@@ -242,9 +243,12 @@ def _dispatch(args, argv=()):
         if not (in_mpi_job() and job_size() > 1):
             raise
         if "mpi4py.MPI" in sys.modules and rank_lost(import_mpi(), exc):
-            print(f"hogwild: error: {_where()}a rank died before the first epoch ({exc}); the "
-                  "job ends (its ranks survive a lost rank once training began)",
-                  file=sys.stderr)
+            # every rank meets it and exits: one says it, and no MPI_Abort banner follows
+            args.stopped_together = True
+            if first_to_say(os.environ.get("PMIX_SERVER_TMPDIR", "")):
+                print(f"hogwild: error: a rank died before the first epoch ({exc}); the job "
+                      "ends (its ranks survive a lost rank once training began)",
+                      file=sys.stderr)
             return 1
         # one write: lines written apart can be lost when MPI_Abort ends the job (the
         # launcher stops forwarding output), and the error line is the one that matters

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from hogwild.backends.mpi.launcher import segment_folder, watch_launcher
+from hogwild.backends.mpi.launcher import segment_folder, watch_launcher, watch_start
 from hogwild.errors import HogwildError
 
 RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")  # set by mpirun, srun
@@ -110,8 +110,10 @@ def import_mpi():
     Open MPI's shared-memory transport is of no use and whose segment in /dev/shm
     no launcher would remove: it gets the loopback transport alone. A rank of a
     larger job puts the transport's segments in a private folder for its launcher
-    (see segment_folder), watches its launcher (watch_launcher) and ends the whole
-    job on an exception that nothing catches (abort_on_uncaught)."""
+    (see segment_folder), watches its launcher (watch_launcher) and, under a
+    user's own mpirun, this machine's other ranks while MPI starts
+    (watch_start), and ends the whole job on an exception that
+    nothing catches (abort_on_uncaught)."""
     starting = "mpi4py.MPI" not in sys.modules
     alone = starting and not in_mpi_job() and "OMPI_MCA_btl" not in os.environ
     folder = segment_folder() if starting and in_mpi_job() and job_size() > 1 \
@@ -121,6 +123,8 @@ def import_mpi():
         chosen[SEGMENT_FOLDER_VARIABLE] = str(folder)
     if starting and in_mpi_job():
         watch_launcher(job_rank(), folder)
+    started = watch_start(job_local_size()) if starting and in_mpi_job() \
+        and job_size() > 1 and not os.environ.get(STARTED_SOCKET_VARIABLE) else None
     os.environ.update(chosen)  # for MPI_Init only: not for processes this one starts later
     try:
         from mpi4py import MPI
@@ -130,6 +134,8 @@ def import_mpi():
     finally:
         for name in chosen:
             del os.environ[name]
+        if started is not None:
+            started()
     if starting and MPI.COMM_WORLD.Get_size() > 1:
         unlink_shared_segments(MPI, folder)
         abort_on_uncaught(MPI)

@@ -1,9 +1,11 @@
 """The launcher (mpirun) from a rank's side: its pid, a watch that ends the rank
-when the launcher dies, and the removal of what a killed launcher leaves (its
-session directory, the folder of its ranks' shared-memory segments)."""
+when the launcher dies, a watch over this machine's other ranks while MPI starts,
+and the removal of what a killed launcher leaves (its session directory, the
+folder of its ranks' shared-memory segments)."""
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import threading
@@ -92,3 +94,36 @@ def watch_launcher(rank, folder=None):
         os._exit(1)
     _WATCHING.append(threading.Thread(target=watch, daemon=True, name="hogwild-launcher"))
     _WATCHING[0].start()
+
+
+
+def watch_start(local_size):
+    """Under a user's own mpirun (--ranks' launcher watches its ranks itself), a
+    process watching this rank until it is past MPI_Init (hogwild.backends.mpi.
+    starting): a rank of this machine that dies before, or is not there, would
+    leave the others waiting in MPI_Init for ever under ULFM (and mpirun exits 0
+    when ranks die by a signal), so the first watcher to see it says so in one
+    line and stops the launcher (SIGTERM: it ends the job and exits 1). Returns
+    the function to call once MPI has started (None where nothing watches). A
+    thread cannot watch: mpi4py holds the interpreter's lock in MPI_Init."""
+    namespace = os.environ.get("PMIX_NAMESPACE")
+    if not namespace or not Path("/proc").is_dir():
+        return None
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMIX_", "OMPI_"))}
+    try:
+        watcher = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(Path(__file__).with_name("starting.py")),
+             str(os.getpid()), str(launcher_pid()), str(local_size), namespace,
+             os.environ.get("PMIX_SERVER_TMPDIR", ""), str(job_rank_number())],
+            stdin=subprocess.PIPE, env=env)
+    except OSError:  # no process to spare: the job starts unwatched
+        return None
+
+    def started():
+        watcher.stdin.close()
+        watcher.wait()
+    return started
+
+
+def job_rank_number():
+    return os.environ.get("PMIX_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "?"))
