@@ -25,6 +25,11 @@ faults land inside epochs) and injects one fault, at a random moment of an epoch
     kill-rank              SIGKILL of one rank of an MPI job
     kill-mpirun            SIGKILL of the job's mpirun
     kill-mpirun-at-start   SIGKILL of mpirun before the first epoch (MPI's own start-up)
+    kill-rank-at-start-ulfm
+                           SIGKILL of rank 1 as soon as it exists, under the user's
+                           own `mpirun --with-ft ulfm` (which keeps a job whose rank
+                           died, and exits 0 when ranks die by a signal): exit 1
+    kill-rank-in-init-ulfm the same once rank 1 is starting MPI (its start watcher runs)
     raise-in-rank          an exception in an update on rank 1 alone
     mismatch               rank 1 started with another sync interval than rank 0
 
@@ -51,6 +56,11 @@ with the same figures: scripts/file_faults.py):
                            data being made or checked, compiling): exit 130
     sigterm-at-start       the same with SIGTERM, as a scheduler stops a job: exit 143
 
+and, as the family "ray", to `hogwild run svm --backend ray --nodes 2` on a local
+Ray instance (kill-driver, sigterm-group, sighup-group, kill-node: see
+scripts/ray_faults.py, which also counts what the instance leaves in TMPDIR and
+HOME, and its processes left running, as leftover_dirs and orphans).
+
 Then it counts, all of which must be 0:
 
     hangs           the run had not ended 60 s after the fault
@@ -76,8 +86,8 @@ Then it counts, all of which must be 0:
     wrong_answers   (files) a run that ended well (exit 0) with other figures than
                     the same run on intact files: a silent wrong answer
 
-    python scripts/fault_injection.py               # 34 trials per family: 136
-    python scripts/fault_injection.py --quick       # each fault once: 24 (the CI test)
+    python scripts/fault_injection.py               # 34 trials per family: 170
+    python scripts/fault_injection.py --quick       # each fault once: 36 (the CI test)
     python scripts/fault_injection.py --out docs/fault_injection.json
 
 Prints one JSON document: the totals, a table per backend and fault, and the
@@ -96,6 +106,7 @@ import time
 from pathlib import Path
 
 import file_faults  # scripts/file_faults.py, beside this script
+import ray_faults  # scripts/ray_faults.py
 import numpy as np
 
 from hogwild.bench.machine import publish
@@ -103,25 +114,29 @@ from hogwild.bench.machine import publish
 SCHEDULERS = ("hogwild", "locked", "serial", "blocked", "colored", "cyclades")
 MPI_SCHEDULERS = ("hogwild", "locked", "serial")
 DETERMINISTIC = ("serial", "blocked", "colored", "cyclades")
-BACKENDS = ("threads", "processes", "mpi", "files")
+BACKENDS = ("threads", "processes", "mpi", "files", "ray")
 FAULTS = {
     "threads": ("kill-parent", "sigterm", "ctrl-c", "raise", "kill-at-start", "sigterm-group",
                 "sighup-group"),
     "processes": ("kill-worker", "kill-parent", "sigterm", "ctrl-c", "raise", "kill-at-start",
                   "kill-worker-at-start", "ctrl-c-while-workers-start", "sigterm-group",
                   "sighup-group", "sigstop-worker"),
-    "mpi": ("kill-rank", "kill-mpirun", "raise-in-rank", "mismatch", "kill-mpirun-at-start"),
+    "mpi": ("kill-rank", "kill-mpirun", "raise-in-rank", "mismatch", "kill-mpirun-at-start",
+            "kill-rank-at-start-ulfm", "kill-rank-in-init-ulfm"),
     "files": ("truncate-mid-run", "edit-mid-run", "truncate-between-runs", "edit-between-runs",
               "fifo-in-cache", "ctrl-c-at-start", "sigterm-at-start"),
+    "ray": ray_faults.FAULTS,
 }
 EXPECTED_STATUS = {"kill-worker": 2, "sigterm": 143, "ctrl-c": 130, "raise": 1,
                    "kill-worker-at-start": 2, "ctrl-c-while-workers-start": 130,
                    "sigterm-group": 143, "sighup-group": 129, "sigstop-worker": 2,
-                   "mismatch": "non-zero", "kill-rank": "non-zero", "raise-in-rank": "non-zero"}
+                   "mismatch": "non-zero", "kill-rank": "non-zero", "raise-in-rank": "non-zero",
+                   "kill-rank-at-start-ulfm": 1, "kill-rank-in-init-ulfm": 1}
 GROUP_SIGNALS = {"sigterm-group": signal.SIGTERM, "sighup-group": signal.SIGHUP}
 RAISING = ("raise", "raise-in-rank")
+RANK_AT_START = ("kill-rank-at-start-ulfm", "kill-rank-in-init-ulfm")
 AT_START = ("kill-at-start", "kill-worker-at-start", "ctrl-c-while-workers-start",
-            "kill-mpirun-at-start", "mismatch")
+            "kill-mpirun-at-start", "mismatch", *RANK_AT_START)
 N_SAMPLES = 40_000
 HANG_SECONDS = 60
 ORPHAN_SECONDS = 5
@@ -209,17 +224,17 @@ def victim(args):
         sys.exit(2)
 
 
-def mpirun_command(ranks):
+def mpirun_command(ranks, ulfm=False):
     from hogwild.cli.ranks import find_mpirun
 
-    command = [find_mpirun(), "-n", str(ranks)]
+    command = [find_mpirun(), "-n", str(ranks)] + (["--with-ft", "ulfm"] if ulfm else [])
     if os.geteuid() == 0:
         command.append("--allow-run-as-root")
     return command
 
 
 def start_victim(scheduler, backend, checkpoint, epochs, poison=(-1, -1), resume=None,
-                 poison_rank=-1, mismatch=False):
+                 poison_rank=-1, mismatch=False, ulfm=False):
     """The victim (under mpirun for backend mpi) in a session of its own (so that it
     and any worker it leaves can be killed together), its stderr in a file beside
     the checkpoint (an orphan that holds a pipe open would otherwise keep a reader
@@ -233,7 +248,7 @@ def start_victim(scheduler, backend, checkpoint, epochs, poison=(-1, -1), resume
     if resume is not None:
         command += ["--resume", str(resume)]
     if backend == "mpi":
-        command = mpirun_command(2) + command
+        command = mpirun_command(2, ulfm) + command
     with open(Path(checkpoint).with_suffix(".stderr"), "w") as stderr:
         return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True,
                                 start_new_session=True)
@@ -336,6 +351,8 @@ def inject(rng, process, backend, fault, record):
             return [child] if child else []
         if fault == "mismatch":
             return []
+        if fault in RANK_AT_START:
+            return kill_starting_rank(process, fault == "kill-rank-in-init-ulfm")
         time.sleep(rng.uniform(0, 2.5))  # the interpreter, numba, MPI_Init, the workers
         watched = children(process.pid)
         process.send_signal(signal.SIGKILL)
@@ -361,6 +378,27 @@ def inject(rng, process, backend, fault, record):
     return workers
 
 
+def kill_starting_rank(process, in_init, rank=1):
+    """SIGKILL of ``rank`` of the victim's job as soon as it exists or (``in_init``)
+    once its start watcher runs (hogwild.backends.mpi.starting); returns the job's
+    ranks, which must all be gone after."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ranks = children(process.pid)
+        for pid in ranks:
+            try:
+                environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                watching = any(b"starting.py" in Path(f"/proc/{child}/cmdline").read_bytes()
+                               for child in children(pid))
+            except OSError:
+                continue
+            if f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ and (watching or not in_init):
+                os.kill(pid, signal.SIGKILL)
+                return ranks
+        time.sleep(0.01)
+    return children(process.pid)
+
+
 def trial(rng, backend, scheduler, fault, folder, references):
     """Run one trial; returns its record (counts of each kind of failure)."""
     from hogwild.checkpoint import load_checkpoint
@@ -371,7 +409,7 @@ def trial(rng, backend, scheduler, fault, folder, references):
         if fault in RAISING else (-1, -1)
     process = start_victim(scheduler, backend, checkpoint, 1000, poison,
                            poison_rank=1 if fault == "raise-in-rank" else -1,
-                           mismatch=fault == "mismatch")
+                           mismatch=fault == "mismatch", ulfm=fault in RANK_AT_START)
     record = {"backend": backend, "scheduler": scheduler, "fault": fault,
               **dict.fromkeys(COUNTS, 0)}
     workers = inject(rng, process, backend, fault, record)
@@ -457,6 +495,15 @@ def mpi_available():
     return None
 
 
+def ray_available():
+    """Why Ray trials cannot run here, or None when they can."""
+    try:
+        import ray  # noqa: F401
+    except ImportError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
 def plan(trials_per_backend, rng, backends):
     """(backend, scheduler, fault) for each trial: every fault and scheduler in
     turn, so that even the quick form covers each fault on each backend;
@@ -467,7 +514,7 @@ def plan(trials_per_backend, rng, backends):
         for i in range(trials_per_backend or len(faults)):
             fault = faults[i % len(faults)]
             choices = MPI_SCHEDULERS if backend == "mpi" else ("default",) \
-                if backend == "files" else \
+                if backend == "files" else ("hogwild",) if backend == "ray" else \
                 [s for s in SCHEDULERS if "worker" not in fault or s != "serial"]
             runs.append((backend, choices[int(rng.integers(len(choices)))], fault))
     return runs
@@ -517,6 +564,10 @@ def main():
     if missing:
         backends.remove("mpi")
         print(f"MPI trials left out: {missing}", file=sys.stderr)
+    no_ray = ray_available() if "ray" in backends else None
+    if no_ray:
+        backends.remove("ray")
+        print(f"Ray trials left out: {no_ray}", file=sys.stderr)
     trials = args.trials or (None if args.quick else 34)
     rng = np.random.default_rng(args.seed)
     references, records = {}, []
@@ -529,6 +580,8 @@ def main():
         try:
             record = file_faults.trial(rng, file_runs, fault, folder, HANG_SECONDS, COUNTS) \
                 if backend == "files" else \
+                ray_faults.trial(rng, fault, folder, HANG_SECONDS, COUNTS) if backend == "ray" \
+                else \
                 trial(rng, backend, scheduler, fault, folder, references)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
@@ -541,6 +594,7 @@ def main():
     report = summarise(records)
     report["seconds"] = round(time.monotonic() - started, 1)
     report["mpi_left_out"] = missing
+    report["ray_left_out"] = no_ray
     publish(report, None, args.out)
     return 0
 
