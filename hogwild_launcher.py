@@ -100,7 +100,19 @@ def main():
         status = 128 + received[0]
     if status in (129, 130, 143):
         _forget_interrupted_pyrun()
+    _ignore_stop_signals()
     return _exit_now(status)
+
+
+def _ignore_stop_signals():
+    """SIGTERM and SIGHUP ignored once the command has its exit status: nothing is
+    left to stop but Python's teardown (the exit functions, MPI_Finalize), which
+    they would break with a KeyboardInterrupt traceback, or, once the interpreter
+    has put back the default handlers, kill by the signal (status -15) after the
+    run ended well."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) != signal.SIG_IGN:
+            signal.signal(signum, signal.SIG_IGN)
 
 
 def _exit_now(status):

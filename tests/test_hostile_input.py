@@ -817,6 +817,32 @@ def test_ctrl_c_while_the_command_imports_is_one_line_and_exit_130(tmp_path, sig
     assert len(err.splitlines()) == 1, err
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_during_teardown_leaves_the_finished_run_alone(tmp_path, signum):
+    """A scheduler's SIGTERM (or a hang-up) after the run ended, while Python's exit
+    functions run: a KeyboardInterrupt traceback in them, or death by the signal
+    once the interpreter had put the default handlers back. The run's own status
+    (0) stands. An exit function registered first (so run last) holds the teardown
+    until the signal was sent."""
+    hold = ("import atexit, sys, hogwild_launcher\n"
+            "atexit.register(lambda: (print('teardown', flush=True), sys.stdin.readline()))\n"
+            "sys.argv = ['hogwild', 'run', 'svm', '--epochs', '1']\n"
+            "sys.exit(hogwild_launcher.main())\n")
+    env = {**os.environ, "HOGWILD_CACHE_DIR": str(tmp_path / "cache")}
+    process = subprocess.Popen([sys.executable, "-c", hold], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env, cwd=tmp_path)
+    lines = []
+    while not lines or lines[-1] not in ("teardown\n", ""):
+        lines.append(process.stdout.readline())
+    assert lines[-1] == "teardown\n", lines
+    process.send_signal(signum)
+    out, err = process.communicate("\n", timeout=120)
+    assert process.returncode == 0, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert lines[-2].startswith("done: "), lines
+
+
 def _spawned_children(pid):
     """Pids of multiprocessing's spawned children of ``pid`` (their command lines
     name spawn_main from their first instruction)."""
