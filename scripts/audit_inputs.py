@@ -158,6 +158,14 @@ def make_files(root):
     write("twice.ratings", good_ratings + good_ratings)
 
     write("good.edges", edges_text())
+    # inputs an output names by mistake (each its own copy: a case that replaced one
+    # would spoil no other case)
+    write("input.svm", good_svm)
+    write("test_input.svm", good_svm)
+    write("input.ratings", good_ratings)
+    write("input.edges", edges_text())
+    (root / "link_to_input.svm").symlink_to(root / "input.svm")
+    files["link_to_input.svm"] = root / "link_to_input.svm"
     for name, content in BAD_TEXTS.items():
         write(name, content)
 
@@ -265,6 +273,23 @@ def cli_cases(files):
 
     def add(group, name, argv, expect="error"):
         cases.append(Case(group, name, argv=[str(a) for a in argv], expect=expect))
+
+    data, test = files["input.svm"], files["test_input.svm"]
+    for name, argv in {
+            "--save names --data": ["run", "svm", "--data", data, "--save", data],
+            "--save names --data through a link": ["run", "svm", "--data", data, "--save",
+                                                   files["link_to_input.svm"]],
+            "--checkpoint names --data": ["run", "svm", "--data", data, "--checkpoint", data],
+            "--save names --test": ["run", "svm", "--data", data, "--test", test, "--save",
+                                    test],
+            "--save names --resume": ["run", "svm", "--data", files["good.svm"], "--resume",
+                                      files["checkpoint.npz"], "--save",
+                                      files["checkpoint.npz"]],
+            "run mc --save names --data": ["run", "mc", "--data", files["input.ratings"],
+                                           "--save", files["input.ratings"]],
+            "run cuts --out names --data": ["run", "cuts", "--data", files["input.edges"],
+                                            "--out", files["input.edges"]]}.items():
+        add("outputs naming inputs", name, argv + ["--epochs", "1"])
 
     for problem, data in QUICK_DATA.items():
         base = ["run", problem, *data, "--epochs", "1"]
