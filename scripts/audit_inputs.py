@@ -350,7 +350,9 @@ def cli_cases(files):
             "fifo", "folder", "missing", "long_name", "photo.png"]:
         expect = "ok" if name in ("good.svm", "good.svm.gz", "long_line.svm", "tabs.svm",
                                   "three_classes.svm",  # 3 classes: one-vs-rest
-                                  "bom.svm", "crlf.svm") else "error"  # plain text
+                                  "bom.svm", "crlf.svm",  # plain text
+                                  "input.svm", "test_input.svm", "link_to_input.svm") \
+            else "error"
         add("run svm --data", name, ["run", "svm", "--data", files[name], "--epochs", "1"],
             expect)
         test_set = name in ("one_class.svm", "no_features.svm")  # labels: a test needs no two
@@ -364,7 +366,7 @@ def cli_cases(files):
     for name in [n for n in files if n.endswith(".ratings")] + ["fifo", "folder", "missing",
                                                                "binary.svm"]:
         plain = ("bom.ratings", "cr.ratings", "twice.ratings")  # read as plain text
-        expect = "ok" if name in ("good.ratings",) + plain else "error"
+        expect = "ok" if name in ("good.ratings", "input.ratings") + plain else "error"
         add("run mc --data", name, ["run", "mc", "--data", files[name], "--epochs", "1"], expect)
         add("run mc --test", name, ["run", "mc", "--data", files["good.ratings"], "--test",
                                     files[name], "--epochs", "1"],
@@ -372,7 +374,8 @@ def cli_cases(files):
             else "error")
     for name in [n for n in files if n.endswith((".edges", ".col"))] + ["fifo", "folder",
                                                                        "missing"]:
-        expect = "ok" if name in ("good.edges", "good.col", "huge_weight.edges") else "error"
+        expect = "ok" if name in ("good.edges", "good.col", "huge_weight.edges",
+                                  "input.edges") else "error"
         if name == "huge_weight.edges":
             expect = "error"
         add("run cuts --data", name, ["run", "cuts", "--data", files[name], "--epochs", "2"],

@@ -1176,3 +1176,14 @@ def test_a_mapped_matrix_edited_under_a_model_is_one_error_not_a_crash(tmp_path,
     with pytest.raises(HogwildError) as error:
         model.decision_function(bad)
     assert str(error.value) == f"id {index} at position {X.nnz - 1:,} is not in 0..29"
+
+
+@pytest.mark.parametrize("command", [["run", "svm", "--epochs", "1"], ["stats", "svm"]])
+def test_a_file_name_too_long_for_the_file_system_is_one_line(tmp_path, command):
+    """A name of 300 bytes (ENAMETOOLONG from the first stat) was a traceback."""
+    path = tmp_path / ("x" * 300)
+    done = subprocess.run(HOGWILD + command + ["--data", str(path)], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == (f"hogwild: error: {path}: File name too long (a name in a path "
+                           "takes at most 255 bytes)\n")

@@ -217,6 +217,10 @@ def _dispatch(args, argv=()):
               "memory)", file=sys.stderr)
         return 1
     except OSError as exc:  # the machine's limits, not a bug: one line
+        if exc.errno == errno.ENAMETOOLONG:  # a path the file system cannot hold
+            print(f"hogwild: error: {_where()}{exc.filename}: {exc.strerror} (a name in a "
+                  "path takes at most 255 bytes)", file=sys.stderr)
+            return 2
         if exc.errno not in (errno.EMFILE, errno.ENFILE):
             raise
         limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
