@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from hogwild.backends.ray.host import INSTANCE_VARIABLE
+from hogwild.backends.ray import INSTANCE_VARIABLE
 
 FAULTS = ("kill-driver", "sigterm-group", "sighup-group", "kill-node")
 EXPECTED_STATUS = {"kill-driver": -9, "sigterm-group": 143, "sighup-group": 129,

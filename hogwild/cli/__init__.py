@@ -36,9 +36,8 @@ from hogwild.cli.probe import run_probe
 from hogwild.cli.ranks import abort_job, launch, say_error
 from hogwild.cli.streams import guarded_streams
 from hogwild.cli.run import run_cuts, run_implicit, run_mc, run_svm
-from hogwild.backends.mpi.starting import first_to_say
-from hogwild.backends.mpi import agree, check_summation_servers, import_mpi, in_mpi_job, \
-    job_rank, job_size, rank_lost
+from hogwild.backends.mpi import agree, check_summation_servers, first_to_say, import_mpi, \
+    in_mpi_job, job_rank, job_size, rank_lost
 from hogwild.datasets.outputs import check_outputs
 from hogwild.errors import HogwildError, Interrupted
 from hogwild.interrupts import interrupts_kept

@@ -71,12 +71,13 @@ from hogwild.backends.mpi.launcher import remove_stale_sessions
 from hogwild.backends.mpi.probe import SitOut, measure_link, probe_sizes, time_algorithms
 from hogwild.backends.mpi.settings import AllreduceSettings, check_summation_servers, \
     step_factor
+from hogwild.backends.mpi.starting import first_to_say
 from hogwild.backends.mpi.summation import SummationService
 from hogwild.backends.mpi.survival import rank_lost
 
 __all__ = ["STARTED_SOCKET_VARIABLE", "AllreduceSettings", "HierarchicalReducer", "MPIBackend",
            "Nodes", "SitOut", "SummationService", "agree", "check_summation_servers",
-           "import_mpi", "in_mpi_job", "job_chief", "job_comm", "job_local_size", "job_rank",
-           "job_size",
+           "first_to_say", "import_mpi", "in_mpi_job", "job_chief", "job_comm",
+           "job_local_size", "job_rank", "job_size",
            "measure_link", "meet_before_exit", "probe_sizes", "rank_lost",
            "remove_stale_sessions", "step_factor", "time_algorithms"]

@@ -48,7 +48,8 @@ import: import_ray does, when a run starts.
 from hogwild.backends.ray.backend import RayBackend
 from hogwild.backends.ray.cluster import import_ray, parse_address, ray_token_path, \
     start_local_ray
+from hogwild.backends.ray.host import INSTANCE_VARIABLE
 from hogwild.backends.ray.settings import SSPSettings
 
-__all__ = ["RayBackend", "SSPSettings", "import_ray", "parse_address", "ray_token_path",
-           "start_local_ray"]
+__all__ = ["INSTANCE_VARIABLE", "RayBackend", "SSPSettings", "import_ray", "parse_address",
+           "ray_token_path", "start_local_ray"]
